@@ -1,0 +1,7 @@
+"""`python -m dtkguard`."""
+
+import sys
+
+from dtkguard.cli import main
+
+sys.exit(main())

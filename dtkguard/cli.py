@@ -1,0 +1,63 @@
+"""The command line: parse arguments, call the library, pick the exit code.
+
+Each subcommand lives in ``dtkguard.commands.<name>`` with ``register(subparsers)`` and
+``run(args) -> int``; the table below is the only place that lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from dtkguard import __version__
+from dtkguard.errors import DtkguardError
+
+#: subcommand -> module in dtkguard.commands
+COMMANDS: dict[str, str] = {
+    "check": "check",
+    "policy": "policy",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line instead of the usage block on bad arguments."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dtkguard", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"dtkguard {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, module in COMMANDS.items():
+        importlib.import_module(f"dtkguard.commands.{module}").register(sub, name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args))
+    except DtkguardError as exc:
+        if debug:
+            raise
+        print(f"dtkguard: error: {exc.line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def dtkpip_main(argv: Sequence[str] | None = None) -> int:
+    """`dtkpip ARGS...` is `dtkguard pip ARGS...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return main(["pip", *argv])

@@ -1,0 +1,58 @@
+"""Error types. Each maps to one exit code and is turned into one line of text in `cli`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DtkguardError(Exception):
+    """Base of every error dtkguard reports to the user (never shown as a traceback)."""
+
+    exit_code = 2
+
+    def line(self) -> str:
+        return str(self)
+
+
+@dataclass
+class InputError(DtkguardError):
+    """Bad input: a policy, lock, requirement or argument. Exit 2.
+
+    Rendered as ``FILE:LINE:COL field: message`` with the parts that are known.
+    """
+
+    message: str
+    file: str | None = None
+    line_no: int | None = None
+    col: int | None = None
+    field: str | None = None
+
+    exit_code = 2
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def line(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file
+            if self.line_no:
+                where += f":{self.line_no}"
+                if self.col:
+                    where += f":{self.col}"
+            where += ": "
+        field = f"{self.field}: " if self.field else ""
+        return f"{where}{field}{self.message}"
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+class PolicyError(InputError):
+    """A policy file that cannot be read or does not validate."""
+
+
+class TargetError(DtkguardError):
+    """The target (environment, root, process, container) could not be read. Exit 3."""
+
+    exit_code = 3

@@ -1,0 +1,1 @@
+"""Policies: the TOML model, loading with file:line errors, DTK labels, the compiled form."""

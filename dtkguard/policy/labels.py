@@ -1,0 +1,128 @@
+"""The DTK/DAS local-label grammar.
+
+``+das[.optN][.<tag>...][.<sha>].dtkYYMM[P][.torchXYZ][.<stamp>][.g<sha>]``, ``+dtkYYMM[P]...`` or a
+bare ``+das``. Releases compare as numbers: ``dtk2504 < dtk25041 < dtk2604``; ``opt10 > opt9``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import total_ordering
+
+_DTK = re.compile(r"dtk(\d{2})(\d{2})(\d?)")
+_OPT = re.compile(r"opt(\d+)")
+_TORCH = re.compile(r"torch(\d)(\d+)(\d)")
+_STAMP = re.compile(r"\d{8}|\d{10}|\d{12}")
+_GIT = re.compile(r"g[0-9a-f]{6,40}")
+_SHA = re.compile(r"[0-9a-f]{6,40}")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class DtkRelease:
+    """A DTK release such as 25.04.1 (``dtk25041``) or 26.04 (``dtk2604``)."""
+
+    year: int
+    month: int
+    patch: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> DtkRelease:
+        """Parse ``25.04.1``, ``25.04``, ``dtk25041`` or ``dtk-25.04.1``."""
+        text = text.strip().lower().removeprefix("dtk").lstrip("-")
+        m = re.fullmatch(r"(\d{2})\.(\d{1,2})(?:\.(\d+))?", text) or re.fullmatch(
+            r"(\d{2})(\d{2})(\d?)", text
+        )
+        if not m:
+            raise ValueError(f"not a DTK release: {text!r} (expected e.g. 25.04.1 or dtk25041)")
+        patch = m.group(3)
+        return cls(int(m.group(1)), int(m.group(2)), int(patch) if patch else None)
+
+    @property
+    def series(self) -> tuple[int, int]:
+        """The release series (year, month): 25.04.1 and 25.04 share series (25, 4)."""
+        return (self.year, self.month)
+
+    def _key(self) -> tuple[int, int, int]:
+        return (self.year, self.month, self.patch or 0)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, DtkRelease):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __str__(self) -> str:
+        base = f"{self.year:02d}.{self.month:02d}"
+        return base if self.patch is None else f"{base}.{self.patch}"
+
+
+@dataclass(frozen=True)
+class TorchAbi:
+    """The torch an extension was built against: ``torch271`` is 2.7.1, ``torch2100`` 2.10.0."""
+
+    major: int
+    minor: int
+    patch: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    def matches(self, release: tuple[int, ...]) -> bool:
+        """True when a torch release tuple (2, 4, 1) is this ABI."""
+        padded = (*release, 0, 0, 0)[:3]
+        return padded == (self.major, self.minor, self.patch)
+
+
+@dataclass(frozen=True)
+class DtkLabel:
+    """What a PEP 440 local label says about a vendor build."""
+
+    raw: str
+    das: bool = False
+    opt: int | None = None
+    dtk: DtkRelease | None = None
+    torch: TorchAbi | None = None
+    stamp: str | None = None
+    git: str | None = None
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def is_vendor(self) -> bool:
+        """A DAS or DTK build (as opposed to ``+cu121``, ``+rocm6.1`` or no label)."""
+        return self.das or self.dtk is not None
+
+
+def parse_label(local: str | None) -> DtkLabel | None:
+    """Parse a local label (without the ``+``); None when it is not a DAS/DTK label."""
+    if not local:
+        return None
+    raw = local.lower().replace("-", ".").replace("_", ".")
+    das = opt = dtk = torch = stamp = git = None
+    tags: list[str] = []
+    for part in raw.split("."):
+        if part == "das":
+            das = True
+        elif (m := _DTK.fullmatch(part)) and dtk is None:
+            dtk = DtkRelease(int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+        elif (m := _OPT.fullmatch(part)) and opt is None:
+            opt = int(m.group(1))
+        elif (m := _TORCH.fullmatch(part)) and torch is None:
+            torch = TorchAbi(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        elif _STAMP.fullmatch(part) and stamp is None:
+            stamp = part
+        elif _GIT.fullmatch(part) and git is None:
+            git = part[1:]
+        elif _SHA.fullmatch(part) and git is None and not part.isdigit():
+            git = part
+        else:
+            tags.append(part)
+    if not das and dtk is None:
+        return None
+    return DtkLabel(raw, bool(das), opt, dtk, torch, stamp, git, tuple(tags))
+
+
+def label_of(version: str) -> DtkLabel | None:
+    """The DTK label of a full version string such as ``2.4.1+das.opt1.dtk25041``."""
+    _, plus, local = version.partition("+")
+    return parse_label(local) if plus else None
