@@ -1,0 +1,138 @@
+"""The compiled policy: plain dataclasses the rules, the guard and the pip hook read.
+
+Loading a TOML policy (pydantic, tomlkit) happens once; the result is cached as JSON so that
+`check` and the pip hook never import pydantic or tomlkit.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dtkguard.findings import Severity
+
+FP8_ACTIONS = ("deny", "warn", "allow")
+#: how an fp8 action maps onto a finding severity (allow: no finding)
+FP8_SEVERITY = {"deny": Severity.HIGH, "warn": Severity.MEDIUM}
+
+
+def canonical(name: str) -> str:
+    """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
+    out = []
+    prev_sep = False
+    for ch in name.strip().lower():
+        if ch in "-_.":
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+        else:
+            out.append(ch)
+            prev_sep = False
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class DenyRule:
+    """Packages matching ``pattern`` (fnmatch on the canonical name) must never be installed."""
+
+    pattern: str
+    reason: str
+    severity: str = "critical"
+    #: when true, a build carrying a DAS/DTK label is allowed (e.g. xformers+das...)
+    vendor_builds_ok: bool = False
+
+    def matches(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(canonical(name), self.pattern)
+
+
+@dataclass(frozen=True)
+class PolicyException:
+    """A waiver of one rule for one package (pattern), with a reason and an expiry date."""
+
+    rule: str
+    package: str
+    reason: str
+    expires: str  # ISO date
+
+    @property
+    def expiry(self) -> _dt.date:
+        return _dt.date.fromisoformat(self.expires)
+
+    def covers(self, rule: str, subject: str) -> bool:
+        return rule == self.rule and fnmatch.fnmatchcase(canonical(subject), self.package)
+
+
+@dataclass(frozen=True)
+class Fp8Rule:
+    """What to do with FP8/FP4 weights, FP8 KV cache and FP8 serving flags, optionally per card."""
+
+    weights: str = "deny"
+    kv_cache: str = "deny"
+    serving: str = "deny"
+    #: card series (as hy-smi prints it, upper case) -> action for all three kinds
+    cards: dict[str, str] = field(default_factory=dict)
+
+    def action(self, kind: str, card: str | None = None) -> str:
+        """``kind`` is ``weights``, ``kv_cache`` or ``serving``."""
+        if card:
+            key = card.strip().upper().replace("-", "_")
+            if key in self.cards:
+                return self.cards[key]
+        return getattr(self, kind)
+
+    def severity(self, kind: str, card: str | None = None) -> Severity | None:
+        """The severity of a finding of ``kind``; None when the policy allows it."""
+        return FP8_SEVERITY.get(self.action(kind, card))
+
+
+@dataclass(frozen=True)
+class Target:
+    """The image a policy describes, for locking: Python version and platform tags."""
+
+    python: str = "3.10"
+    platforms: tuple[str, ...] = ("manylinux_2_28_x86_64",)
+    implementation: str = "cp"
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """A validated, flattened policy (``extends`` already merged)."""
+
+    name: str
+    description: str = ""
+    dtk: str | None = None
+    #: other DTK releases or series (``25.04`` or ``25.04.1``) allowed beside ``dtk``
+    dtk_allow: tuple[str, ...] = ()
+    target: Target = field(default_factory=Target)
+    find_links: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    vendor: dict[str, str] = field(default_factory=dict)
+    deny: tuple[DenyRule, ...] = ()
+    fp8: Fp8Rule = field(default_factory=Fp8Rule)
+    exceptions: tuple[PolicyException, ...] = ()
+    drift_extra_severity: str = "medium"
+    #: the files this policy was read from, first the named one, then what it extends
+    files: tuple[str, ...] = ()
+
+    def vendor_build(self, name: str) -> str | None:
+        return self.vendor.get(canonical(name))
+
+    def deny_rule(self, name: str) -> DenyRule | None:
+        return next((rule for rule in self.deny if rule.matches(name)), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CompiledPolicy:
+        data = dict(data)
+        data["target"] = Target(**{**data.get("target", {}), "platforms": tuple(
+            data.get("target", {}).get("platforms", Target.platforms))})
+        data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
+        data["fp8"] = Fp8Rule(**data.get("fp8", {}))
+        data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))
+        for key in ("dtk_allow", "find_links", "indexes", "files"):
+            data[key] = tuple(data.get(key, ()))
+        return cls(**data)
