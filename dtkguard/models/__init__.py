@@ -1,0 +1,1 @@
+"""FP8/FP4 detection in model folders, files and serving processes."""
