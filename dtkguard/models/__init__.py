@@ -1,0 +1,1 @@
+"""FP8/FP4 detection in model checkpoints and serving processes (headers only, never data)."""
