@@ -1,0 +1,1 @@
+"""Subcommands: each module has ``register(subparsers, name)`` and ``run(args) -> int``."""

@@ -1,0 +1,1 @@
+"""Read-only views of Python environments: site-packages, interpreters, image roots, /proc."""

@@ -1,1 +1,1 @@
-"""FP8/FP4 detection in model checkpoints and serving processes (headers only, never data)."""
+"""FP8/FP4 detection in model folders, files and serving processes."""

@@ -128,8 +128,12 @@ class CompiledPolicy:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CompiledPolicy:
         data = dict(data)
-        data["target"] = Target(**{**data.get("target", {}), "platforms": tuple(
-            data.get("target", {}).get("platforms", Target.platforms))})
+        data["target"] = Target(
+            **{
+                **data.get("target", {}),
+                "platforms": tuple(data.get("target", {}).get("platforms", Target.platforms)),
+            }
+        )
         data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
         data["fp8"] = Fp8Rule(**data.get("fp8", {}))
         data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))

@@ -104,7 +104,9 @@ def parse_label(local: str | None) -> DtkLabel | None:
         if part == "das":
             das = True
         elif (m := _DTK.fullmatch(part)) and dtk is None:
-            dtk = DtkRelease(int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+            dtk = DtkRelease(
+                int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None
+            )
         elif (m := _OPT.fullmatch(part)) and opt is None:
             opt = int(m.group(1))
         elif (m := _TORCH.fullmatch(part)) and torch is None:

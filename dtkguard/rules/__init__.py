@@ -1,0 +1,1 @@
+"""Checks: (context) -> Iterator[Finding]. The registry is in `dtkguard.rules.engine`."""

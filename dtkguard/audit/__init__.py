@@ -1,0 +1,1 @@
+"""Audits: drift against a lock, RECORD verification, processes, containers, device facts."""

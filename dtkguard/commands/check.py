@@ -1,0 +1,47 @@
+"""`dtkguard check`: does the target still hold the vendor builds its policy names?"""
+
+from __future__ import annotations
+
+import argparse
+
+from dtkguard.commands.common import (
+    add_policy_option,
+    add_report_options,
+    add_target_options,
+    fail_on,
+    open_target,
+)
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(
+        name, help="check an environment against the policy", description=__doc__
+    )
+    add_target_options(parser)
+    add_policy_option(parser)
+    add_report_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtkguard.policy.load import load_policy
+    from dtkguard.report import Report, emit
+    from dtkguard.rules.catalog import RULES
+    from dtkguard.rules.context import CheckContext
+    from dtkguard.rules.engine import run_checks
+
+    threshold = fail_on(args)
+    policy = load_policy(args.policy)
+    env = open_target(args)
+    findings = run_checks(CheckContext(env, policy))
+    rules = [r for r in RULES if not r.startswith(("drift", "file", "fp", "record", "override"))]
+    report = Report(
+        findings,
+        target=env.target,
+        policy=policy.name,
+        command="check",
+        warnings=env.warnings,
+        rules=rules,
+        facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
+    )
+    return emit(report, args.format, args.output, fail_on=threshold)

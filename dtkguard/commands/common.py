@@ -1,0 +1,67 @@
+"""Options shared by several commands: the target, the policy, the report."""
+
+from __future__ import annotations
+
+import argparse
+
+from dtkguard.errors import InputError
+from dtkguard.findings import Severity
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("target (default: the active environment)")
+    ex = group.add_mutually_exclusive_group()
+    ex.add_argument("--python", metavar="PY", help="another interpreter (asked only for sys.path)")
+    ex.add_argument(
+        "--path",
+        metavar="SITE_PACKAGES",
+        action="append",
+        help="a site-packages folder (repeatable)",
+    )
+    ex.add_argument("--root", metavar="DIR", help="an image root filesystem (unpacked image)")
+
+
+def add_policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        metavar="P",
+        help="policy file or bundled name (default: $DTKGUARD_POLICY, "
+        "/etc/dtkguard/policy.toml, dtk-25.04.1)",
+    )
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    from dtkguard.report import FORMATS
+
+    parser.add_argument(
+        "--format",
+        "-f",
+        choices=sorted(FORMATS),
+        default="table",
+        help="output format (default: table)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        default="high",
+        metavar="SEV",
+        help="exit 1 on findings at or above SEV (critical|high|medium|low|info; default high)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+
+
+def fail_on(args: argparse.Namespace) -> Severity:
+    try:
+        return Severity.parse(args.fail_on)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--fail-on") from None
+
+
+def open_target(args: argparse.Namespace):
+    """The Environment named by the target options."""
+    from dtkguard.env import environment as envs
+
+    if getattr(args, "root", None):
+        return envs.from_root(args.root)
+    if getattr(args, "path", None):
+        return envs.from_paths(args.path)
+    return envs.from_python(getattr(args, "python", None) or envs.active_python())

@@ -1,0 +1,86 @@
+"""`dtkguard policy check|show|explain`: write and understand policies."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dtkguard.commands.common import add_policy_option
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(name, help="validate, show and explain policies", description=__doc__)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    check = actions.add_parser("check", help="validate policies (every error as FILE:LINE:COL)")
+    check.add_argument("policies", nargs="*", metavar="POLICY")
+    check.set_defaults(run=run_check)
+    show = actions.add_parser("show", help="the effective policy after extends")
+    show.add_argument("policy", nargs="?", metavar="POLICY")
+    show.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    show.set_defaults(run=run_show)
+    explain = actions.add_parser("explain", help="which rule governs PACKAGE and why")
+    explain.add_argument("package")
+    add_policy_option(explain)
+    explain.set_defaults(run=run_explain)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from dtkguard.errors import PolicyError
+    from dtkguard.policy.load import load_policy
+
+    status = 0
+    for ref in args.policies or [None]:
+        try:
+            policy = load_policy(ref, cache=False)
+        except PolicyError as exc:
+            print(f"dtkguard: error: {exc.line()}", file=sys.stderr)
+            status = 2
+            continue
+        print(
+            f"ok: {policy.name} ({policy.files[0]}): {len(policy.vendor)} vendor builds, "
+            f"{len(policy.deny)} deny rules, {len(policy.exceptions)} exceptions"
+        )
+    return status
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from dtkguard.policy.load import load_policy
+
+    policy = load_policy(args.policy)
+    if args.format == "json":
+        print(json.dumps(policy.to_json(), indent=2))
+        return 0
+    print(f"policy {policy.name}: {policy.description}")
+    print(f"  files: {' <- '.join(policy.files)}")
+    print(f"  DTK {policy.dtk or '-'}; also allowed: {', '.join(policy.dtk_allow) or '-'}")
+    t = policy.target
+    print(f"  target: {t.implementation}{t.python} on {', '.join(t.platforms)}")
+    print(f"  sources: {', '.join(policy.find_links + policy.indexes) or '(none)'}")
+    print(f"  vendor builds ({len(policy.vendor)}):")
+    width = max((len(n) for n in policy.vendor), default=0)
+    for name, version in policy.vendor.items():
+        print(f"    {name:<{width}}  {version}")
+    print(f"  denied ({len(policy.deny)}):")
+    for rule in policy.deny:
+        extra = ", DAS/DTK builds allowed" if rule.vendor_builds_ok else ""
+        print(f"    {rule.pattern} [{rule.severity}{extra}]: {rule.reason}")
+    fp8 = policy.fp8
+    cards = ", ".join(f"{k}={v}" for k, v in fp8.cards.items())
+    print(
+        f"  fp8: weights={fp8.weights} kv-cache={fp8.kv_cache} serving={fp8.serving}"
+        + (f"; per card: {cards}" if cards else "")
+    )
+    print(f"  drift: extra packages are {policy.drift_extra_severity}")
+    for exc in policy.exceptions:
+        print(f"  exception: {exc.rule} {exc.package} until {exc.expires}: {exc.reason}")
+    return 0
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from dtkguard.policy.explain import explain
+    from dtkguard.policy.load import load_policy
+
+    print("\n".join(explain(load_policy(args.policy), args.package)))
+    return 0

@@ -1,0 +1,183 @@
+"""An Environment: the distributions of one target, however it was reached.
+
+Targets: the active interpreter, another interpreter (``--python``, asked only for
+``sys.path``), site-packages folders (``--path``) or an image root (``--root``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.env.dist import Dist, scan_site
+from dtkguard.env.root import ConfinementError, Root
+from dtkguard.errors import TargetError
+
+#: where interpreters live inside an image, relative to its root
+_ROOT_SITE_GLOBS = (
+    "usr/lib/python3*/site-packages",
+    "usr/lib/python3*/dist-packages",
+    "usr/lib/python3/dist-packages",
+    "usr/lib64/python3*/site-packages",
+    "usr/local/lib/python3*/site-packages",
+    "usr/local/lib/python3*/dist-packages",
+    "opt/conda/lib/python3*/site-packages",
+    "opt/conda/envs/*/lib/python3*/site-packages",
+)
+#: folders searched (to a small depth) for virtual environments (pyvenv.cfg)
+_VENV_HOMES = ("opt", "root", "home", "srv", "app", "workspace", "venv", "usr/local")
+_VENV_DEPTH = 3
+
+
+@dataclass
+class Environment:
+    """The distributions of a target, in sys.path order, plus what could not be read."""
+
+    target: dict[str, str]
+    root: Root
+    sites: list[Path]
+    dists: list[Dist] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Dist]:
+        return iter(self.dists)
+
+    def get(self, name: str, group: str | None = None) -> Dist | None:
+        from dtkguard.policy.compiled import canonical
+
+        key = canonical(name)
+        return next(
+            (d for d in self.dists if d.key == key and (group is None or d.group == group)), None
+        )
+
+    def groups(self) -> dict[str, list[Dist]]:
+        out: dict[str, list[Dist]] = {}
+        for dist in self.dists:
+            out.setdefault(dist.group, []).append(dist)
+        return out
+
+
+def _collect(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
+    seen: set[tuple[str, str]] = set()
+    for site, group in sites:
+        dists, warnings = scan_site(env.root, site, group)
+        env.warnings += warnings
+        env.sites.append(site)
+        for dist in dists:
+            if (dist.key, group) in seen:  # shadowed further down sys.path, as pip sees it
+                continue
+            seen.add((dist.key, group))
+            env.dists.append(dist)
+    return env
+
+
+def from_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    target: dict[str, str] | None = None,
+) -> Environment:
+    """Site directories given directly (``--path``)."""
+    sites = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            raise TargetError(f"not a directory: {path}")
+        sites.append((path.resolve(), ""))
+    label = target or {"kind": "path", "path": os.pathsep.join(str(p) for p, _ in sites)}
+    return _collect(Environment(label, Root(), []), sites)
+
+
+def python_sys_path(python: str) -> tuple[list[str], str]:
+    """Ask an interpreter for ``sys.path`` and ``sys.prefix``; nothing else runs."""
+    code = "import json,sys;print(json.dumps([sys.path,sys.prefix]))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        out = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True
+        ).stdout
+        paths, prefix = json.loads(out.strip().splitlines()[-1])
+    except FileNotFoundError:
+        raise TargetError(f"no such interpreter: {python}") from None
+    except PermissionError:
+        raise TargetError(f"cannot run interpreter: {python}: permission denied") from None
+    except (subprocess.SubprocessError, ValueError, IndexError) as exc:
+        raise TargetError(f"{python} did not report its sys.path: {exc}") from None
+    return [p for p in paths if p], prefix
+
+
+def from_python(python: str | None = None) -> Environment:
+    """The environment of an interpreter; None means the running one."""
+    if python is None:
+        paths, prefix, exe = list(sys.path), sys.prefix, sys.executable
+    else:
+        paths, prefix = python_sys_path(python)
+        exe = python
+    sites = [(Path(p), "") for p in paths if os.path.isdir(p)]
+    target = {"kind": "python", "python": exe, "prefix": prefix}
+    return _collect(Environment(target, Root(), []), sites)
+
+
+def active_python() -> str | None:
+    """The interpreter of the activated venv/conda env when it is not dtkguard's own."""
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = os.environ.get(var)
+        if prefix and os.path.realpath(prefix) != os.path.realpath(sys.prefix):
+            exe = Path(prefix) / "bin" / "python"
+            if exe.exists():
+                return str(exe)
+    return None
+
+
+def root_sites(root: Root) -> list[tuple[Path, str]]:
+    """Every site directory of an image root, each with its interpreter prefix (inside root)."""
+    found: dict[str, tuple[Path, str]] = {}
+
+    def add(inner: str) -> None:
+        try:
+            host = root.resolve(inner)
+        except ConfinementError:
+            return
+        if host.is_dir() and str(host) not in found:
+            prefix = inner.split("/lib/")[0] or "/"
+            found[str(host)] = (host, prefix)
+
+    for pattern in _ROOT_SITE_GLOBS:
+        for inner in root.glob(pattern):
+            add(inner)
+    for cfg in _find_venvs(root):
+        venv = os.path.dirname(cfg).lstrip("/")
+        for inner in root.glob(f"{venv}/lib/python3*/site-packages"):
+            add(inner)
+    return list(found.values())
+
+
+def _find_venvs(root: Root) -> list[str]:
+    """Inner paths of ``pyvenv.cfg`` files under the usual homes; symlinks are not followed."""
+    hits: list[str] = []
+    for home in _VENV_HOMES:
+        start = root.path / home
+        if start.is_symlink() or not start.is_dir():
+            continue
+        base_depth = str(start).count(os.sep)
+        for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
+            if "pyvenv.cfg" in filenames:
+                hits.append(root.inner(os.path.join(dirpath, "pyvenv.cfg")))
+                dirnames[:] = []
+                continue
+            if dirpath.count(os.sep) - base_depth >= _VENV_DEPTH:
+                dirnames[:] = []
+            dirnames[:] = [d for d in dirnames if d not in ("proc", "sys", "dev", "lib", "share")]
+    return sorted(set(hits))
+
+
+def from_root(path: str | os.PathLike[str], target: dict[str, str] | None = None) -> Environment:
+    """Every interpreter's site directories under an image root, confined to it."""
+    root = Root(path)
+    if not root.path.is_dir():
+        raise TargetError(f"not a directory: {root.path}")
+    label = target or {"kind": "root", "root": str(root.path)}
+    return _collect(Environment(label, root, []), root_sites(root))

@@ -1,0 +1,1 @@
+"""Fleet views: merging the reports of many nodes."""

@@ -1,0 +1,1 @@
+"""PEP 751 locks: read, write, export."""

@@ -1,0 +1,196 @@
+"""Read policy TOML with tomlkit, validate with pydantic, merge ``extends``, compile.
+
+Every problem becomes one `PolicyError` naming the file, line, column and field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from pydantic import BaseModel, ValidationError
+from tomlkit.exceptions import ParseError
+
+from dtkguard.errors import PolicyError
+from dtkguard.policy.compiled import (
+    CompiledPolicy,
+    DenyRule,
+    Fp8Rule,
+    PolicyException,
+    Target,
+    canonical,
+)
+from dtkguard.policy.model import PolicyFile
+from dtkguard.policy.tomlpos import key_positions, locate
+from dtkguard.rules.catalog import is_known
+
+
+@dataclass
+class _Read:
+    path: Path
+    model: PolicyFile
+    positions: dict[tuple[object, ...], tuple[int, int]]
+
+    def error(self, loc: tuple[object, ...], message: str) -> PolicyError:
+        line, col = locate(self.positions, loc)
+        field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc)
+        return PolicyError(message, str(self.path), line, col, field.replace(".[", "["))
+
+
+def read_policy_file(path: Path) -> _Read:
+    """Parse and validate one file (no ``extends`` handling)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy: {exc.strerror}", str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"not UTF-8 text (byte {exc.start})", str(path)) from None
+    if not text.strip():
+        raise PolicyError("empty policy file", str(path), 1, 1)
+    try:
+        data = tomlkit.parse(text).unwrap()
+    except ParseError as exc:
+        message = str(exc).split(" at line ")[0]
+        raise PolicyError(f"invalid TOML: {message}", str(path), exc.line, exc.col) from None
+    positions = key_positions(text)
+    try:
+        model = PolicyFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        read = _Read(path, PolicyFile(), positions)
+        raise read.error(loc, _message(err, loc)) from None
+    read = _Read(path, model, positions)
+    _check_semantics(read, data)
+    return read
+
+
+def _message(err: Any, loc: tuple[object, ...]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(PolicyFile, loc[:-1])
+        known = sorted(f.alias or n for n, f in parent.model_fields.items()) if parent else []
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
+        return f"unknown key {loc[-1]!r}{hint}"
+    if kind == "missing":
+        return "required key missing"
+    message = err["msg"]
+    return message.removeprefix("Value error, ")
+
+
+def _model_at(model: type[BaseModel], loc: tuple[object, ...]) -> type[BaseModel] | None:
+    """The pydantic model that validates the table at ``loc`` (skipping list indexes)."""
+    import typing
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        current = field.annotation
+        for arg in typing.get_args(current) or ():
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                current = arg
+                break
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _check_semantics(read: _Read, data: dict[str, Any]) -> None:
+    seen: dict[str, str] = {}
+    for name in read.model.vendor:
+        key = canonical(name)
+        if key in seen:
+            raise read.error(
+                ("vendor", name), f"{name!r} and {seen[key]!r} are the same package ({key})"
+            )
+        seen[key] = name
+    for i, exc in enumerate(read.model.exceptions):
+        if not is_known(exc.rule):
+            raise read.error(("exceptions", i, "rule"), f"unknown rule id {exc.rule!r}")
+
+
+def compile_policy(path: Path) -> CompiledPolicy:
+    """Read ``path`` and everything it extends; merge parents first, the file itself last."""
+    chain: list[_Read] = []
+    _collect(path.resolve(), chain, stack=[])
+    return _merge(chain)
+
+
+def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:
+    from dtkguard.policy.load import resolve_policy_path
+
+    read = read_policy_file(path)
+    stack = [*stack, path]
+    for i, ref in enumerate(read.model.policy.extends):
+        try:
+            parent = resolve_policy_path(ref, base=path.parent).resolve()
+        except PolicyError as exc:
+            raise read.error(("policy", "extends", i), exc.message) from None
+        if parent in stack:
+            cycle = " -> ".join(p.name for p in [*stack[stack.index(parent) :], parent])
+            raise read.error(("policy", "extends", i), f"extends cycle: {cycle}")
+        if all(r.path != parent for r in out):
+            _collect(parent, out, stack)
+    out.append(read)
+
+
+def _merge(chain: list[_Read]) -> CompiledPolicy:
+    own = chain[-1].model
+    name = own.policy.name or chain[-1].path.stem
+    fields: dict[str, Any] = {"name": name, "description": own.policy.description}
+    vendor: dict[str, str] = {}
+    deny: list[DenyRule] = []
+    exceptions: list[PolicyException] = []
+    dtk_allow: list[str] = []
+    for read in chain:
+        m = read.model
+        if m.policy.dtk:
+            fields["dtk"] = m.policy.dtk
+        dtk_allow += [a for a in m.policy.dtk_allow if a not in dtk_allow]
+        if m.target:
+            fields["target"] = Target(
+                m.target.python, tuple(m.target.platforms), m.target.implementation
+            )
+        if m.sources:
+            fields["find_links"] = tuple(_source(read.path, s) for s in m.sources.find_links)
+            fields["indexes"] = tuple(m.sources.indexes)
+        vendor.update({canonical(k): v for k, v in m.vendor.items()})
+        deny += [DenyRule(d.pattern, d.reason, d.severity, d.vendor_builds_ok) for d in m.deny]
+        if m.fp8:
+            fields["fp8"] = Fp8Rule(
+                m.fp8.weights,
+                m.fp8.kv_cache,
+                m.fp8.serving,
+                {k.upper().replace("-", "_"): v for k, v in m.fp8.cards.items()},
+            )
+        if m.drift:
+            fields["drift_extra_severity"] = m.drift.extra_severity
+        exceptions += [
+            PolicyException(e.rule, e.package.lower(), e.reason, e.expires.isoformat())
+            for e in m.exceptions
+        ]
+    return CompiledPolicy(
+        **fields,
+        vendor=dict(sorted(vendor.items())),
+        deny=tuple(deny),
+        exceptions=tuple(exceptions),
+        dtk_allow=tuple(dtk_allow),
+        files=tuple(str(r.path) for r in reversed(chain)),
+    )
+
+
+def _source(policy_path: Path, ref: str) -> str:
+    """find-links entries: URLs stay; relative paths are relative to the policy file."""
+    if "://" in ref or Path(ref).is_absolute():
+        return ref
+    return str((policy_path.parent / ref).resolve())

@@ -1,0 +1,96 @@
+"""Reports: findings of one run, rendered by the format registered for it.
+
+``FORMATS`` maps each ``--format`` choice to ``module:render``; a renderer takes a `Report`
+and returns text. `emit` renders, writes (stdout or ``-o FILE``, atomically) and returns the exit
+code the findings call for.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from dtkguard.findings import Finding, Severity, sort_key
+
+SCHEMA_VERSION = 1
+
+FORMATS: dict[str, str] = {
+    "table": "dtkguard.report.table:render",
+    "json": "dtkguard.report.json_format:render",
+    "sarif": "dtkguard.report.sarif:render",
+    "junit": "dtkguard.report.junit:render",
+    "markdown": "dtkguard.report.markdown:render",
+}
+
+
+@dataclass
+class Report:
+    """What one run found, about which target, under which policy."""
+
+    findings: list[Finding]
+    target: dict[str, Any] = field(default_factory=dict)
+    policy: str = ""
+    command: str = "check"
+    facts: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    #: rule ids that were evaluated (JUnit and SARIF list them even when they passed)
+    rules: list[str] = field(default_factory=list)
+    created: str = field(
+        default_factory=lambda: (
+            _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+        )
+    )
+    host: str = field(default_factory=socket.gethostname)
+
+    def __post_init__(self) -> None:
+        self.findings = sorted(self.findings, key=sort_key)
+
+    def counts(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in reversed(Severity)}
+        for f in self.findings:
+            counts[f.severity.value] += 1
+        return counts
+
+    def verdict(self, fail_on: Severity) -> str:
+        return "fail" if any(f.severity >= fail_on for f in self.findings) else "pass"
+
+    def exit_code(self, fail_on: Severity) -> int:
+        return 1 if self.verdict(fail_on) == "fail" else 0
+
+
+def render(
+    report: Report, fmt: str, *, fail_on: Severity = Severity.HIGH, color: bool | None = None
+) -> str:
+    module, _, func = FORMATS[fmt].partition(":")
+    renderer = getattr(importlib.import_module(module), func)
+    return renderer(report, fail_on=fail_on, color=color)
+
+
+def default_format() -> str:
+    return "table"
+
+
+def use_color(stream: Any = None) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set."""
+    stream = stream or sys.stdout
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+def emit(
+    report: Report, fmt: str, output: str | None = None, *, fail_on: Severity = Severity.HIGH
+) -> int:
+    """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1)."""
+    if output and output != "-":
+        from dtkguard.util.atomic import atomic_write_text
+
+        atomic_write_text(output, render(report, fmt, fail_on=fail_on, color=False))
+    else:
+        text = render(report, fmt, fail_on=fail_on, color=use_color())
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    return report.exit_code(fail_on)

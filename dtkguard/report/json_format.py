@@ -1,0 +1,33 @@
+"""JSON: the machine format, with a schema version; `report merge` reads it back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dtkguard import __version__
+from dtkguard.findings import Severity
+
+
+def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:
+    from dtkguard.report import SCHEMA_VERSION
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "dtkguard", "version": __version__},
+        "command": report.command,
+        "created": report.created,
+        "host": report.host,
+        "target": report.target,
+        "policy": report.policy,
+        "verdict": report.verdict(fail_on),
+        "fail_on": fail_on.value,
+        "summary": report.counts(),
+        "findings": [f.to_dict() for f in report.findings],
+        "facts": report.facts,
+        "warnings": report.warnings,
+    }
+
+
+def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+    return json.dumps(to_dict(report, fail_on), indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,93 @@
+"""SARIF 2.1.0: one rule per rule id (with help text), one result per finding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from dtkguard import __version__
+from dtkguard.findings import Severity
+from dtkguard.rules.catalog import info
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVELS = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+    Severity.INFO: "note",
+}
+SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "3.0",
+    Severity.INFO: "0.0",
+}
+
+
+def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+    rule_ids = sorted({*report.rules, *(f.rule for f in report.findings)})
+    index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
+    rules = []
+    for rule_id in rule_ids:
+        meta = info(rule_id)
+        rules.append(
+            {
+                "id": rule_id,
+                "name": "".join(p.capitalize() for p in rule_id.replace(".", "-").split("-")),
+                "shortDescription": {"text": meta.title},
+                "fullDescription": {"text": meta.help},
+                "help": {"text": meta.help},
+                "defaultConfiguration": {"level": LEVELS[meta.severity]},
+                "properties": {
+                    "security-severity": SECURITY_SEVERITY[meta.severity],
+                    "tags": ["dtkguard"],
+                },
+            }
+        )
+    results = []
+    for f in report.findings:
+        result: dict[str, Any] = {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": LEVELS[f.severity],
+            "message": {"text": f.message + (f" Fix: {f.remediation}" if f.remediation else "")},
+            "partialFingerprints": {
+                "dtkguard/v1": hashlib.sha256(f"{f.rule}|{f.subject}".encode()).hexdigest()[:32]
+            },
+            "properties": {"severity": f.severity.value, "subject": f.subject},
+        }
+        if f.location:
+            result["locations"] = [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": f.location.lstrip("/"), "uriBaseId": "ROOTPATH"}
+                    }
+                }
+            ]
+        results.append(result)
+    root = report.target.get("root", "/")
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "dtkguard",
+                        "version": __version__,
+                        "informationUri": "https://peps.python.org/pep-0751/",
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"ROOTPATH": {"uri": "file://" + root.rstrip("/") + "/"}},
+                "invocations": [
+                    {"executionSuccessful": True, "exitCode": report.exit_code(fail_on)}
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"

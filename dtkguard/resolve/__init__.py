@@ -1,0 +1,1 @@
+"""Resolution under a policy: resolvelib provider, candidate sources, conflict explanation."""

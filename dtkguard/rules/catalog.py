@@ -1,0 +1,155 @@
+"""Every rule id dtkguard reports, with its default severity and help text.
+
+One table: SARIF rule descriptors, `policy explain`, JUnit test cases and the validation of
+policy exceptions all read it. Third-party checks add dotted ids (``acme.no-foo``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dtkguard.findings import Severity
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    id: str
+    severity: Severity
+    title: str
+    help: str
+
+
+_C, _H, _M, _L = Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW
+
+RULES: dict[str, RuleInfo] = {
+    r.id: r
+    for r in (
+        RuleInfo(
+            "vendor-replaced",
+            _C,
+            "Vendor build replaced by a community build",
+            "A package the policy pins to a DAS/DTK vendor build is installed without its "
+            "vendor label, usually a CUDA build from the public index. Reinstall the vendor "
+            "wheel from the vendor wheelhouse with --no-deps.",
+        ),
+        RuleInfo(
+            "vendor-mismatch",
+            _H,
+            "Another vendor build than the policy names",
+            "A vendor package carries a DAS/DTK label, but not the exact build the policy "
+            "pins. Install the pinned build or update the policy.",
+        ),
+        RuleInfo(
+            "denied-package",
+            _C,
+            "Denied package installed",
+            "The policy denies this package, typically a CUDA-only wheel that cannot run on "
+            "a DCU and signals that a community build was pulled in. Uninstall it.",
+        ),
+        RuleInfo(
+            "dtk-mixed",
+            _H,
+            "Builds for different DTK releases side by side",
+            "Extensions built for another DTK release than the environment's fail with "
+            "undefined symbols. Use builds of one DTK release.",
+        ),
+        RuleInfo(
+            "torch-abi",
+            _H,
+            "Extension built against another torch",
+            "The .torchXYZ part of the local label names the torch the extension was built "
+            "against; it does not match the installed torch.",
+        ),
+        RuleInfo(
+            "torch-build",
+            _C,
+            "torch is not a DTK (HIP) build",
+            "torch/version.py says cuda is set or hip is None: a community build, the DCU "
+            "is unusable. Reinstall the vendor torch.",
+        ),
+        RuleInfo(
+            "drift-missing", _H, "Locked package missing", "A package in the lock is not installed."
+        ),
+        RuleInfo(
+            "drift-version",
+            _H,
+            "Installed version differs from the lock",
+            "The installed version is not the locked one.",
+        ),
+        RuleInfo(
+            "drift-extra",
+            _M,
+            "Package not in the lock",
+            "A package is installed that the lock does not list.",
+        ),
+        RuleInfo(
+            "file-modified",
+            _H,
+            "Installed file differs from RECORD",
+            "The file's hash or size differs from what the installer recorded.",
+        ),
+        RuleInfo(
+            "file-missing", _H, "Installed file missing", "A file listed in RECORD is not on disk."
+        ),
+        RuleInfo(
+            "record-unverifiable",
+            _L,
+            "Installed files cannot be verified",
+            "No RECORD, hashless rows or a RECORD that points outside the root.",
+        ),
+        RuleInfo(
+            "fp8-weights",
+            _H,
+            "FP8 weights on a card without FP8",
+            "The model stores FP8 weights. Use the BF16 variant or dequantize.",
+        ),
+        RuleInfo(
+            "fp8-scales",
+            _H,
+            "FP8 scales in the model",
+            "The model carries FP8 tensors as scales (e.g. NVFP4 block scales).",
+        ),
+        RuleInfo(
+            "fp8-kv-cache",
+            _H,
+            "FP8 KV cache requested",
+            "The model or server asks for an FP8 KV cache.",
+        ),
+        RuleInfo("fp4-weights", _H, "FP4 weights", "The model stores FP4/MX weights."),
+        RuleInfo(
+            "fp8-serving",
+            _H,
+            "Server started with FP8 flags",
+            "A serving process asks for FP8 quantization on its command line or environment.",
+        ),
+        RuleInfo(
+            "exception-expired",
+            _M,
+            "Policy exception expired",
+            "An exception in the policy is past its expiry date and no longer applies.",
+        ),
+        RuleInfo(
+            "exception-unused",
+            _L,
+            "Policy exception unused",
+            "An exception in the policy matched no finding; remove it.",
+        ),
+        RuleInfo(
+            "override-used",
+            _H,
+            "Guard override used",
+            "Someone installed past the guard with an explicit override; the record "
+            "says who, when and why.",
+        ),
+    )
+}
+
+
+def is_known(rule_id: str) -> bool:
+    """Built-in ids, or dotted ids of third-party checks."""
+    return rule_id in RULES or "." in rule_id
+
+
+def info(rule_id: str) -> RuleInfo:
+    """The catalog entry of ``rule_id``; a generic one for third-party rules."""
+    return RULES.get(rule_id) or RuleInfo(rule_id, Severity.MEDIUM, rule_id, rule_id)

@@ -1,0 +1,50 @@
+"""denied-package: a package the policy denies is installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from dtkguard.findings import Finding, Severity
+from dtkguard.policy.compiled import canonical
+from dtkguard.policy.labels import label_of
+from dtkguard.rules.context import CheckContext
+
+
+def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
+    """canonical name -> the installed dists whose Requires-Dist names it."""
+    out: dict[str, list[str]] = {}
+    for dist in ctx.env:
+        for line in dist.requires_dist:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            out.setdefault(canonical(req.name), []).append(f"{dist.name} {dist.version}")
+    return out
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    required_by: dict[str, list[str]] | None = None
+    for dist in ctx.env:
+        rule = ctx.policy.deny_rule(dist.name)
+        if rule is None:
+            continue
+        label = label_of(dist.version)
+        if rule.vendor_builds_ok and label is not None and label.is_vendor:
+            continue
+        if required_by is None:
+            required_by = _required_by(ctx)
+        parents = required_by.get(dist.key, [])
+        why = f"; required by {', '.join(parents)}" if parents else ""
+        yield Finding(
+            "denied-package",
+            Severity(rule.severity),
+            dist.key,
+            f"{dist.name} {dist.version} is denied by policy {ctx.policy.name}: {rule.reason}{why}",
+            f"pip uninstall {dist.name}"
+            + (f", and restore what pulled it in ({parents[0]})" if parents else ""),
+            f"{dist.location}/METADATA",
+            {"pattern": rule.pattern, "version": dist.version, "required_by": parents},
+        )

@@ -1,0 +1,98 @@
+"""Run checks over a context, apply the policy's exceptions, report their housekeeping.
+
+``CHECKS`` names every built-in check family; third parties add theirs through the
+``dtkguard.checks`` entry point group (a callable taking a `CheckContext`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+
+from dtkguard.findings import Finding, Severity, sort_key
+from dtkguard.rules.context import CheckContext
+
+Check = Callable[[CheckContext], Iterable[Finding]]
+
+#: family -> "module:function"; `check` runs ENVIRONMENT_CHECKS, `audit` adds more
+CHECKS: dict[str, str] = {
+    "vendor": "dtkguard.rules.vendor:check",
+    "deny": "dtkguard.rules.deny:check",
+    "dtk": "dtkguard.rules.dtk:check",
+    "torch-build": "dtkguard.rules.torch_build:check",
+}
+ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build")
+
+
+def load_check(family: str) -> Check:
+    module, _, func = CHECKS[family].partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def plugin_checks() -> list[Check]:
+    """Checks registered by other packages under the ``dtkguard.checks`` entry point group."""
+    from importlib.metadata import entry_points
+
+    return [ep.load() for ep in entry_points(group="dtkguard.checks")]
+
+
+def run_checks(
+    ctx: CheckContext,
+    families: Iterable[str] = ENVIRONMENT_CHECKS,
+    *,
+    plugins: bool = True,
+    housekeeping: bool = True,
+) -> list[Finding]:
+    """All findings of ``families`` (and plugins), with exceptions applied, most severe first."""
+    checks = [load_check(f) for f in families]
+    if plugins:
+        checks += plugin_checks()
+    raw = [finding for check in checks for finding in check(ctx)]
+    findings = list(apply_exceptions(ctx, raw, housekeeping=housekeeping))
+    return sorted(findings, key=sort_key)
+
+
+def apply_exceptions(
+    ctx: CheckContext, findings: list[Finding], *, housekeeping: bool = True
+) -> Iterator[Finding]:
+    """Drop findings an unexpired exception covers; report expired and unused exceptions."""
+    used: set[int] = set()
+    for finding in findings:
+        waiver = next(
+            (
+                i
+                for i, e in enumerate(ctx.policy.exceptions)
+                if e.covers(finding.rule, finding.subject)
+            ),
+            None,
+        )
+        if waiver is not None and ctx.policy.exceptions[waiver].expiry >= ctx.today:
+            used.add(waiver)
+            continue
+        yield finding
+    if not housekeeping:
+        return
+    where = ctx.policy.files[0] if ctx.policy.files else None
+    for i, exc in enumerate(ctx.policy.exceptions):
+        subject = f"{exc.rule}:{exc.package}"
+        if exc.expiry < ctx.today:
+            yield Finding(
+                "exception-expired",
+                Severity.MEDIUM,
+                subject,
+                f"exception for {exc.rule} on {exc.package} expired on {exc.expires} "
+                f"({exc.reason})",
+                "renew it with a new expiry date or remove it",
+                where,
+                {"expires": exc.expires},
+            )
+        elif i not in used:
+            yield Finding(
+                "exception-unused",
+                Severity.LOW,
+                subject,
+                f"exception for {exc.rule} on {exc.package} matched nothing",
+                "remove it from the policy",
+                where,
+                {"expires": exc.expires},
+            )

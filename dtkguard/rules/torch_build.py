@@ -1,0 +1,55 @@
+"""torch-build: torch's own build info (torch/version.py, read as text) must say HIP, not CUDA."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from dtkguard.env.root import child, read_capped
+from dtkguard.findings import Finding, Severity
+from dtkguard.rules.context import CheckContext
+
+_ASSIGN = re.compile(r"^(cuda|hip)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
+
+
+def build_info(text: str) -> dict[str, str | None]:
+    """``{'cuda': '12.4', 'hip': None}`` from the text of torch/version.py."""
+    info: dict[str, str | None] = {}
+    for key, value in _ASSIGN.findall(text):
+        value = value.strip()
+        info[key] = None if value == "None" else value.strip("'\"")
+    return info
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    for dist in ctx.env:
+        if dist.key != "torch":
+            continue
+        version_py = child(ctx.env.root, child(ctx.env.root, dist.site, "torch"), "version.py")
+        try:
+            text = read_capped(version_py, 1 << 16).decode("utf-8", "replace")
+        except OSError:
+            continue  # no torch package next to its metadata: nothing to read
+        info = build_info(text)
+        location = ctx.env.root.inner(version_py)
+        remediation = f"reinstall the vendor torch {ctx.policy.vendor_build('torch') or ''}".strip()
+        if info.get("cuda"):
+            yield Finding(
+                "torch-build",
+                Severity.CRITICAL,
+                "torch",
+                f"torch {dist.version} is a CUDA build (cuda = '{info['cuda']}')",
+                remediation,
+                location,
+                info,
+            )
+        elif "hip" in info and info["hip"] is None:
+            yield Finding(
+                "torch-build",
+                Severity.CRITICAL,
+                "torch",
+                f"torch {dist.version} is not a HIP/DTK build (hip = None)",
+                remediation,
+                location,
+                info,
+            )
