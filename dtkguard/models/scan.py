@@ -46,6 +46,8 @@ class ModelScan:
     e8m0: int = 0
     fp4_values: Counter[str] = field(default_factory=Counter)
     packed_u8: int = 0
+    #: U8 tensors named like values (``*.weight``): packed FP4 when the config or scales say so
+    u8_weights: int = 0
     scale_inv: int = 0
     kv_scales: int = 0
     markers: list[str] = field(default_factory=list)
@@ -80,6 +82,8 @@ def _add_tensor(scan: ModelScan, name: str, dtype: str) -> None:
         scan.fp4_values[dtype] += 1
     elif dtype == "U8" and dtypes.is_packed_fp4_name(name):
         scan.packed_u8 += 1
+    elif dtype == "U8" and leaf == "weight":
+        scan.u8_weights += 1
 
 
 def _read_safetensors(scan: ModelScan, path: str) -> None:

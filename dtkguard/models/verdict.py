@@ -129,15 +129,17 @@ def detect(scan: ModelScan) -> list[Detection]:
                           if g.lower().rsplit(".", 1)[-1].startswith(("float4", "float6"))})
     gguf_fp4 = Counter({t: n for t, n in scan.gguf_types.items() if t in ("MXFP4", "NVFP4")})
     fp8_n = sum(scan.fp8_values.values()) + sum(fp8_pickle.values())
-    fp4_n = sum(scan.fp4_values.values()) + scan.packed_u8 + sum(fp4_pickle.values()) + sum(
-        gguf_fp4.values())
+    # ModelOpt NVFP4 keeps packed FP4 in U8 ``weight`` tensors next to F8_E4M3 block scales
+    u8_fp4 = scan.u8_weights if ("fp4" in cfg.weights or scan.fp8_scales) else 0
+    fp4_n = sum(scan.fp4_values.values()) + scan.packed_u8 + u8_fp4 + sum(
+        fp4_pickle.values()) + sum(gguf_fp4.values())
     out: list[Detection] = []
     name = scan.name
 
     if fp4_n or ("fp4" in cfg.weights and not read_tensors):
         hist = scan.fp4_values + gguf_fp4
-        if scan.packed_u8:
-            hist["U8 (packed FP4)"] = scan.packed_u8
+        if scan.packed_u8 + u8_fp4:
+            hist["U8 (packed FP4)"] = scan.packed_u8 + u8_fp4
         part = _histogram(hist) + "".join(f"; pickle global {g}" for g in fp4_pickle)
         out.append(Detection("fp4-weights", f"{name}: FP4 weights" + (
             "" if read_tensors else " (declared by the config; no weight files read)"),
