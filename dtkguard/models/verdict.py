@@ -84,8 +84,9 @@ def evidence(scan: ModelScan, tensor_part: str) -> str:
     """``config quant_method=fp8 fmt=e4m3 block [128,128]; 61 shards, 1,834 tensors F8_E4M3``."""
     parts = []
     if scan.config.details:
-        parts.append(f"{scan.config.source or 'config'} {scan.config.evidence()}".replace(
-            "config.json ", "config "))
+        source = scan.config.source or "config"
+        parts.append(f"{'config' if source == 'config.json' else source} "
+                     f"{scan.config.evidence()}")
     tail = ", ".join(p for p in (_files(scan), tensor_part) if p)
     if tail:
         parts.append(tail)
