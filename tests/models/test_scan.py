@@ -160,7 +160,8 @@ def test_pickle_with_stack_global_protocol_4(tmp_path):
     ops = (b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00"
            b"\x8c\x05torch\x94\x8c\x0bfloat8_e5m2\x94\x93\x94"
            b"h\x00\x8c\x0cFloatStorage\x94\x93\x94\x86\x94.")
-    pickletools.dis(ops, out=open(os.devnull, "w"))  # a valid pickle
+    with open(os.devnull, "w") as sink:
+        pickletools.dis(ops, out=sink)  # a valid pickle
     (tmp_path / "m.pt").write_bytes(ops)
     (model,) = scan([str(tmp_path / "m.pt")])
     assert model.pickle_globals == {"torch.float8_e5m2": 1}

@@ -34,7 +34,7 @@ def _fake_torch() -> types.SimpleNamespace:
     utils = types.ModuleType("torch._utils")
     storage = types.ModuleType("torch.storage")
 
-    class dtype:  # noqa: N801 - torch's name
+    class dtype:
         def __init__(self, name: str) -> None:
             self.name = name
 
