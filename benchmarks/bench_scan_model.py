@@ -179,7 +179,8 @@ def main() -> int:
                   for p in folder.glob("*.safetensors"))
     print(f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
           f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
-          f"headers {headers / 1e6:.2f} MB")
+          f"headers {headers / 1e6:.2f} MB, index "
+          f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB")
     rows = [("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
             ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib")]
     if args.safetensors_python:

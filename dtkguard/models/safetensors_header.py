@@ -12,7 +12,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
 MAX_HEADER = 100_000_000
@@ -59,11 +59,22 @@ def _reject_constant(name: str) -> object:
     raise HeaderError(f"non-standard JSON constant {name} in header")
 
 
+def _read_exact(fh: BinaryIO, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = fh.read(left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> SafetensorsHeader:
     """Parse the header of ``path``. Raises :class:`HeaderError` (or OSError) on bad input."""
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=0) as fh:  # unbuffered: read exactly the header bytes
         size = os.fstat(fh.fileno()).st_size
-        head = fh.read(8)
+        head = _read_exact(fh, 8)
         if len(head) != 8:
             raise HeaderError(f"truncated: {size} bytes, no 8-byte header length")
         (n,) = struct.unpack("<Q", head)
@@ -73,7 +84,7 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
             raise HeaderError(f"header length {n} exceeds the cap of {cap} bytes")
         if 8 + n > size:
             raise HeaderError(f"header length {n} runs past the end of the {size}-byte file")
-        raw = fh.read(n)
+        raw = _read_exact(fh, n)
     if len(raw) != n:
         raise HeaderError("truncated header")
     if raw[:1] != b"{":
