@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.compiled import canonical
 from dtkguard.policy.labels import label_of
@@ -14,6 +12,8 @@ from dtkguard.rules.context import CheckContext
 
 def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
     """canonical name -> the installed dists whose Requires-Dist names it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out: dict[str, list[str]] = {}
     for dist in ctx.env:
         for line in dist.requires_dist:
