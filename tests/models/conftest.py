@@ -4,5 +4,3 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-DATA = Path(__file__).parents[1] / "data"

@@ -10,6 +10,9 @@ import math
 import struct
 from pathlib import Path
 
+#: test data kept in the repository (hy-smi output, torch checkpoints)
+DATA = Path(__file__).resolve().parents[1] / "data"
+
 BITS = {"F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
         "U8": 8, "I8": 8, "BF16": 16, "F16": 16, "F32": 32, "I32": 32, "F64": 64, "I64": 64}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import DATA
+from modelkit import DATA
 
 from dtkguard.env import device
 

@@ -4,8 +4,8 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import DATA
 from modelkit import (
+    DATA,
     deepseek_model,
     write_gguf,
     write_json,
