@@ -9,34 +9,14 @@ from pathlib import Path
 import pytest
 
 from dtkguard.errors import PolicyError
+from dtkguard.policy.compiled import canonical
 from dtkguard.policy.compile import compile_policy
 from dtkguard.policy.load import bundled_names, load_policy, resolve_policy_path
 
-SEED_PACKAGES = {
-    "apex": "1.4.0+das.opt1.dtk25041",
-    "deepspeed": "0.14.2+das.opt1.dtk25041",
-    "dgl": "2.2.1+das.opt1.dtk25041",
-    "dropout-layer-norm": "2.6.1+das.opt1.dtk25041",
-    "flash-attn": "2.6.1+das.opt1.dtk25041",
-    "flash-mla": "1.0.0+das.opt1.dtk25041",
-    "fused-dense-lib": "2.6.1+das.opt1.dtk25041",
-    "grouped-gemm": "0.5.0+das.dtk2504",
-    "grouped-gemm-int4": "0.5.0+das.dtk2504",
-    "lightop": "0.5.0+das.dtk25041",
-    "lmslim": "0.3.0+das.dtk25041",
-    "mmcv": "2.2.0+das.opt1.dtk25041",
-    "moe-w8a8": "0.0.1+das.dtk2504",
-    "moe-w8a8-prefill-gemm": "0.0.1+das.dtk2504",
-    "onnxruntime": "1.19.2+das.opt1.dtk25041",
-    "rotary-emb": "2.6.1+das.opt1.dtk25041",
-    "torch": "2.4.1+das.opt1.dtk25041",
-    "torchaudio": "2.4.1+das.opt1.dtk25041",
-    "torchvision": "0.19.1+das.opt1.dtk25041",
-    "transformer-engine": "2.2.0+das.opt1.dtk25041",
-    "triton": "3.0.0+das.opt1.dtk25041",
-    "vllm": "0.8.5.post1+das.opt1.dtk25041",
-    "xentropy-cuda-lib": "2.6.1+das.opt1.dtk25041",
-}
+#: `pip list | grep dtk` in the DAS 25.04.1 image, verbatim from the vendor's documentation
+SEED_LIST = Path(__file__).parents[1] / "data" / "das-25.04.1-pip-list.txt"
+SEED_PACKAGES = {canonical(name): version
+                 for name, version in (line.split() for line in SEED_LIST.read_text().splitlines())}
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +33,7 @@ def write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
 
 def test_bundled_policy_holds_the_seed_image():
     policy = load_policy("dtk-25.04.1")
+    assert len(SEED_PACKAGES) == 23
     assert policy.vendor == SEED_PACKAGES
     assert policy.dtk == "25.04.1"
     for name in (
