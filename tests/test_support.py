@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 import tarfile
 import urllib.error
 import urllib.request
@@ -24,7 +25,7 @@ from tests.support.reports import (
     make_wheelhouse,
     vendorise,
 )
-from tests.support.venvs import Venv, hermetic_env, make_venv
+from tests.support.venvs import Venv, hermetic_env, make_venv, run_uv
 from tests.support.wheels import (
     build_sdist,
     build_wheel,
@@ -337,29 +338,20 @@ def test_old_pip_downloads_from_index(tmp_path: Path, public_index: IndexServer)
 
 
 def test_uv_resolves_from_index(uv: str, public_index: IndexServer, tmp_path: Path) -> None:
-    import subprocess
-
-    proc = subprocess.run(
-        [
-            uv,
-            "pip",
-            "compile",
-            "-",
-            "--no-cache",
-            "--python-version",
-            "3.10",
-            "--index-url",
-            public_index.url,
-            "--no-header",
-            "--no-annotate",
-        ],
+    proc = run_uv(
+        "pip",
+        "compile",
+        "-",
+        "--no-cache",
+        "--python",
+        sys.executable,
+        "--index-url",
+        public_index.url,
+        "--no-header",
+        "--no-annotate",
         input="torch==2.4.1\n",
-        capture_output=True,
-        text=True,
-        env=hermetic_env(),
         cwd=tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split()
     assert "torch==2.4.1" in lines and "triton==3.0.0" in lines
     assert "nvidia-cublas-cu12==12.1.3.1" in lines
@@ -368,35 +360,26 @@ def test_uv_resolves_from_index(uv: str, public_index: IndexServer, tmp_path: Pa
 
 
 def test_static_file_index(tmp_path: Path, uv: str) -> None:
-    import subprocess
-
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "flash-attn", LABEL_VERSION, requires_dist=["einops"])
     build_wheel(wheels, "einops", "0.8.1")
     simple = write_static_index(wheels, tmp_path / "site")
     assert (simple / "flash-attn" / "index.html").is_file()
     assert (simple.parent / "files" / f"{wheel_filename('einops', '0.8.1')}.metadata").is_file()
-    proc = subprocess.run(
-        [
-            uv,
-            "pip",
-            "compile",
-            "-",
-            "--no-cache",
-            "--python-version",
-            "3.10",
-            "--index-url",
-            simple.as_uri(),
-            "--no-header",
-            "--no-annotate",
-        ],
+    proc = run_uv(
+        "pip",
+        "compile",
+        "-",
+        "--no-cache",
+        "--python",
+        sys.executable,
+        "--index-url",
+        simple.as_uri(),
+        "--no-header",
+        "--no-annotate",
         input="flash-attn\n",
-        capture_output=True,
-        text=True,
-        env=hermetic_env(),
         cwd=tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr
     assert f"flash-attn=={LABEL_VERSION}" in proc.stdout.split()
 
 
@@ -433,6 +416,7 @@ def test_hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "UV_INDEX_URL" not in env and "VIRTUAL_ENV" not in env
     assert "PYTHONDONTWRITEBYTECODE" not in env
     assert env["PIP_CONFIG_FILE"] == "/dev/null" and env["UV_NO_CONFIG"] == "1"
+    assert env["UV_PYTHON_DOWNLOADS"] == "never"
     assert env["PIP_NO_INPUT"] == env["PIP_DISABLE_PIP_VERSION_CHECK"] == env["EXTRA"] == "1"
 
 
