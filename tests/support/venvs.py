@@ -190,7 +190,8 @@ def make_venv(
 
     ``pip_version=None`` keeps the pip that ``venv`` bundles; ``pip_version="22.2.2"`` creates
     the venv without pip and installs exactly that pip from the local wheel cache
-    (``--no-index --find-links``; see :mod:`tests.support.cache`). ``with_pip=False``: no pip.
+    (``--no-index --find-links``, ``--no-compile``; see :mod:`tests.support.cache`), running
+    that pip straight from its wheel. ``with_pip=False``: no pip at all (uv-only venvs).
     """
     cmd: list[str | os.PathLike[str]] = [base_python, "-m", "venv"]
     if pip_version is not None or not with_pip:
@@ -208,6 +209,7 @@ def make_venv(
         venv.run(
             f"{wheel}/pip",
             "install",
+            "--no-compile",
             "--no-index",
             "--find-links",
             wheel_dir(),
