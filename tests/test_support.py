@@ -451,6 +451,24 @@ def test_uv_installs_into_venv(tmp_path: Path) -> None:
     assert venv.installed() == {"flash-attn": LABEL_VERSION}
 
 
+@pytest.mark.wheel_cache
+def test_uv_builds_sdist_in_isolation_offline(tmp_path: Path) -> None:
+    sdists = tmp_path / "sdists"
+    build_sdist(sdists, "tiny-proj", "0.2")
+    venv = make_venv(tmp_path / "venv", with_pip=False)
+    venv.uv_pip(
+        "install",
+        "--no-cache",
+        "--no-index",
+        "--find-links",
+        wheel_dir(),
+        "--find-links",
+        sdists,
+        "tiny-proj",
+    )
+    assert venv.installed() == {"tiny-proj": "0.2"}
+
+
 def test_cache_missing_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DTKGUARD_TEST_WHEELS", str(tmp_path / "empty"))
     with pytest.raises(CacheMissing, match=r"python tests/prepare\.py"):
