@@ -265,6 +265,9 @@ def test_index_html_json_and_metadata(small_index: IndexServer) -> None:
         and "/simple/flash-attn/" in small_index.requests
     )
     assert _get(small_index.url, "application/xml")[0] == 406
+    status, ctype, body = _get(small_index.url + "?format=" + JSON_TYPE)
+    assert (status, ctype) == (200, JSON_TYPE)
+    assert [p["name"] for p in json.loads(body)["projects"]] == ["einops", "flash-attn"]
     assert _get(small_index.url + "nope/")[0] == 404
     assert small_index.downloads() == []
     assert small_index.metadata_fetches() == [f["filename"]]
@@ -319,6 +322,31 @@ def test_vendor_find_links_plus_public_index(
     assert not [n for n in plan if n.startswith("nvidia-") or n == "xformers"]
     # Real-world leak kept on purpose: community ray[cgraph] still pulls cupy-cuda12x.
     assert "cupy-cuda12x" in plan
+
+
+@pytest.mark.wheel_cache
+def test_index_without_metadata_makes_pip_download(venv263: Venv, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "flash-attn", LABEL_VERSION, requires_dist=["einops"])
+    build_wheel(wheels, "einops", "0.8.1")
+    with serve_index(wheels, metadata=False) as index:
+        venv263.pip(
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            "-",
+            "--index-url",
+            index.url,
+            "flash-attn",
+        )
+        assert "data-core-metadata" not in _get(index.url + "flash-attn/")[2].decode()
+        assert sorted(index.downloads()) == [
+            wheel_filename("einops", "0.8.1"),
+            wheel_filename("flash-attn", LABEL_VERSION),
+        ]
+        assert index.metadata_fetches() == []
 
 
 @pytest.mark.wheel_cache

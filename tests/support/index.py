@@ -282,6 +282,8 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             parts = urlsplit(self.path)
             path = unquote(parts.path)
             fmt = (parse_qs(parts.query).get("format") or [None])[0]
+            if fmt:
+                fmt = fmt.replace(" ", "+")  # an unencoded "+" arrives as a space
             if path in ("/simple", "/simple/") or path.startswith("/simple/"):
                 self._simple(path, fmt)
             elif path.startswith("/files/") and "/" not in path[len("/files/") :]:
