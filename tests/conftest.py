@@ -44,12 +44,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _cache_problem() -> str | None:
+    try:
+        wheel_dir()
+    except CacheMissing as exc:
+        return str(exc)
+    return None
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("wheel_cache") is not None:
-        try:
-            wheel_dir()
-        except CacheMissing as exc:
-            pytest.fail(str(exc), pytrace=False)
+        problem = _cache_problem()
+        if problem:
+            pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -101,10 +108,10 @@ def hermetic() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def wheel_cache() -> Path:
     """The offline wheel cache; fails with a "run python tests/prepare.py" message if missing."""
-    try:
-        return wheel_dir()
-    except CacheMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+    problem = _cache_problem()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    return wheel_dir()
 
 
 @pytest.fixture(scope="session")
@@ -113,4 +120,5 @@ def uv() -> str:
     try:
         return uv_binary()
     except CacheMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    pytest.fail(problem, pytrace=False)

@@ -262,6 +262,9 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             pass
 
         def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
+            # Log before answering: a client that has its response must see its request logged.
+            accept = self.headers.get("Accept", "")
+            state.log.append(ServedRequest(self.path, accept, status, ctype))
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -271,8 +274,6 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
-            accept = self.headers.get("Accept", "")
-            state.log.append(ServedRequest(self.path, accept, status, ctype))
 
         def do_HEAD(self) -> None:
             self.do_GET()
