@@ -9,6 +9,7 @@ Session fixtures:
   uv                   path of the uv executable
 Function fixtures:
   public_index         IndexServer over community_wheelhouse (``.requests`` cleared per test)
+  vendor_index         IndexServer over vendor_wheelhouse (``.requests`` cleared per test)
   hermetic             a fresh hermetic_env() dict
 
 Marker ``wheel_cache``: the test fails (never skips) with a "run python tests/prepare.py" message
@@ -97,6 +98,19 @@ def public_index(_public_index_server: IndexServer) -> IndexServer:
     empty in every test."""
     _public_index_server.clear()
     return _public_index_server
+
+
+@pytest.fixture(scope="session")
+def _vendor_index_server(vendor_wheelhouse: Path) -> Iterator[IndexServer]:
+    with serve_index(vendor_wheelhouse) as server:
+        yield server
+
+
+@pytest.fixture
+def vendor_index(_vendor_index_server: IndexServer) -> IndexServer:
+    """The vendor wheelhouse as its own index (for index-priority tests); fresh ``.requests``."""
+    _vendor_index_server.clear()
+    return _vendor_index_server
 
 
 @pytest.fixture

@@ -365,6 +365,32 @@ def test_old_pip_downloads_from_index(tmp_path: Path, public_index: IndexServer)
     assert public_index.downloads() == ["torch-2.4.1-py3-none-any.whl"]
 
 
+def test_uv_prefers_vendor_index_first(
+    uv: str, vendor_index: IndexServer, public_index: IndexServer, tmp_path: Path
+) -> None:
+    proc = run_uv(
+        "pip",
+        "compile",
+        "-",
+        "--no-cache",
+        "--python",
+        sys.executable,
+        "--index-url",
+        public_index.url,
+        "--extra-index-url",
+        vendor_index.url,
+        "--no-header",
+        "--no-annotate",
+        input="torchvision\n",
+        cwd=tmp_path,
+    )
+    lines = proc.stdout.split()
+    # uv's first-index strategy: extra indexes come first, so torch is the vendor build.
+    assert "torch==2.4.1+das.opt1.dtk25041" in lines
+    assert "torchvision==0.19.1+das.opt1.dtk25041" in lines
+    assert not [x for x in lines if x.startswith("nvidia-")]
+
+
 def test_uv_resolves_from_index(uv: str, public_index: IndexServer, tmp_path: Path) -> None:
     proc = run_uv(
         "pip",

@@ -158,10 +158,11 @@ def _project_json(
             "filename": f.filename,
             "url": f"{prefix}{f.filename}",
             "hashes": {"sha256": f.sha256},
-            "requires-python": f.requires_python,
             "size": f.size,
             "yanked": False,
         }
+        if f.requires_python:
+            item["requires-python"] = f.requires_python
         if metadata and f.metadata is not None:
             item["core-metadata"] = {"sha256": f.metadata_sha256}
             item["dist-info-metadata"] = {"sha256": f.metadata_sha256}
