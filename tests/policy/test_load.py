@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from dtkguard.errors import PolicyError
-from dtkguard.policy.compiled import canonical
 from dtkguard.policy.compile import compile_policy
+from dtkguard.policy.compiled import canonical
 from dtkguard.policy.load import bundled_names, load_policy, resolve_policy_path
 
 #: `pip list | grep dtk` in the DAS 25.04.1 image, verbatim from the vendor's documentation
