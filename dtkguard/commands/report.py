@@ -14,7 +14,9 @@ from dtkguard.findings import Severity
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
-    parser = sub.add_parser(name, help="work with json reports (merge a fleet)", description=__doc__)
+    parser = sub.add_parser(
+        name, help="work with json reports (merge a fleet)", description=__doc__
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     merge = actions.add_parser(
@@ -52,7 +54,8 @@ def _read_names(path: str) -> list[str]:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(getattr(exc, "strerror", None) or str(exc), file=path, field="--nodes")
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(reason, file=path, field="--nodes") from None
     names = [line.split("#", 1)[0].strip() for line in lines]
     return [n for n in names if n]
 

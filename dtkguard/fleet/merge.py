@@ -373,7 +373,10 @@ def merge(
     if expect_nodes is not None and len(nodes) < expect_nodes:
         nodes += [
             NodeResult(
-                name=f"(missing {i + 1})", file="", status=MISSING, detail="fewer reports than nodes"
+                name=f"(missing {i + 1})",
+                file="",
+                status=MISSING,
+                detail="fewer reports than nodes",
             )
             for i in range(expect_nodes - len(nodes))
         ]

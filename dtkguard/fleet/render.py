@@ -56,7 +56,9 @@ def render_markdown(fleet: Fleet) -> str:
     if groups:
         lines += ["### Drift from the lock", "", "| lock | node | drift |", "|---|---|---|"]
         for lock, nodes in groups.items():
-            lines += [f"| {_cell(lock)} | {_cell(n.name)} | {_cell(drift_text(n))} |" for n in nodes]
+            lines += [
+                f"| {_cell(lock)} | {_cell(n.name)} | {_cell(drift_text(n))} |" for n in nodes
+            ]
         lines.append("")
     if fleet.common:
         lines += ["### Most common findings", "", "| nodes | severity | rule | subject | example |"]
