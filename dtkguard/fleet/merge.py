@@ -190,7 +190,7 @@ def _drift(finding: dict[str, Any]) -> Drift:
         rule=str(finding.get("rule")),
         package=str(finding.get("subject")),
         installed=ev.get("installed") or ev.get("version"),
-        locked=ev.get("locked") or ev.get("lock") or ev.get("expected"),
+        locked=ev.get("locked") or ev.get("expected"),
     )
 
 
@@ -207,6 +207,9 @@ def _reduce(node: NodeResult, data: dict[str, Any], fail_on: Severity | None) ->
         node.messages.setdefault((rule, subject), str(f.get("message", "")))
         if rule.startswith(DRIFT_PREFIX):
             node.drift.append(_drift(f))
+            lock = (f.get("evidence") or {}).get("lock")
+            if lock and not node.lock:
+                node.lock = os.path.basename(str(lock))
     node.counts = counts
     node.verdict = _verdict(data, counts, fail_on)
     node.status = OK if node.verdict == "pass" else FAILED
@@ -215,7 +218,8 @@ def _reduce(node: NodeResult, data: dict[str, Any], fail_on: Severity | None) ->
 def _decode_error(exc: json.JSONDecodeError, size: int) -> tuple[str, str]:
     truncated = exc.pos >= size - 1 or "Unterminated" in exc.msg
     status = TRUNCATED if truncated else UNREADABLE
-    return status, f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    where = "" if exc.msg.endswith(" at") else " at"
+    return status, f"{exc.msg}{where} line {exc.lineno}, column {exc.colno}"
 
 
 def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> NodeResult:
