@@ -216,3 +216,15 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_lock_from_facts_or_drift_evidence(tmp_path):
+    """The audit records the lock as facts.lock = {path, packages} and in each drift finding."""
+    extra = finding("drift-extra", "six", "medium", installed="1.16.0", lock="/l/pylock.a.toml")
+    by_facts = node_report("a", [extra])
+    by_facts["facts"]["lock"] = {"path": "/l/pylock.b.toml", "packages": 150}
+    by_evidence = node_report("b", [extra])
+    fleet = merge(_fleet(tmp_path, a=by_facts, b=by_evidence))
+    locks = {n.name: n.lock for n in fleet.nodes}
+    assert locks == {"a": "pylock.b.toml", "b": "pylock.a.toml"}
+    assert fleet.nodes[0].drift[0].short() == "+six 1.16.0"  # the lock path is not a version
