@@ -44,3 +44,40 @@ def write(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return path
+
+
+def write_lock(path: Path, packages: dict[str, str]) -> Path:
+    """A minimal valid PEP 751 lock pinning ``packages`` (name -> version)."""
+    digest = "0" * 64
+    parts = ['lock-version = "1.0"', 'created-by = "dtkguard-tests"', ""]
+    for name, version in packages.items():
+        wheel = f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+        parts += [
+            "[[packages]]",
+            f'name = "{name}"',
+            f'version = "{version}"',
+            f'wheels = [{{ name = "{wheel}", path = "wheels/{wheel}", '
+            f'hashes = {{ sha256 = "{digest}" }} }}]',
+            "",
+        ]
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def supports_lock(repo: Path) -> bool:
+    """Whether this dtkguard's check (or audit) takes --lock."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    for command in ("audit", "check"):
+        run = subprocess.run(
+            [sys.executable, "-m", "dtkguard", command, "--help"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        if run.returncode == 0 and "--lock" in run.stdout:
+            return True
+    return False

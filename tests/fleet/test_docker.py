@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet.factory import supports_lock, write_lock
+
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "plugins" / "docker"
 SITE = "usr/local/lib/python3.10/dist-packages"
@@ -136,18 +138,18 @@ def test_gate_threshold_and_bad_policy(image_root):
 
 
 def test_gate_with_a_lock(image_root, tmp_path):
-    help_text = subprocess.run(
-        [sys.executable, "-m", "dtkguard", "check", "--help"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-    ).stdout
-    if "--lock" not in help_text:
+    if not supports_lock(REPO):
         pytest.skip("this dtkguard check has no --lock yet (lock drift lands with the audit work)")
-    lock = tmp_path / "pylock.toml"
-    lock.write_text(
-        'lock-version = "1.0"\ncreated-by = "test"\n\n'
-        '[[packages]]\nname = "torch"\nversion = "2.4.1+das.opt1.dtk25041"\n'
-    )
+    from dtkguard.policy.load import load_policy
+
+    pins = {**load_policy("dtk-25.04.1").vendor, "numpy": "1.26.4", "transformers": "4.51.3"}
+    lock = write_lock(tmp_path / "pylock.image.toml", pins)
+    proc = _gate(image_root, DTKGUARD_LOCK=str(lock))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pins["numpy"] = "2.0.0"
+    write_lock(lock, pins)
     proc = _gate(image_root, DTKGUARD_LOCK=str(lock), DTKGUARD_FAIL_ON="medium")
-    assert proc.returncode == 1 and "drift-" in proc.stdout
+    assert proc.returncode == 1
+    assert any(
+        line.split()[1:3] == ["drift-version", "numpy:"] for line in proc.stdout.splitlines()
+    )

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet.factory import supports_lock, write_lock
+
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,3 +144,25 @@ def test_policy_is_passed_through(cluster, tmp_path):
     assert rc == 1, log  # neither node could load the policy: both reports missing
     assert _fleet(reports)["by_status"] == {"missing": 2}
     assert "no-such-policy" in (reports / "nodes" / "n1.log").read_text()
+
+
+def test_drift_from_the_lock(cluster, tmp_path):
+    if not supports_lock(REPO):
+        pytest.skip("this dtkguard has no --lock yet (lock drift lands with the audit work)")
+    lock = write_lock(
+        tmp_path / "pylock.test.toml", {"torch": "2.4.1+das.opt1.dtk25041", "numpy": "1.26.4"}
+    )
+    _clean(tmp_path / "envs" / "n1")
+    site = _clean(tmp_path / "envs" / "n2")
+    shutil.rmtree(next(site.glob("numpy-*.dist-info")))
+    _dist(site, "numpy", "2.0.0")
+    _dist(site, "six", "1.16.0")
+    rc, log, reports = _sbatch(cluster, tmp_path, DTKGUARD_LOCK=str(lock), DTKGUARD_FAIL_ON="low")
+    assert rc == 1, log
+    fleet = _fleet(reports)
+    assert fleet["drift_by_lock"] == {"pylock.test.toml": ["n2"]}
+    n2 = next(n for n in fleet["nodes"] if n["name"] == "n2")
+    drift = {(d["rule"], d["package"]): (d["locked"], d["installed"]) for d in n2["drift"]}
+    assert drift[("drift-version", "numpy")] == ("1.26.4", "2.0.0")
+    assert drift[("drift-extra", "six")] == (None, "1.16.0")
+    assert "| pylock.test.toml | n2 | " in log
