@@ -82,10 +82,12 @@ class NodeResult:
     keys: list[tuple[str, str, str]] = field(default_factory=list)
     messages: dict[tuple[str, str], str] = field(default_factory=dict)
     replaced_by: str = ""
+    #: the whole target identity (json), for telling duplicates from other targets on one host
+    target_key: str = ""
 
     @property
     def identity(self) -> tuple[str, str]:
-        return (self.host, self.target)
+        return (self.host, self.target_key or self.target)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -157,7 +159,7 @@ class Fleet:
 def _target_text(target: Any) -> str:
     if not isinstance(target, dict):
         return str(target or "")
-    for key in ("container", "pid", "root", "python", "path"):
+    for key in ("container", "pid", "python", "path", "root"):
         if target.get(key):
             value = target[key]
             return f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
@@ -285,6 +287,7 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     target = data.get("target")
     node.host = str(data.get("host") or "")
     node.target = _target_text(target)
+    node.target_key = json.dumps(target, sort_keys=True, default=str)
     node.command = str(data.get("command") or "")
     node.policy = str(data.get("policy") or "")
     node.created = str(data.get("created") or "")

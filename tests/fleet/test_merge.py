@@ -228,3 +228,20 @@ def test_lock_from_facts_or_drift_evidence(tmp_path):
     locks = {n.name: n.lock for n in fleet.nodes}
     assert locks == {"a": "pylock.b.toml", "b": "pylock.a.toml"}
     assert fleet.nodes[0].drift[0].short() == "+six 1.16.0"  # the lock path is not a version
+
+
+def test_target_identity_uses_the_whole_target(tmp_path):
+    """The audit adds root="/" to --path targets: the path still tells two nodes apart."""
+    paths = _fleet(
+        tmp_path,
+        n1=node_report("vm", target={"kind": "path", "path": "/envs/n1", "root": "/"}),
+        n2=node_report("vm", target={"kind": "path", "path": "/envs/n2", "root": "/"}),
+        n3=node_report("vm", target={"kind": "root", "root": "/images/x"}),
+    )
+    fleet = merge(paths, node_names=["n1", "n2", "n3"])
+    assert not fleet.duplicates
+    assert {n.name: n.target for n in fleet.nodes} == {
+        "n1": "path=/envs/n1",
+        "n2": "path=/envs/n2",
+        "n3": "root=/images/x",
+    }
