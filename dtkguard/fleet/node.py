@@ -5,11 +5,12 @@ Run with the host's PID namespace (``hostPID: true``)::
     python -m dtkguard.fleet.node --proc /host/proc --out /reports --node "$NODE_NAME"
 
 Container processes are those whose ``/proc/PID/root`` is another filesystem than the host's
-(``/proc/1/root``); one process per distinct root is audited — the container's init, whose parent
-lives in another root. Each is audited with ``dtkguard audit --pid PID`` (or, with a dtkguard that
-has no ``audit`` yet, ``dtkguard check --root /proc/PID/root``), and the container reports are
-combined into one schema-1 report ``OUT/NODE.json``: every finding carries its container in its
-evidence and message. Exit: 0 pass, 1 a container failed, 2 bad arguments.
+(``/proc/1/root``); one process per distinct root is audited: its Python process when it has one,
+else its init (whose parent lives in another root). A Python process is audited with
+``dtkguard audit --pid PID``; a container without one (or whose process cannot be read that way)
+with ``--root /proc/PID/root`` (``check --root`` with a dtkguard that has no ``audit`` yet). The
+container reports are combined into one schema-1 report ``OUT/NODE.json``: every finding carries
+its container in its evidence and message. Exit: 0 pass, 1 a container failed, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class Container:
     root: str
     id: str = ""
     pod: str = ""
+    #: the process is a Python interpreter (audited by --pid; else the root is audited)
+    python: bool = False
 
     @property
     def label(self) -> str:
@@ -49,6 +52,19 @@ def _root_id(proc: Path, pid: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+def _is_python(proc: Path, pid: str) -> bool:
+    try:
+        comm = (proc / pid / "comm").read_text().strip()
+    except OSError:
+        comm = ""
+    if comm.startswith("python"):
+        return True
+    try:
+        return os.path.basename(os.readlink(proc / pid / "exe")).startswith("python")
+    except OSError:
+        return False
 
 
 def _ppid(proc: Path, pid: str) -> str:
@@ -91,9 +107,10 @@ def container_processes(proc: str | os.PathLike[str] = "/proc") -> list[Containe
     for rid, pids in roots.items():
         pids.sort(key=int)
         inits = [p for p in pids if ids.get(_ppid(proc, p), _root_id(proc, _ppid(proc, p))) != rid]
-        pid = (inits or pids)[0]
+        pythons = [p for p in pids if _is_python(proc, p)]
+        pid = (pythons or inits or pids)[0]
         try:
-            c = Container(int(pid), os.readlink(proc / pid / "root"))
+            c = Container(int(pid), os.readlink(proc / pid / "root"), python=bool(pythons))
         except OSError:
             continue
         _describe(proc, c)
@@ -109,13 +126,18 @@ def _has_audit(dtkguard: list[str]) -> bool:
 def audit_container(
     c: Container, proc: Path, dtkguard: list[str], command: str, extra: list[str], out: Path
 ) -> tuple[int, dict[str, Any] | None, str]:
-    """(exit code, report or None, stderr) of auditing one container."""
-    if command == "audit":
-        target = ["--pid", str(c.pid)]
-    else:
-        target = ["--root", str(proc / str(c.pid) / "root")]
-    argv = [*dtkguard, command, *target, *extra, "--format", "json", "-o", str(out)]
-    run = subprocess.run(argv, capture_output=True, text=True, check=False)
+    """(exit code, report or None, stderr) of auditing one container.
+
+    A Python process is audited with ``audit --pid`` (its interpreter's own sys.path); otherwise,
+    or when that cannot read the process, the container's whole root is audited.
+    """
+    root = ["--root", str(proc / str(c.pid) / "root")]
+    targets = [["--pid", str(c.pid)], root] if command == "audit" and c.python else [root]
+    for target in targets:
+        argv = [*dtkguard, command, *target, *extra, "--format", "json", "-o", str(out)]
+        run = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if run.returncode in (0, 1):
+            break
     try:
         return run.returncode, json.loads(out.read_text()), run.stderr.strip()
     except (OSError, ValueError):

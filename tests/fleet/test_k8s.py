@@ -90,7 +90,9 @@ def _proc(tmp_path: Path, table: dict[int, tuple[int, Path]]) -> Path:
         d = proc / str(pid)
         d.mkdir(parents=True)
         (d / "root").symlink_to(root)
-        (d / "stat").write_text(f"{pid} (python3 x) S {ppid} {pid} {pid} 0 -1\n")
+        comm = "python3" if pid % 2 else "sh"  # odd pids are Python processes
+        (d / "comm").write_text(comm + "\n")
+        (d / "stat").write_text(f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1\n")
         cid = f"{pid:064x}"
         (d / "cgroup").write_text(f"0::/kubepods/burstable/pod1/cri-containerd-{cid}.scope\n")
         (d / "environ").write_bytes(b"PATH=/usr/bin\0HOSTNAME=vllm-" + str(pid).encode() + b"\0")
@@ -107,18 +109,19 @@ def test_container_processes_one_per_root(tmp_path):
         {
             1: (0, Path("/")),
             40: (1, Path("/")),  # containerd-shim on the host
-            100: (40, clean),  # container init
-            101: (100, clean),  # its worker: same root, not audited twice
-            200: (40, drifted),
-            201: (200, drifted),
+            100: (40, clean),  # container init (a shell)
+            101: (100, clean),  # its Python worker: audited for the container
+            102: (100, clean),  # same root: not audited twice
+            200: (40, drifted),  # a container without Python: its init, by root
+            202: (200, drifted),
         },
     )
     found = node.container_processes(proc)
-    assert [(c.pid, c.root, c.pod) for c in found] == [
-        (100, str(clean), "vllm-100"),
-        (200, str(drifted), "vllm-200"),
+    assert [(c.pid, c.root, c.pod, c.python) for c in found] == [
+        (101, str(clean), "vllm-101", True),
+        (200, str(drifted), "vllm-200", False),
     ]
-    assert found[0].id == f"{100:064x}" and found[0].label == f"vllm-100/{found[0].id[:12]}"
+    assert found[0].id == f"{101:064x}" and found[0].label == f"vllm-101/{found[0].id[:12]}"
 
 
 def test_node_report_from_built_proc(tmp_path, capsys):
@@ -126,7 +129,7 @@ def test_node_report_from_built_proc(tmp_path, capsys):
         _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041"),
         _image(tmp_path / "b", "2.4.1"),
     )
-    proc = _proc(tmp_path, {1: (0, Path("/")), 100: (1, clean), 200: (1, drifted)})
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, clean), 200: (1, drifted)})
     out = tmp_path / "reports"
     argv = ["--proc", str(proc), "--out", str(out), "--node", "dcu-07", "--command", "check"]
     assert node.main(argv) == 1
@@ -165,7 +168,12 @@ def test_real_proc_finds_a_chrooted_process(tmp_path):
         found = {c.pid: c for c in node.container_processes("/proc")}
         assert found[child.pid].root == str(image)
         out = tmp_path / "reports"
-        argv = ["--out", str(out), "--node", "real", "--command", "check"]
+        argv = [
+            "--out",
+            str(out),
+            "--node",
+            "real",
+        ]  # audit --pid, else --root; check without audit
         assert node.main(argv) == 1
         report = json.loads((out / "real.json").read_text())
         mine = [f for f in report["findings"] if f["evidence"]["pid"] == child.pid]
