@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "policy": "policy",
     "scan-model": "scan_model",
     "exec": "exec_",
+    "report": "report",
 }
 
 
