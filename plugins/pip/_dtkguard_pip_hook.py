@@ -84,7 +84,6 @@ def _prepare():
     import time  # noqa: F401
 
     import pip._internal.exceptions
-
     import pip._vendor.packaging.version  # noqa: F401  (every supported pip vendors it)
 
     _load_policy()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, wheel_dir
+from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, find_wheel
 from tests.support.reports import DAS_25041
 from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_sdist, build_wheel
@@ -70,6 +70,22 @@ def extra_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def public_dir(
+    tmp_path_factory: pytest.TempPathFactory, community_wheelhouse: Path, wheel_cache: Path
+) -> Path:
+    """The community wheels as find-links, with the real setuptools/wheel of the wheel cache
+    in place of the metadata-only ones (pip's build isolation needs working ones)."""
+    dest = tmp_path_factory.mktemp("public")
+    for wheel in community_wheelhouse.glob("*.whl"):
+        if not wheel.name.startswith(("setuptools-", "wheel-")):
+            (dest / wheel.name).symlink_to(wheel)
+    for name in ("setuptools", "wheel"):
+        wheel = find_wheel(name)
+        (dest / wheel.name).symlink_to(wheel)
+    return dest
+
+
+@pytest.fixture(scope="session")
 def guard_policy(tmp_path_factory: pytest.TempPathFactory, vendor_wheelhouse: Path) -> Path:
     path = tmp_path_factory.mktemp("policy") / "site.toml"
     path.write_text(
@@ -83,7 +99,7 @@ def _build(
     path: Path, pip_version: str, policy: Path, vendor: Path, community: Path, extra: Path
 ) -> Guarded:
     venv = make_venv(path, pip_version=pip_version)
-    index = ["--no-index", "-f", str(community), "-f", str(extra), "-f", str(wheel_dir())]
+    index = ["--no-index", "-f", str(community), "-f", str(extra)]
     pins = [f"{n}=={DAS_25041[n]}" for n in VENDOR]
     venv.pip("install", *index, "-f", str(vendor), *pins)
     venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", f"vllm=={DAS_25041['vllm']}")
@@ -101,15 +117,12 @@ def guarded(
     tmp_path_factory: pytest.TempPathFactory,
     guard_policy: Path,
     vendor_wheelhouse: Path,
-    community_wheelhouse: Path,
+    public_dir: Path,
     extra_wheelhouse: Path,
-    wheel_cache: Path,
 ) -> Guarded:
     """A guarded venv shared by the cases that must leave it unchanged."""
     path = tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv"
-    return _build(
-        path, pip_version, guard_policy, vendor_wheelhouse, community_wheelhouse, extra_wheelhouse
-    )
+    return _build(path, pip_version, guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse)
 
 
 @pytest.fixture
@@ -118,9 +131,8 @@ def fresh(
     tmp_path: Path,
     guard_policy: Path,
     vendor_wheelhouse: Path,
-    community_wheelhouse: Path,
+    public_dir: Path,
     extra_wheelhouse: Path,
-    wheel_cache: Path,
 ) -> Guarded:
     """A new guarded venv for a case that installs."""
     return _build(
@@ -128,7 +140,7 @@ def fresh(
         pip_version,
         guard_policy,
         vendor_wheelhouse,
-        community_wheelhouse,
+        public_dir,
         extra_wheelhouse,
     )
 
