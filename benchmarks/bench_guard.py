@@ -62,15 +62,17 @@ def main() -> int:
             check=True,
             capture_output=True,
         )
-        # interleave to share the machine's noise between both sides
-        a = b = 0.0
-        for _ in range(4):
-            a += _time([str(plain.python), "-c", "pass"], env, args.runs // 4)
-            b += _time([str(guarded.python), "-c", "pass"], env, args.runs // 4)
+        # alternate run by run so that both sides share the machine's noise
+        a, b = [], []
+        for _ in range(args.runs):
+            a.append(_time([str(plain.python), "-c", "pass"], env, 1))
+            b.append(_time([str(guarded.python), "-c", "pass"], env, 1))
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
         print(
-            f"python -c pass   plain {a / 4:7.2f} ms   hooked {b / 4:7.2f} ms   ratio {b / a:.3f}"
+            f"python -c pass   plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
+            f"ratio {b_ms / a_ms:.3f}   (median of {args.runs})"
         )
-        req = ["install", "--no-index", "-f", str(vendor), "torch"]
+        req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
         pip_ms = _time([str(guarded.python), "-m", "pip", *req], env, args.pip_runs)
         dtkpip_ms = _time([*dtk, "pip", "--python", str(guarded.python), *req], denv, args.pip_runs)
         print(

@@ -1,8 +1,9 @@
 """dtkguard's guard inside pip: veto installs and uninstalls that would clobber vendor builds.
 
 Installed by ``dtkguard guard install`` as this module plus a one-line ``.pth`` file in the
-target's site-packages. Standard library only. At interpreter start it only appends a
-meta-path finder; the guard wakes up when pip imports ``pip._internal.commands.install`` or
+target's site-packages. Standard library only. At interpreter start the ``.pth`` line only
+inserts a tiny meta-path finder (this module is not even imported); the guard wakes up
+when pip imports ``pip._internal.commands.install`` or
 ``pip._internal.req.req_uninstall`` and then wraps:
 
 * ``install_given_reqs`` as bound in the install command module: the set pip is about to
@@ -22,32 +23,40 @@ _state = {"policy_path": None, "policy": None, "error": None, "allowed": set(), 
 
 
 def activate(policy_path):
-    """Called by the .pth line: remember where the policy is, watch for pip's modules."""
+    """Watch for pip's modules (the .pth line does the same without importing this module)."""
     _state["policy_path"] = policy_path
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+    if not any(getattr(f, "_dtkguard", 0) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
 
 
+def find_spec(fullname, path, target, policy_path):
+    """Called by the .pth line's finder for the two pip modules only: pip's own spec, with a
+    loader that patches the module once pip's code has run."""
+    _state["policy_path"] = policy_path
+    if fullname not in _MODULES:
+        return None
+    for finder in sys.meta_path:
+        if getattr(finder, "_dtkguard", 0) or not hasattr(finder, "find_spec"):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+            break
+    else:
+        return None
+    if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+        spec.loader = _Loader(spec.loader, fullname)
+    return spec
+
+
 class _Finder:
-    """A meta-path finder that answers only for the two pip modules it patches."""
+    """The same finder as the .pth line's, for callers of :func:`activate`."""
+
+    _dtkguard = 1
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _MODULES:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _Loader(spec.loader, fullname)
-        return spec
-
-    def invalidate_caches(self):
-        pass
+        return find_spec(fullname, path, target, _state["policy_path"])
 
 
 class _Loader:
