@@ -27,8 +27,14 @@ TORCH = DAS_25041["torch"]
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "pip_version" in metafunc.fixturenames:
-        matrix = metafunc.config.getoption("-m") and "pip_matrix" in metafunc.config.getoption("-m")
-        versions = MATRIX_PIP_VERSIONS if matrix else PIP_VERSIONS
+        expr = metafunc.config.getoption("-m") or ""
+        matrix = "pip_matrix" in expr and "not pip_matrix" not in expr
+        # the default run: oldest and newest pip; `pytest -m pip_matrix`: one pip per major
+        versions = (
+            [pytest.param(v, marks=pytest.mark.pip_matrix) for v in MATRIX_PIP_VERSIONS]
+            if matrix
+            else list(PIP_VERSIONS)
+        )
         metafunc.parametrize("pip_version", versions, scope="module")
 
 
