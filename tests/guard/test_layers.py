@@ -102,4 +102,6 @@ def test_uv_is_stopped_after_guard_install_uv(
     )
     assert run.returncode != 0, run.stdout + run.stderr
     assert "+das.opt1.dtk25041" in run.stderr  # the guard's constraint is what stopped it
-    assert changed(before, guarded.venv.snapshot()) == []
+    # uv takes an (empty) lock file in the venv root on every run, even a refused one
+    assert changed(before, guarded.venv.snapshot()) in ([], [".lock"])
+    assert guarded.venv.installed()["torch"] == TORCH
