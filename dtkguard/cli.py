@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "scan-model": "scan_model",
     "exec": "exec_",
     "report": "report",
+    "pip": "pip",
+    "guard": "guard",
 }
 
 

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     env = open_target(args)
     findings = run_checks(CheckContext(env, policy))
-    rules = [r for r in RULES if not r.startswith(("drift", "file", "fp", "record", "override"))]
+    rules = [r for r in RULES if not r.startswith(("drift", "file", "fp", "record"))]
     report = Report(
         findings,
         target=env.target,
