@@ -19,6 +19,8 @@ from dtkguard.errors import DtkguardError
 COMMANDS: dict[str, str] = {
     "check": "check",
     "policy": "policy",
+    "scan-model": "scan_model",
+    "exec": "exec_",
 }
 
 
