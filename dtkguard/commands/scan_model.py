@@ -13,8 +13,12 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
         name, help="find FP8/FP4 weights, scales and KV caches in model folders and files"
     )
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="model folder, Hugging Face cache repo or snapshot, or weight file")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="model folder, Hugging Face cache repo or snapshot, or weight file",
+    )
     p.add_argument("--policy", help="policy name or path")
     p.add_argument("--card", help="card series (default: read from hy-smi)")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -50,11 +54,23 @@ def run(args: argparse.Namespace) -> int:
     facts = {
         "card": card,
         "cards": cards,
-        "models": [{"path": s.path, "name": s.name, "shards": s.shards, "tensors": s.tensors,
-                    "bytes_read": s.bytes_read} for s in scans],
+        "models": [
+            {
+                "path": s.path,
+                "name": s.name,
+                "shards": s.shards,
+                "tensors": s.tensors,
+                "bytes_read": s.bytes_read,
+            }
+            for s in scans
+        ],
         "problems": problems,
     }
-    report = Report(findings=findings, target={"kind": "models", "paths": list(args.paths)},
-                    policy=policy.name, facts=facts)
+    report = Report(
+        findings=findings,
+        target={"kind": "models", "paths": list(args.paths)},
+        policy=policy.name,
+        facts=facts,
+    )
     code = emit(report, args.format, args.output, fail_on)
     return 2 if problems and code == 0 else code

@@ -20,6 +20,8 @@ CHECKS: dict[str, str] = {
     "deny": "dtkguard.rules.deny:check",
     "dtk": "dtkguard.rules.dtk:check",
     "torch-build": "dtkguard.rules.torch_build:check",
+    "drift": "dtkguard.rules.drift:check",
+    "files": "dtkguard.rules.files:check",
 }
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build")
 
