@@ -25,6 +25,7 @@ import hashlib
 import io
 import os
 import posixpath
+import re
 import stat
 import sys
 import time
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dtkguard.env.dist import Dist
-from dtkguard.env.root import ConfinementError, Root, read_capped
+from dtkguard.env.root import ConfinementError, Root, child, read_capped
 
 RECORD_LIMIT = 64 << 20
 CHUNK = 1 << 20
@@ -333,16 +334,58 @@ def _batches(jobs: Sequence[Job]) -> list[list[int]]:
     return out
 
 
-def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str) -> bool:
-    """A script whose first line now names this environment's interpreter (relocation)."""
-    line, _, _ = head.partition(b"\n")
+_LAUNCHER_LINES = re.compile(
+    r"^(#.*|import (re|sys)|if __name__ == ['\"]__main__['\"]:"
+    r"|sys\.argv\[0\] = re\.sub\(.*\)|sys\.argv\[0\] = sys\.argv\[0\]\[:-\d+\]"
+    r"|(el)?if sys\.argv\[0\]\.endswith\(['\"][-\w.]+['\"]\):|sys\.exit\(\w+\(\)\))$"
+)
+
+
+def _entry_points(dist: Dist) -> dict[str, str]:
+    """``{script name: "module:attr"}`` of a dist's console and gui scripts."""
+    try:
+        text = read_capped(child(dist.root, dist.path, "entry_points.txt"), 1 << 20)
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    section = ""
+    for line in text.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif "=" in line and section in ("console_scripts", "gui_scripts"):
+            name, _, value = line.partition("=")
+            out[name.strip()] = value.strip().split()[0]
+    return out
+
+
+def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist) -> bool:
+    """A launcher script whose only change can be its first line, now naming this
+    environment's interpreter (a relocated venv): the rest must be exactly the launcher an
+    installer writes for the dist's entry point, so a changed body is never excused."""
+    if size > len(head):  # launchers are tiny; ``head`` holds the first 512 bytes
+        return False
+    line, _, body = head.partition(b"\n")
     interpreter = line[2:].strip().split(b" ")[0].decode("utf-8", "replace")
     if not interpreter.startswith(prefix.rstrip("/") + "/bin/python"):
         return False
-    if job.size is None:
-        return True
-    old_first_line = job.size - (size - len(line))
-    return old_first_line > 3  # the recorded file had some other shebang of that length
+    entry = _entry_points(dist).get(posixpath.basename(job.inner))
+    if not entry or ":" not in entry:
+        return False
+    module, _, attr = entry.partition(":")
+    wanted = f"from {module} import {attr.split('.')[0]}"
+    seen_import = False
+    for raw in body.decode("utf-8", "replace").splitlines():
+        text = raw.strip()
+        if not text:
+            continue
+        if text == wanted:
+            seen_import = True
+        elif not _LAUNCHER_LINES.match(text) or (
+            text.startswith("sys.exit(") and text != f"sys.exit({attr.split('.')[0]}())"
+        ):
+            return False
+    return seen_import
 
 
 def _progress(total_bytes: int, stream: Any) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -472,7 +515,7 @@ def _classify(
         "actual_size": size,
     }
     prefix = prefix_of(root.inner(dist.site))
-    if job.script and head and _shebang_relocated(job, head, size, prefix):
+    if job.script and head and _shebang_relocated(job, head, size, prefix, dist):
         line = head.partition(b"\n")[0].decode("utf-8", "replace")
         issue("shebang", f"shebang rewritten ({line}): relocated environment", **evidence)
         return
