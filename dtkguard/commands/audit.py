@@ -73,15 +73,15 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.rules.engine import CHECKS, run_checks
 
     threshold = fail_on(args)
+    if args.workers is not None and args.workers < 1:
+        raise InputError("must be at least 1", field="--workers")
+    env = open_target(args)  # first: a target that cannot be read is exit 3 whatever else
     policy = load_policy(args.policy)
     lock = None
     if args.lock:
         from dtkguard.lock.read import read_lock
 
         lock = read_lock(args.lock)
-    if args.workers is not None and args.workers < 1:
-        raise InputError("must be at least 1", field="--workers")
-    env = open_target(args)
     target = identity(env, args)
     env.target = target
     pid = target.get("pid")
