@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
-from dtkguard.audit.verify import RECORD_LIMIT, decode_digest
+from dtkguard.audit.verify import RECORD_LIMIT, decode_digest, rows_of
 from dtkguard.env.dist import Dist
 from dtkguard.env.root import read_capped
 
@@ -21,8 +19,8 @@ def record_files(dist: Dist) -> list[dict[str, Any]]:
     except OSError:
         return []
     out = []
-    for row in csv.reader(io.StringIO(text.replace("\0", ""))):
-        if len(row) != 3 or not row[1].startswith("sha256="):
+    for row in rows_of(text):
+        if row is None or len(row) != 3 or not row[1].startswith("sha256="):
             continue
         decoded = decode_digest("sha256", row[1].partition("=")[2])
         if decoded is None:

@@ -22,14 +22,13 @@ import binascii
 import csv
 import errno
 import hashlib
-import io
 import os
 import posixpath
 import re
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +104,17 @@ class Job:
 
 
 # --- RECORD rows -> jobs ---------------------------------------------------------------
+
+
+def rows_of(text: str) -> Iterator[list[str] | None]:
+    """RECORD's CSV rows, one per line; None for a line that is not CSV (binary garbage)."""
+    for line in text.replace("\0", "").splitlines():
+        if not line.strip():
+            continue
+        try:
+            yield next(csv.reader([line]))
+        except (csv.Error, StopIteration):
+            yield None
 
 
 def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
@@ -212,10 +222,8 @@ class _Planner:
         hashless: list[str] = []
         malformed = 0
         hexrows = 0
-        for row in csv.reader(io.StringIO(text.replace("\0", ""))):
-            if not row:
-                continue
-            if len(row) != 3:
+        for row in rows_of(text):
+            if row is None or len(row) != 3:
                 malformed += 1
                 continue
             rel, hash_field, size_field = row
