@@ -6,12 +6,14 @@ import argparse
 import os
 import sys
 
+from dtkguard.commands.common import add_policy_option
+
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
         name, help="check a serving command's model and flags for FP8, then exec it"
     )
-    p.add_argument("--policy", help="policy name or path")
+    add_policy_option(p)
     p.add_argument("--card", help="card series (default: read from hy-smi)")
     p.add_argument("--fail-on", default="high", help="lowest severity that vetoes (default high)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")

@@ -54,7 +54,7 @@ def load_json(path: str | os.PathLike[str], cap: int = MAX_CONFIG) -> dict[str, 
         size = os.fstat(fh.fileno()).st_size
         if size > cap:
             raise ConfigError(f"{size} bytes, larger than the {cap}-byte cap")
-        raw = fh.read(cap + 1)
+        raw = fh.read(size + 1)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:

@@ -93,7 +93,7 @@ def torch_family(name: str) -> str:
     n = name.lower()
     if n.startswith("float8_e8m0"):
         return "e8m0"
-    if n.startswith("float8") or n.startswith("float8_") or n.startswith("float8e"):
+    if n.startswith("float8"):
         return "fp8"
     if n.startswith(("float4", "float6")):
         return "fp4"
@@ -104,11 +104,6 @@ def is_scale_name(name: str) -> bool:
     """A tensor that holds quantisation scales rather than values."""
     leaf = name.rsplit(".", 1)[-1]
     return "scale" in leaf or leaf in {"scale_weight", "scale_input"}
-
-
-def is_kv_scale_name(name: str) -> bool:
-    leaf = name.rsplit(".", 1)[-1]
-    return leaf in {"k_scale", "v_scale", "q_scale", "kv_scale"}
 
 
 def is_packed_fp4_name(name: str) -> bool:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from operator import methodcaller
 
 from dtkguard.models.config import ConfigError, load_json
-from dtkguard.models.dtypes import is_kv_scale_name, is_packed_fp4_name, is_scale_name
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096
 MAX_INDEX = 64 * 1024 * 1024
+_KV_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".kv_scale")
 
 
 @dataclass
@@ -20,7 +21,6 @@ class IndexInfo:
     shards: list[str] = field(default_factory=list)
     shard_count: int = 0
     scale_inv: int = 0
-    scales: int = 0
     kv_scales: int = 0
     packed: int = 0
     problems: list[str] = field(default_factory=list)
@@ -43,21 +43,17 @@ def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> In
     if not isinstance(weight_map, dict):
         raise ConfigError("no weight_map object")
     info = IndexInfo(path=str(path), tensors=len(weight_map))
-    seen: dict[str, None] = {}
-    unsafe = 0
-    for name, shard in weight_map.items():
-        if name.endswith("_scale_inv"):
-            info.scale_inv += 1
-        elif is_kv_scale_name(name):
-            info.kv_scales += 1
-        elif is_scale_name(name):
-            info.scales += 1
-        elif is_packed_fp4_name(name):
-            info.packed += 1
-        if not isinstance(shard, str) or not _safe_shard(shard):
-            unsafe += 1
-            continue
-        seen.setdefault(shard, None)
+    names = list(weight_map)
+    info.scale_inv = sum(map(methodcaller("endswith", "_scale_inv"), names))
+    info.kv_scales = sum(map(methodcaller("endswith", _KV_SUFFIXES), names))
+    info.packed = sum(map(methodcaller("endswith", ("_blocks", ".weight_packed")), names))
+    values = list(weight_map.values())
+    strings = [v for v in values if type(v) is str]
+    distinct = set(strings)
+    seen = {s: None for s in distinct if _safe_shard(s)}
+    unsafe = len(values) - len(strings)
+    if len(seen) != len(distinct):
+        unsafe += sum(1 for v in strings if v not in seen)
     info.shard_count = len(seen)
     if unsafe:
         info.problems.append(f"{unsafe} weight_map entries name no plain shard file; ignored")
@@ -67,5 +63,5 @@ def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> In
             "only the shards present in the folder are read"
         )
     else:
-        info.shards = list(seen)
+        info.shards = sorted(seen)
     return info

@@ -7,12 +7,12 @@ pickles at the start of the file. Float8 tensors show up as the global ``torch f
 
 from __future__ import annotations
 
-import io
 import os
 import pickletools
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 #: the largest data.pkl we walk (a real one is a few MB)
 MAX_PICKLE = 256 * 1024 * 1024
@@ -43,23 +43,41 @@ class PickleGlobals:
     members: list[str] = field(default_factory=list)
 
 
-class _Capped(io.RawIOBase):
-    def __init__(self, raw: io.BufferedIOBase, cap: int) -> None:
+class _Reader:
+    """Reads at most ``cap`` bytes. No ``tell``: pickletools then does not need to seek."""
+
+    def __init__(self, raw: BinaryIO, cap: int) -> None:
         self._raw = raw
         self._left = cap
+        self._pushed = b""
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: bytearray) -> int:  # type: ignore[override]
-        if self._left <= 0:
+    def _take(self, data: bytes) -> bytes:
+        self._left -= len(data)
+        if self._left < 0:
             raise PickleScanError("pickle larger than the cap")
-        n = self._raw.readinto(memoryview(buf)[: self._left])  # type: ignore[attr-defined]
-        self._left -= n or 0
-        return n or 0
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = self._left + 1
+        head, self._pushed = self._pushed[:n], self._pushed[n:]
+        return head + self._take(self._raw.read(n - len(head)) if n > len(head) else b"")
+
+    def readline(self) -> bytes:
+        if self._pushed:
+            head, self._pushed = self._pushed, b""
+            if head.endswith(b"\n"):
+                return head
+            return head + self.readline()
+        return self._take(self._raw.readline(min(self._left + 1, 1 << 20)))
+
+    def at_eof(self) -> bool:
+        byte = self.read(1)
+        self._pushed = byte + self._pushed
+        return not byte
 
 
-def _walk(stream: io.BufferedIOBase, out: PickleGlobals, pickles: int) -> None:
+def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
     for _ in range(pickles):
         memo: dict[int, object] = {}
         recent: list[object] = []
@@ -92,7 +110,7 @@ def _walk(stream: io.BufferedIOBase, out: PickleGlobals, pickles: int) -> None:
             if out.globals:
                 return
             raise PickleScanError(f"not a pickle: {exc}".splitlines()[0]) from None
-        if not stream.peek(1):  # type: ignore[attr-defined]
+        if stream.at_eof():
             return
 
 
@@ -116,10 +134,10 @@ def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleG
                         raise PickleScanError(f"{info.filename}: {info.file_size} bytes, over cap")
                     out.members.append(info.filename)
                     with zf.open(info) as raw:
-                        _walk(io.BufferedReader(_Capped(raw, cap)), out, 1)  # type: ignore[arg-type]
+                        _walk(_Reader(raw, cap), out, 1)
         except zipfile.BadZipFile as exc:
             raise PickleScanError(f"bad zip: {exc}") from None
         return out
     with open(path, "rb") as fh:
-        _walk(io.BufferedReader(_Capped(fh, cap)), out, LEGACY_PICKLES)  # type: ignore[arg-type]
+        _walk(_Reader(fh, cap), out, LEGACY_PICKLES)
     return out

@@ -11,6 +11,8 @@ import json
 import os
 import struct
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import BinaryIO, NamedTuple
 
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
 MAX_HEADER = 100_000_000
@@ -22,10 +24,9 @@ class HeaderError(ValueError):
     """The file is not a readable safetensors file. ``str()`` is one line."""
 
 
-@dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
     dtype: str
-    shape: tuple[int, ...]
+    shape: list[int]
     begin: int
     end: int
 
@@ -44,11 +45,13 @@ class SafetensorsHeader:
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in pairs:
-        if key in out:
-            raise HeaderError(f"duplicate key {key!r} in header")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise HeaderError(f"duplicate key {key!r} in header")
+            seen.add(key)
     return out
 
 
@@ -56,11 +59,22 @@ def _reject_constant(name: str) -> object:
     raise HeaderError(f"non-standard JSON constant {name} in header")
 
 
+def _read_exact(fh: BinaryIO, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = fh.read(left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> SafetensorsHeader:
     """Parse the header of ``path``. Raises :class:`HeaderError` (or OSError) on bad input."""
-    with open(path, "rb") as fh:
+    with open(path, "rb", buffering=0) as fh:  # unbuffered: read exactly the header bytes
         size = os.fstat(fh.fileno()).st_size
-        head = fh.read(8)
+        head = _read_exact(fh, 8)
         if len(head) != 8:
             raise HeaderError(f"truncated: {size} bytes, no 8-byte header length")
         (n,) = struct.unpack("<Q", head)
@@ -70,7 +84,7 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
             raise HeaderError(f"header length {n} exceeds the cap of {cap} bytes")
         if 8 + n > size:
             raise HeaderError(f"header length {n} runs past the end of the {size}-byte file")
-        raw = fh.read(n)
+        raw = _read_exact(fh, n)
     if len(raw) != n:
         raise HeaderError("truncated header")
     if raw[:1] != b"{":
@@ -97,29 +111,33 @@ def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
         ):
             raise HeaderError("__metadata__ must map strings to strings")
         out.metadata = meta
+    # structural checks per tensor; the integer checks run once over all values (C speed)
     for name, info in data.items():
-        if not isinstance(info, dict):
+        if type(info) is not dict:
             raise HeaderError(f"tensor {name!r}: entry is not an object")
-        dtype = info.get("dtype")
-        shape = info.get("shape")
-        offsets = info.get("data_offsets")
-        if not isinstance(dtype, str) or not dtype:
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if type(dtype) is not str or not dtype:
             raise HeaderError(f"tensor {name!r}: missing dtype")
-        if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
+        if type(shape) is not list:
             raise HeaderError(f"tensor {name!r}: shape must be a list of non-negative integers")
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(_is_int(o) for o in offsets)
-        ):
+        if type(offsets) is not list or len(offsets) != 2:
             raise HeaderError(f"tensor {name!r}: data_offsets must be two non-negative integers")
-        begin, end = offsets
+    values = list(chain.from_iterable(
+        chain(i["shape"], i["data_offsets"]) for i in data.values()))
+    if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_INT):
+        for name, info in data.items():
+            if not all(map(_is_int, chain(info["shape"], info["data_offsets"]))):
+                raise HeaderError(
+                    f"tensor {name!r}: shape and data_offsets must be non-negative integers")
+    tensors = out.tensors
+    for name, info in data.items():
+        begin, end = info["data_offsets"]
         if begin > end or end > buffer_len:
             raise HeaderError(
                 f"tensor {name!r}: data_offsets [{begin}, {end}] outside the "
                 f"{buffer_len}-byte buffer"
             )
-        out.tensors[name] = TensorInfo(dtype, tuple(shape), begin, end)
+        tensors[name] = TensorInfo(info["dtype"], info["shape"], begin, end)
     return out
 
 

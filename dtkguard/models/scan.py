@@ -10,6 +10,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import methodcaller
 
 from dtkguard.models import dtypes
 from dtkguard.models.config import (
@@ -23,7 +24,7 @@ from dtkguard.models.gguf import GgufError, read_gguf
 from dtkguard.models.index import IndexInfo, read_index
 from dtkguard.models.layout import INDEX_SUFFIX, ModelSource, find_models
 from dtkguard.models.pickle_globals import PickleScanError, read_globals
-from dtkguard.models.safetensors_header import HeaderError, read_header
+from dtkguard.models.safetensors_header import HeaderError, SafetensorsHeader, read_header
 
 MARKER_TENSORS = ("scaled_fp8",)
 
@@ -46,6 +47,8 @@ class ModelScan:
     e8m0: int = 0
     fp4_values: Counter[str] = field(default_factory=Counter)
     packed_u8: int = 0
+    #: U8 tensors named like values (``*.weight``): packed FP4 when the config or scales say so
+    u8_weights: int = 0
     scale_inv: int = 0
     kv_scales: int = 0
     markers: list[str] = field(default_factory=list)
@@ -61,25 +64,40 @@ class ModelScan:
         return self.shards + self.pickles + self.ggufs
 
 
-def _add_tensor(scan: ModelScan, name: str, dtype: str) -> None:
-    scan.tensors += 1
-    scan.dtypes[dtype] += 1
-    fam = dtypes.family(dtype)
-    leaf = name.rsplit(".", 1)[-1]
-    if name.endswith("_scale_inv"):
-        scan.scale_inv += 1
-    if dtypes.is_kv_scale_name(name):
-        scan.kv_scales += 1
-    if leaf in MARKER_TENSORS and leaf not in scan.markers:
-        scan.markers.append(leaf)
-    if fam == "fp8":
-        (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
-    elif fam == "e8m0":
-        scan.e8m0 += 1
-    elif fam == "fp4":
-        scan.fp4_values[dtype] += 1
-    elif dtype == "U8" and dtypes.is_packed_fp4_name(name):
-        scan.packed_u8 += 1
+_INTERESTING = frozenset({"U8"})
+_KV_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".kv_scale")
+
+
+def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
+    """Histogram the dtypes; look at names only where the dtype or suffix calls for it."""
+    items = header.tensors
+    counts = Counter(info.dtype for info in items.values())
+    scan.tensors += len(items)
+    scan.dtypes.update(counts)
+    names = list(items)
+    scan.scale_inv += sum(map(methodcaller("endswith", "_scale_inv"), names))
+    scan.kv_scales += sum(map(methodcaller("endswith", _KV_SUFFIXES), names))
+    for marker in MARKER_TENSORS:
+        if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
+            scan.markers.append(marker)
+    wanted = {d for d in counts if d in _INTERESTING or dtypes.family(d) != "other"}
+    if not wanted:
+        return
+    for name, info in items.items():
+        dtype = info.dtype
+        if dtype not in wanted:
+            continue
+        fam = dtypes.family(dtype)
+        if fam == "fp8":
+            (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
+        elif fam == "e8m0":
+            scan.e8m0 += 1
+        elif fam == "fp4":
+            scan.fp4_values[dtype] += 1
+        elif dtypes.is_packed_fp4_name(name):
+            scan.packed_u8 += 1
+        elif name.rpartition(".")[2] == "weight":
+            scan.u8_weights += 1
 
 
 def _read_safetensors(scan: ModelScan, path: str) -> None:
@@ -90,8 +108,7 @@ def _read_safetensors(scan: ModelScan, path: str) -> None:
         return
     scan.shards += 1
     scan.bytes_read += header.bytes_read
-    for name, info in header.tensors.items():
-        _add_tensor(scan, name, info.dtype)
+    _add_tensors(scan, header)
 
 
 def _read_pickle(scan: ModelScan, path: str) -> None:
