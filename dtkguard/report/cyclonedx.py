@@ -71,9 +71,21 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     for f in report.findings:
         by_subject.setdefault(f.subject, []).append(f)
     comps = []
+    placed: set[str] = set()
     for item in inventory:
+        key = item.get("key", item["name"])
+        placed.add(key)
         item = {**item, "dup": seen[purl(item["name"], item["version"])] > 1}
-        comps.append(_component(item, by_subject.get(item.get("key", item["name"]), [])))
+        comps.append(_component(item, by_subject.get(key, [])))
+    # findings about no listed component (paths, processes, or no inventory given)
+    loose = [
+        {
+            "name": f"dtkguard:finding:{f.rule}",
+            "value": f"{f.subject}: {f.severity.value}: {f.message}",
+        }
+        for f in report.findings
+        if f.subject not in placed
+    ]
     target = report.target or {}
     name = target.get("container") or target.get("root") or target.get("python") or report.host
     doc = {
@@ -99,7 +111,8 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
                     {"name": "dtkguard:host", "value": report.host},
                     {"name": "dtkguard:policy", "value": report.policy},
                     {"name": "dtkguard:verdict", "value": report.verdict(fail_on)},
-                ],
+                ]
+                + loose,
             },
         },
         "components": comps,
