@@ -41,6 +41,9 @@ CHUNK = 1 << 20
 BATCH_FILES = 128
 BATCH_BYTES = 32 << 20
 SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
+#: from this many files or bytes on, ``auto`` hashes in processes rather than threads
+AUTO_PROCESS_FILES = 2000
+AUTO_PROCESS_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -430,21 +433,31 @@ def verify(
     root: Root,
     *,
     workers: int | None = None,
-    executor: str = "thread",
+    executor: str = "auto",
     progress_stream: Any = None,
 ) -> Verification:
-    """Check every RECORD row of ``dists``; files are read only inside ``root``."""
+    """Check every RECORD row of ``dists``; files are read only inside ``root``.
+
+    ``executor``: ``thread``, ``process`` or ``auto`` (processes for large environments: the
+    per-file Python work holds the GIL, so threads scale poorly on many small files; see
+    benchmarks/bench_audit.py)."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
     start = time.perf_counter()
     dists = list(dists)
     workers = workers or os.cpu_count() or 1
-    out = Verification(dists=len(dists), workers=workers, executor=executor)
+    out = Verification(dists=len(dists), workers=workers)
     planner = _Planner(root)
     jobs: list[Job] = []
     for owner, dist in enumerate(dists):
         planner.plan(dist, owner, jobs, out.issues, out)
     batches = _batches(jobs)
+    if executor == "auto":
+        big = (
+            len(jobs) >= AUTO_PROCESS_FILES or sum(j.size or 0 for j in jobs) >= AUTO_PROCESS_BYTES
+        )
+        executor = "process" if big and workers > 1 else "thread"
+    out.executor = executor
     advance, stop = _progress(
         sum(j.size or 0 for j in jobs), progress_stream if progress_stream else sys.stderr
     )
