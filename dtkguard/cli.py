@@ -19,6 +19,7 @@ from dtkguard.errors import DtkguardError
 COMMANDS: dict[str, str] = {
     "check": "check",
     "policy": "policy",
+    "audit": "audit",
     "scan-model": "scan_model",
     "exec": "exec_",
     "report": "report",

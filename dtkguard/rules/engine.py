@@ -21,6 +21,8 @@ CHECKS: dict[str, str] = {
     "dtk": "dtkguard.rules.dtk:check",
     "torch-build": "dtkguard.rules.torch_build:check",
     "override": "dtkguard.rules.override:check",
+    "drift": "dtkguard.rules.drift:check",
+    "files": "dtkguard.rules.files:check",
 }
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
 
