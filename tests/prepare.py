@@ -1,0 +1,47 @@
+"""Fill the offline wheel cache that the test suite uses (``.cache/wheels/``).
+
+Run once with network access: ``python tests/prepare.py``. It uses this machine's normal pip
+configuration, downloads only what is missing, and is quick when everything is present.
+``--refresh`` re-downloads the unpinned build requirements (setuptools, wheel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.cache import BUILD_REQUIREMENTS, PIP_VERSIONS, cache_path
+
+
+def _present(dest: Path, name: str, version: str | None) -> bool:
+    pattern = f"{name}-{version}-*.whl" if version else f"{name}-*.whl"
+    return any(dest.glob(pattern))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--refresh", action="store_true", help="re-fetch unpinned wheels")
+    args = parser.parse_args(argv)
+    dest = cache_path()
+    dest.mkdir(parents=True, exist_ok=True)
+    wanted: list[tuple[str, str | None]] = [("pip", v) for v in PIP_VERSIONS]
+    wanted += [(name, None) for name in BUILD_REQUIREMENTS]
+    for name, version in wanted:
+        spec = f"{name}=={version}" if version else name
+        if _present(dest, name, version) and not (args.refresh and version is None):
+            print(f"have {spec}")
+            continue
+        print(f"fetching {spec}", flush=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        cmd += ["--dest", str(dest), spec]
+        subprocess.run(cmd, check=True)
+    print(f"wheel cache ready: {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
