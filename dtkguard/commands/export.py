@@ -1,4 +1,4 @@
-"""`dtkguard export constraints|requirements LOCK`: a lock for pip ``-c``, uv, ``--require-hashes``."""
+"""`dtkguard export constraints|requirements LOCK`: for pip -c, uv, --require-hashes."""
 
 from __future__ import annotations
 
