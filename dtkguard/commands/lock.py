@@ -110,13 +110,16 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.resolve.http import Fetcher
     from dtkguard.resolve.target import target_from
 
-    require_pylock()
     started = time.perf_counter()
     policy = load_policy(args.policy)
     target = target_from(policy, args.python_version, args.platform)
     out = Path(args.output)
     if not out.parent.is_dir():
         raise InputError("output folder does not exist", str(out.parent), field="-o")
+    if not require_pylock().is_valid_pylock_path(out):
+        raise InputError(
+            "a PEP 751 lock must be named pylock.toml or pylock.NAME.toml", str(out), field="-o"
+        )
     reqs = from_command_line(args.requirements) + from_files(args.requirement)
     if args.from_env:
         if reqs:

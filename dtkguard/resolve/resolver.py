@@ -56,27 +56,38 @@ class Resolution:
 
 
 def default_index_url(python: str | None = None) -> str:
-    """The public index as pip is configured: ``$PIP_INDEX_URL``, ``pip config get
-    global.index-url``, else pip's built-in default read from pip itself (never a literal)."""
+    """The public index as pip is configured: ``$PIP_INDEX_URL``, else the ``index-url`` that
+    ``pip config list`` shows (``install.`` over ``global.``, later files over earlier), else
+    pip's built-in default read from pip itself. Never a literal in dtkguard."""
     env_url = os.environ.get("PIP_INDEX_URL")
     if env_url:
-        return env_url
+        return env_url.split()[0]
     py = python or sys.executable
-    for cmd in (
-        [py, "-m", "pip", "config", "get", "global.index-url"],
-        [py, "-c", "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"],
-    ):
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        except OSError:
-            continue
-        out = proc.stdout.strip().splitlines()
-        if proc.returncode == 0 and out and "://" in out[-1]:
-            return out[-1].strip()
+    listed = _run([py, "-m", "pip", "config", "list"])
+    found: dict[str, str] = {}
+    for line in listed.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.endswith(".index-url"):
+            found[key.split(".", 1)[0]] = value.strip().strip("'\"")
+    for section in ("install", "global"):
+        if found.get(section):
+            return found[section]
+    code = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+    out = _run([py, "-c", code]).strip().splitlines()
+    if out and "://" in out[-1]:
+        return out[-1].strip()
     raise InputError(
         "no public index: pip cannot tell its index-url; pass --index-url or --no-index",
         field="--index-url",
     )
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
 
 
 def build_sources(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from packaging.requirements import Requirement
 
@@ -21,12 +19,19 @@ CUDA_ONLY = ("nvidia-", "cupy-cuda", "xformers")
 def _resolve(reqs, vendor, index_url, target=None, find_links=()):
     fetcher = Fetcher()
     sources = build_sources(
-        POLICY, fetcher, vendor_find_links=[str(vendor)], index_url=index_url,
+        POLICY,
+        fetcher,
+        vendor_find_links=[str(vendor)],
+        index_url=index_url,
         find_links=list(find_links),
     )
     try:
-        return resolve([Requirement(r) for r in reqs], sources, POLICY,
-                       target or target_from(POLICY, None, None)), fetcher
+        return resolve(
+            [Requirement(r) for r in reqs],
+            sources,
+            POLICY,
+            target or target_from(POLICY, None, None),
+        ), fetcher
     finally:
         fetcher.close()
 
@@ -68,8 +73,10 @@ def test_index_without_metadata_files_falls_back_to_the_wheel(tmp_path):
         sources = build_sources(None, fetcher, index_url=server.url)
         res = resolve([Requirement("alpha")], sources, None, TargetEnv())
         assert [(p.name, p.version) for p in res.packages] == [("alpha", "1.0"), ("beta", "1.1")]
-        assert sorted(server.downloads()) == ["alpha-1.0-py3-none-any.whl",
-                                              "beta-1.1-py3-none-any.whl"]
+        assert sorted(server.downloads()) == [
+            "alpha-1.0-py3-none-any.whl",
+            "beta-1.1-py3-none-any.whl",
+        ]
 
 
 def test_vllm_092_conflict_reads_in_policy_words(das_wheelhouses, das_index):
@@ -102,13 +109,16 @@ def test_nearest_versions_of_a_public_package(tmp_path):
     build_wheel(tmp_path / "v", "torch", "2.4.1+das.opt1.dtk25041")
     build_wheel(w, "torch", "2.7.0")
     fetcher = Fetcher()
-    sources = build_sources(POLICY, fetcher, vendor_find_links=[str(tmp_path / "v")],
-                            find_links=[str(w)])
+    sources = build_sources(
+        POLICY, fetcher, vendor_find_links=[str(tmp_path / "v")], find_links=[str(w)]
+    )
     with pytest.raises(Unsatisfiable) as err:
         resolve([Requirement("app==2.0")], sources, POLICY, TargetEnv())
-    assert err.value.lines[0] == (
-        "the request requires app==2.0; no source has a wheel of app for the target"
-    ) or "app 2.0 requires torch==2.7.0" in err.value.lines[0]
+    assert (
+        err.value.lines[0]
+        == ("the request requires app==2.0; no source has a wheel of app for the target")
+        or "app 2.0 requires torch==2.7.0" in err.value.lines[0]
+    )
     assert err.value.lines[-1] == "versions of app that resolve under the policy: 1.2, 1.1, 1.0"
 
 
@@ -136,8 +146,12 @@ def test_markers_follow_the_target_python(das_wheelhouses, tmp_path):
     pkgs = [*load_report("vllm085"), *community_torch_241_packages(), *PY310_BACKPORTS]
     make_wheelhouse(tmp_path / "any", pkgs)
     fetcher = Fetcher()
-    sources = build_sources(POLICY, fetcher, vendor_find_links=[str(das_wheelhouses[1])],
-                            find_links=[str(tmp_path / "any")])
+    sources = build_sources(
+        POLICY,
+        fetcher,
+        vendor_find_links=[str(das_wheelhouses[1])],
+        find_links=[str(tmp_path / "any")],
+    )
     py310 = resolve([Requirement("vllm")], sources, POLICY, TargetEnv("3.10"))
     py311 = resolve([Requirement("vllm")], sources, POLICY, TargetEnv("3.11"))
     names310 = {p.name for p in py310.packages}
@@ -162,7 +176,9 @@ def test_platform_tags_follow_the_target(tmp_path):
     with pytest.raises(Unsatisfiable):
         resolve([Requirement("k")], sources, None, arm)
     assert expand_platform("manylinux_2_17_x86_64")[:2] == [
-        "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
+        "manylinux_2_17_x86_64",
+        "manylinux2014_x86_64",
+    ]
     assert expand_platform("manylinux_2_17_x86_64")[-1] == "linux_x86_64"
 
 
@@ -171,10 +187,12 @@ def test_vendor_package_only_from_vendor_sources(tmp_path):
     build_wheel(tmp_path / "pub", "torch", "2.4.1+das.opt1.dtk25041")
     (tmp_path / "ven").mkdir()
     fetcher = Fetcher()
-    sources = build_sources(POLICY, fetcher, vendor_find_links=[str(tmp_path / "ven")],
-                            find_links=[str(tmp_path / "pub")])
+    sources = build_sources(
+        POLICY,
+        fetcher,
+        vendor_find_links=[str(tmp_path / "ven")],
+        find_links=[str(tmp_path / "pub")],
+    )
     with pytest.raises(Unsatisfiable) as err:
         resolve([Requirement("torch")], sources, POLICY, TargetEnv())
     assert "no vendor source has that build" in err.value.line()
-
-
