@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO))
 from tests.support.das_image import build_community, build_vendor  # noqa: E402
 
 NOTE = (
-    "vendor wheels: the dtkguard test wheelhouse (tests/support/das_image.py), tiny wheels carrying "
+    "vendor wheels: the dtkguard test wheelhouse (tests/support/das_image.py), tiny wheels "
+    "carrying "
     "the DAS 25.04.1 vendor metadata; the image's own wheelhouse location is not known. Public "
     "wheels: tiny wheels with the real metadata of the vLLM 0.8.5.post1 closure (tests/data)."
 )
