@@ -158,10 +158,11 @@ def _project_json(
             "filename": f.filename,
             "url": f"{prefix}{f.filename}",
             "hashes": {"sha256": f.sha256},
-            "requires-python": f.requires_python,
             "size": f.size,
             "yanked": False,
         }
+        if f.requires_python:
+            item["requires-python"] = f.requires_python
         if metadata and f.metadata is not None:
             item["core-metadata"] = {"sha256": f.metadata_sha256}
             item["dist-info-metadata"] = {"sha256": f.metadata_sha256}
@@ -256,11 +257,15 @@ class IndexServer:
 def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
 
         def log_message(self, format: str, *args: object) -> None:
             pass
 
         def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
+            # Log before answering: a client that has its response must see its request logged.
+            accept = self.headers.get("Accept", "")
+            state.log.append(ServedRequest(self.path, accept, status, ctype))
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -270,8 +275,6 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
-            accept = self.headers.get("Accept", "")
-            state.log.append(ServedRequest(self.path, accept, status, ctype))
 
         def do_HEAD(self) -> None:
             self.do_GET()
@@ -281,6 +284,8 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             parts = urlsplit(self.path)
             path = unquote(parts.path)
             fmt = (parse_qs(parts.query).get("format") or [None])[0]
+            if fmt:
+                fmt = fmt.replace(" ", "+")  # an unencoded "+" arrives as a space
             if path in ("/simple", "/simple/") or path.startswith("/simple/"):
                 self._simple(path, fmt)
             elif path.startswith("/files/") and "/" not in path[len("/files/") :]:

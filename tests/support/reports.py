@@ -34,6 +34,7 @@ __all__ = [
     "is_cuda_only",
     "load_report",
     "make_wheelhouse",
+    "py310_backports_packages",
     "report_names",
     "vendorise",
 ]
@@ -106,7 +107,7 @@ class PackageMeta:
         """The real wheel's compressed tag (``cp38-abi3-manylinux1_x86_64``), if known."""
         if not self.filename:
             return None
-        return self.filename[: -len(".whl")].split("-", 2)[2].split("-", 1)[-1]
+        return "-".join(self.filename[: -len(".whl")].split("-")[-3:])
 
     def replace(self, **changes: object) -> PackageMeta:
         """A copy with some fields changed."""
@@ -114,7 +115,7 @@ class PackageMeta:
 
 
 def report_names() -> list[str]:
-    """Names of the bundled reports: ``hfstack``, ``lmdeploy``, ``vllm073``, ``vllm085``, ``vllm092``."""
+    """Names of the bundled reports (``hfstack``, ``lmdeploy``, ``vllm073``, ...)."""
     return sorted(p.stem for p in REPORTS_DIR.glob("*.json"))
 
 
@@ -254,6 +255,25 @@ def community_torch_241_packages() -> list[PackageMeta]:
     for name, version in _TORCH241_NVIDIA.items():
         pkgs.append(PackageMeta(name, version, _NVIDIA_DEPS.get(name, ()), ">=3", (), name))
     return pkgs
+
+
+def py310_backports_packages() -> list[PackageMeta]:
+    """``async-timeout``, ``exceptiongroup`` and ``tomli``: required on Python < 3.11 but missing
+    from the bundled reports; add them to any wheelhouse that must resolve on Python 3.10."""
+    return [
+        PackageMeta(
+            "async-timeout", "5.0.1", (), ">=3.8", (), "Timeout context manager for asyncio"
+        ),
+        PackageMeta(
+            "exceptiongroup",
+            "1.3.0",
+            ('typing-extensions>=4.6.0; python_version < "3.13"', 'pytest>=6; extra == "test"'),
+            ">=3.7",
+            ("test",),
+            "Backport of PEP 654 (exception groups)",
+        ),
+        PackageMeta("tomli", "2.2.1", (), ">=3.8", (), "A lil' TOML parser"),
+    ]
 
 
 def community_torch_241(dest: Path, *, tag: str = "py3-none-any") -> list[Path]:

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-__all__ = ["Venv", "hermetic_env", "make_venv"]
+__all__ = ["Venv", "hermetic_env", "make_venv", "run_uv"]
 
 
 def hermetic_env(**extra: str) -> dict[str, str]:
     """``os.environ`` without any ``PIP_*``/``UV_*`` variable, ``VIRTUAL_ENV`` or
     ``PYTHONDONTWRITEBYTECODE``; then ``PIP_CONFIG_FILE=/dev/null`` (no pip.conf at all),
-    ``PIP_DISABLE_PIP_VERSION_CHECK=1``, ``PIP_NO_INPUT=1``, ``UV_NO_CONFIG=1``; then ``extra``.
+    ``PIP_DISABLE_PIP_VERSION_CHECK=1``, ``PIP_NO_INPUT=1``, ``UV_NO_CONFIG=1``,
+    ``UV_PYTHON_DOWNLOADS=never`` (uv must never fetch an interpreter); then ``extra``.
 
     The host's pip configuration (find-links, constraints, extra indexes) never reaches a test.
     """
@@ -34,6 +35,7 @@ def hermetic_env(**extra: str) -> dict[str, str]:
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PIP_NO_INPUT="1",
         UV_NO_CONFIG="1",
+        UV_PYTHON_DOWNLOADS="never",
     )
     env.update(extra)
     return env
@@ -61,6 +63,20 @@ def _run(
             f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
         )
     return proc
+
+
+def run_uv(
+    *args: str | os.PathLike[str],
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``uv *args`` hermetically, e.g. ``run_uv("pip", "compile", "-", "--python",
+    sys.executable, "--index-url", url, input="torch==2.4.1\\n")``."""
+    from .cache import uv_binary
+
+    return _run([uv_binary(), *args], check=check, env=env, cwd=cwd, input=input)
 
 
 def _sha256(path: Path) -> str:
@@ -114,10 +130,9 @@ class Venv:
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``uv pip SUBCOMMAND --python <this venv> *args`` hermetically."""
-        from .cache import uv_binary
-
-        cmd = [uv_binary(), "pip", subcommand, "--python", self.python, *args]
-        return _run(cmd, check=check, env=env, cwd=cwd)
+        return run_uv(
+            "pip", subcommand, "--python", self.python, *args, check=check, env=env, cwd=cwd
+        )
 
     def snapshot(self, *, include_pycache: bool = False) -> dict[str, str]:
         """``{relative posix path: sha256}`` of every file under the venv (symlinks as
@@ -175,7 +190,8 @@ def make_venv(
 
     ``pip_version=None`` keeps the pip that ``venv`` bundles; ``pip_version="22.2.2"`` creates
     the venv without pip and installs exactly that pip from the local wheel cache
-    (``--no-index --find-links``; see :mod:`tests.support.cache`). ``with_pip=False``: no pip.
+    (``--no-index --find-links``, ``--no-compile``; see :mod:`tests.support.cache`), running
+    that pip straight from its wheel. ``with_pip=False``: no pip at all (uv-only venvs).
     """
     cmd: list[str | os.PathLike[str]] = [base_python, "-m", "venv"]
     if pip_version is not None or not with_pip:
@@ -193,6 +209,7 @@ def make_venv(
         venv.run(
             f"{wheel}/pip",
             "install",
+            "--no-compile",
             "--no-index",
             "--find-links",
             wheel_dir(),
