@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "lock": "lock",
     "policy": "policy",
+    "scan-model": "scan_model",
+    "exec": "exec_",
 }
 
 

@@ -31,7 +31,7 @@ class Dist:
     group: str = ""
     headers: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
-    @property
+    @cached_property
     def key(self) -> str:
         return canonical(self.name)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,19 +19,12 @@ FP8_ACTIONS = ("deny", "warn", "allow")
 FP8_SEVERITY = {"deny": Severity.HIGH, "warn": Severity.MEDIUM}
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
 def canonical(name: str) -> str:
     """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
-    out = []
-    prev_sep = False
-    for ch in name.strip().lower():
-        if ch in "-_.":
-            if not prev_sep:
-                out.append("-")
-            prev_sep = True
-        else:
-            out.append(ch)
-            prev_sep = False
-    return "".join(out)
+    return _SEPARATORS.sub("-", name.strip()).lower()
 
 
 @dataclass(frozen=True)
@@ -43,8 +37,9 @@ class DenyRule:
     #: when true, a build carrying a DAS/DTK label is allowed (e.g. xformers+das...)
     vendor_builds_ok: bool = False
 
-    def matches(self, name: str) -> bool:
-        return fnmatch.fnmatchcase(canonical(name), self.pattern)
+    def matches(self, key: str) -> bool:
+        """``key`` is a canonical name."""
+        return fnmatch.fnmatchcase(key, self.pattern)
 
 
 @dataclass(frozen=True)
@@ -120,7 +115,8 @@ class CompiledPolicy:
         return self.vendor.get(canonical(name))
 
     def deny_rule(self, name: str) -> DenyRule | None:
-        return next((rule for rule in self.deny if rule.matches(name)), None)
+        key = canonical(name)
+        return next((rule for rule in self.deny if rule.matches(key)), None)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,10 +7,8 @@ keyed by the files' paths, sizes and mtimes; later reads load that JSON only.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,14 @@ SYSTEM_POLICY = Path("/etc/dtkguard/policy.toml")
 
 def bundled_dir() -> Path:
     """The folder of the policies shipped inside the package (or of a source checkout)."""
+    installed = Path(__file__).resolve().parents[1] / "policies"
+    if installed.is_dir():
+        return installed
+    from importlib import resources  # an editable install maps the package elsewhere
+
     try:
         return Path(str(resources.files("dtkguard.policies")))
-    except ModuleNotFoundError:
+    except ModuleNotFoundError:  # a source checkout on PYTHONPATH
         return Path(__file__).resolve().parents[2] / "policies"
 
 
@@ -85,7 +88,7 @@ def _stamp(path: str) -> list[Any]:
 
 
 def _cache_file(path: Path) -> Path:
-    return _cache_dir() / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
+    return _cache_dir() / (str(path).strip(os.sep).replace(os.sep, "%") + ".json")
 
 
 def _read_cache(path: Path) -> CompiledPolicy | None:

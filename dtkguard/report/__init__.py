@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import os
-import socket
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +44,7 @@ class Report:
             _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
         )
     )
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=lambda: os.uname().nodename)
 
     def __post_init__(self) -> None:
         self.findings = sorted(self.findings, key=sort_key)

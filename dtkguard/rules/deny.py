@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-
-from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.compiled import canonical
 from dtkguard.policy.labels import label_of
 from dtkguard.rules.context import CheckContext
+
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
@@ -17,11 +18,8 @@ def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for dist in ctx.env:
         for line in dist.requires_dist:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue
-            out.setdefault(canonical(req.name), []).append(f"{dist.name} {dist.version}")
+            if m := _NAME.match(line):
+                out.setdefault(canonical(m.group(1)), []).append(f"{dist.name} {dist.version}")
     return out
 
 

@@ -29,11 +29,56 @@ def load_check(family: str) -> Check:
     return getattr(importlib.import_module(module), func)
 
 
-def plugin_checks() -> list[Check]:
-    """Checks registered by other packages under the ``dtkguard.checks`` entry point group."""
-    from importlib.metadata import entry_points
+GROUP = "dtkguard.checks"
 
-    return [ep.load() for ep in entry_points(group="dtkguard.checks")]
+
+def plugin_checks(paths: list[str] | None = None) -> list[Check]:
+    """Checks registered by other packages under the ``dtkguard.checks`` entry point group.
+
+    A direct scan of ``entry_points.txt`` files: importing ``importlib.metadata`` and parsing
+    every distribution's metadata would cost more than the whole check of a 150-dist env.
+    """
+    import os
+    import sys
+
+    checks: list[Check] = []
+    seen: set[str] = set()
+    for entry in paths if paths is not None else sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".dist-info") or name in seen:
+                continue
+            seen.add(name)
+            try:
+                with open(os.path.join(entry, name, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if f"[{GROUP}]" in text:
+                checks += [_load_entry(value) for value in _group_values(text)]
+    return checks
+
+
+def _group_values(text: str) -> list[str]:
+    values, inside = [], False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            inside = line == f"[{GROUP}]"
+        elif inside and "=" in line and not line.startswith(("#", ";")):
+            values.append(line.split("=", 1)[1].strip())
+    return values
+
+
+def _load_entry(value: str) -> Check:
+    module, _, attr = value.partition(":")
+    obj = importlib.import_module(module.strip())
+    for part in attr.strip().split(".") if attr.strip() else ():
+        obj = getattr(obj, part)
+    return obj  # type: ignore[return-value]
 
 
 def run_checks(

@@ -1,0 +1,204 @@
+"""Benchmark: scan a DeepSeek-V3-shaped FP8 checkpoint (163 full-size sparse shards).
+
+Compares, in one run and on the same folder:
+  * ``dtkguard scan-model`` (the CLI, in-process: policy load, scan, rules, JSON report),
+  * the ``dtkguard.models.scan`` library call alone,
+  * ``safetensors.safe_open`` reading the same metadata (keys, dtypes, __metadata__),
+    run with ``--safetensors-python`` (a throwaway venv with safetensors; not a dependency).
+
+Each method runs in a fresh worker process; time is the median of ``--repeat`` runs and bytes
+read are the ``rchar`` delta of ``/proc/self/io`` around the work (mmap page-ins are not in
+``rchar``; the ``minflt`` column shows them). Shards are sparse: ~4.2 GB apparent each, a
+few hundred KB on disk.
+
+    python benchmarks/bench_scan_model.py --safetensors-python VENV/bin/python [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARDS = 163
+LAYERS, DENSE, EXPERTS = 61, 3, 256
+HIDDEN, MOE, INTER, VOCAB = 7168, 2048, 18432, 129280
+BITS = {"F8_E4M3": 8, "BF16": 16, "F32": 32}
+
+
+def _linear(out: list, name: str, rows: int, cols: int) -> None:
+    out.append((f"{name}.weight", "F8_E4M3", [rows, cols]))
+    out.append((f"{name}.weight_scale_inv", "F32", [math.ceil(rows / 128), math.ceil(cols / 128)]))
+
+
+def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
+    t: list[tuple[str, str, list[int]]] = [("model.embed_tokens.weight", "BF16", [VOCAB, HIDDEN])]
+    for i in range(LAYERS):
+        p = f"model.layers.{i}"
+        for norm, size in (("input_layernorm", HIDDEN), ("post_attention_layernorm", HIDDEN),
+                           ("self_attn.q_a_layernorm", 1536), ("self_attn.kv_a_layernorm", 512)):
+            t.append((f"{p}.{norm}.weight", "BF16", [size]))
+        for name, rows, cols in (("q_a_proj", 1536, HIDDEN), ("q_b_proj", 24576, 1536),
+                                 ("kv_a_proj_with_mqa", 576, HIDDEN), ("kv_b_proj", 32768, 512),
+                                 ("o_proj", HIDDEN, 16384)):
+            _linear(t, f"{p}.self_attn.{name}", rows, cols)
+        if i < DENSE:
+            for name, rows, cols in (("gate_proj", INTER, HIDDEN), ("up_proj", INTER, HIDDEN),
+                                     ("down_proj", HIDDEN, INTER)):
+                _linear(t, f"{p}.mlp.{name}", rows, cols)
+            continue
+        t.append((f"{p}.mlp.gate.weight", "BF16", [EXPERTS, HIDDEN]))
+        t.append((f"{p}.mlp.gate.e_score_correction_bias", "F32", [EXPERTS]))
+        for e in [*(f"experts.{k}" for k in range(EXPERTS)), "shared_experts"]:
+            for name, rows, cols in (("gate_proj", MOE, HIDDEN), ("up_proj", MOE, HIDDEN),
+                                     ("down_proj", HIDDEN, MOE)):
+                _linear(t, f"{p}.mlp.{e}.{name}", rows, cols)
+    t.append(("model.norm.weight", "BF16", [HIDDEN]))
+    t.append(("lm_head.weight", "BF16", [VOCAB, HIDDEN]))
+    return t
+
+
+def build(folder: Path) -> int:
+    """Write config, index and 163 sparse shards; returns the apparent size in bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = deepseek_v3_tensors()
+    per = math.ceil(len(tensors) / SHARDS)
+    weight_map, total = {}, 0
+    for k in range(SHARDS):
+        name = f"model-{k + 1:05d}-of-{SHARDS:06d}.safetensors"
+        header, offset = {"__metadata__": {"format": "pt"}}, 0
+        for tname, dtype, shape in tensors[k * per:(k + 1) * per]:
+            size = math.prod(shape) * BITS[dtype] // 8
+            header[tname] = {"dtype": dtype, "shape": shape,
+                             "data_offsets": [offset, offset + size]}
+            offset += size
+            weight_map[tname] = name
+        raw = json.dumps(header, separators=(",", ":")).encode()
+        raw += b" " * (-len(raw) % 8)
+        with open(folder / name, "wb") as fh:
+            fh.write(struct.pack("<Q", len(raw)) + raw)
+            fh.truncate(8 + len(raw) + offset)
+        total += 8 + len(raw) + offset
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+        "torch_dtype": "bfloat16", "quantization_config": {
+            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+            "weight_block_size": [128, 128]}}))
+    return total
+
+
+def _io() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/io") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            out[key] = int(value)
+    return out
+
+
+def worker(method: str, folder: str) -> None:
+    """Run one method once and print {seconds, rchar, syscr, minflt, tensors} as JSON."""
+    if method == "safetensors":
+        from safetensors import safe_open
+    else:
+        sys.path.insert(0, str(ROOT))
+        import dtkguard.cli
+        from dtkguard.models.scan import scan
+    files = sorted(str(p) for p in Path(folder).glob("*.safetensors"))
+    io0, flt0, t0 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
+    tensors = 0
+    if method == "safetensors":
+        for path in files:
+            with safe_open(path, framework="numpy") as f:
+                f.metadata()
+                for key in f.keys():  # noqa: SIM118 - safe_open is not a dict
+                    f.get_slice(key).get_dtype()
+                    tensors += 1
+    elif method == "dtkguard-lib":
+        tensors = sum(s.tensors for s in scan([folder]))
+    else:
+        with open(os.devnull, "w") as sink:
+            saved, sys.stdout = sys.stdout, sink
+            try:
+                dtkguard.cli.main(["scan-model", folder, "--policy", "dtk-25.04.1", "--card",
+                                   "K100_AI", "--format", "json"])
+            finally:
+                sys.stdout = saved
+        tensors = -1
+    seconds = time.perf_counter() - t0
+    io1, flt1 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    print(json.dumps({"seconds": seconds, "rchar": io1["rchar"] - io0["rchar"],
+                      "syscr": io1["syscr"] - io0["syscr"], "minflt": flt1 - flt0,
+                      "tensors": tensors}))
+
+
+def run(python: str, method: str, folder: Path, repeat: int) -> dict[str, float]:
+    results = []
+    for _ in range(repeat):
+        out = subprocess.run([python, __file__, "--worker", method, str(folder)], check=True,
+                             capture_output=True, text=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    best = {k: statistics.median(r[k] for r in results) for k in results[0]}
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=2, metavar=("METHOD", "DIR"), help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help="where to build the model (default: a temporary folder)")
+    ap.add_argument("--safetensors-python", help="a python with safetensors installed")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", action="store_true", help="keep the built folder")
+    args = ap.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return 0
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-dsv3-"))
+    folder = base / "DeepSeek-V3"
+    free = shutil.disk_usage(base).free
+    if free < 1 << 30:
+        print(f"need ~1 GiB free for headers, have {free >> 20} MiB", file=sys.stderr)
+        return 1
+    t0 = time.perf_counter()
+    apparent = build(folder)
+    on_disk = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
+    headers = sum(8 + struct.unpack("<Q", p.open("rb").read(8))[0]
+                  for p in folder.glob("*.safetensors"))
+    print(f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
+          f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
+          f"headers {headers / 1e6:.2f} MB, index "
+          f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB")
+    rows = [("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
+            ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib")]
+    if args.safetensors_python:
+        rows.append(("safetensors.safe_open", args.safetensors_python, "safetensors"))
+    results = [(label, run(py, m, folder, args.repeat)) for label, py, m in rows]
+    ref = results[-1][1] if args.safetensors_python else results[0][1]
+    print(f"\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
+          f"{'minflt':>8} {'time x':>7} {'bytes x':>8}")
+    for label, r in results:
+        print(f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
+              f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
+              f"{r['rchar'] / max(ref['rchar'], 1):8.2f}")
+    print(f"\n(ratios relative to {results[-1][0] if args.safetensors_python else results[0][0]};"
+          f" headers total {headers:,} bytes; median of {args.repeat} runs)")
+    if not args.keep and not args.dir:
+        shutil.rmtree(base)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The globals a PyTorch pickle checkpoint references, read with ``pickletools`` (never unpickled).
+
+A new-format checkpoint is a zip holding ``<root>/data.pkl``; the legacy format is a run of
+pickles at the start of the file. Float8 tensors show up as the global ``torch float8_e4m3fn``
+(or another ``float8_*``), float4 ones as ``torch float4_e2m1fn_x2``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickletools
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+#: the largest data.pkl we walk (a real one is a few MB)
+MAX_PICKLE = 256 * 1024 * 1024
+#: the legacy format's magic number, protocol version, sys_info, then the object pickle
+LEGACY_PICKLES = 4
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8",
+                         "SHORT_BINSTRING", "BINSTRING", "STRING"})
+
+
+class PickleScanError(ValueError):
+    """Not a pickle we can walk (one line)."""
+
+
+@dataclass
+class PickleGlobals:
+    path: str
+    globals: Counter[str] = field(default_factory=Counter)
+    rebuilds: int = 0
+    members: list[str] = field(default_factory=list)
+
+
+class _Reader:
+    """Reads at most ``cap`` bytes. No ``tell``: pickletools then does not need to seek."""
+
+    def __init__(self, raw: BinaryIO, cap: int) -> None:
+        self._raw = raw
+        self._left = cap
+        self._pushed = b""
+
+    def _take(self, data: bytes) -> bytes:
+        self._left -= len(data)
+        if self._left < 0:
+            raise PickleScanError("pickle larger than the cap")
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = self._left + 1
+        head, self._pushed = self._pushed[:n], self._pushed[n:]
+        return head + self._take(self._raw.read(n - len(head)) if n > len(head) else b"")
+
+    def readline(self) -> bytes:
+        if self._pushed:
+            head, self._pushed = self._pushed, b""
+            if head.endswith(b"\n"):
+                return head
+            return head + self.readline()
+        return self._take(self._raw.readline(min(self._left + 1, 1 << 20)))
+
+    def at_eof(self) -> bool:
+        byte = self.read(1)
+        self._pushed = byte + self._pushed
+        return not byte
+
+
+def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
+    for _ in range(pickles):
+        memo: dict[int, object] = {}
+        recent: list[object] = []
+        try:
+            for op, arg, _pos in pickletools.genops(stream):
+                name = op.name
+                if name in _STRING_OPS:
+                    recent.append(arg)
+                elif name == "GLOBAL":
+                    _add(out, str(arg).replace(" ", "."))
+                    recent.append(None)
+                elif name == "STACK_GLOBAL":
+                    if len(recent) >= 2 and all(isinstance(x, str) for x in recent[-2:]):
+                        _add(out, f"{recent[-2]}.{recent[-1]}")
+                    recent.append(None)
+                elif name == "MEMOIZE":
+                    memo[len(memo)] = recent[-1] if recent else None
+                elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
+                    memo[int(arg)] = recent[-1] if recent else None
+                elif name in ("BINGET", "LONG_BINGET", "GET"):
+                    recent.append(memo.get(int(arg)))
+                elif name == "STOP":
+                    break
+                else:
+                    recent.append(None)
+                del recent[:-4]
+        except PickleScanError:
+            raise
+        except Exception as exc:  # pickletools raises ValueError, struct.error, ...
+            if out.globals:
+                return
+            raise PickleScanError(f"not a pickle: {exc}".splitlines()[0]) from None
+        if stream.at_eof():
+            return
+
+
+def _add(out: PickleGlobals, dotted: str) -> None:
+    out.globals[dotted] += 1
+    if dotted.startswith("torch._utils._rebuild_tensor"):
+        out.rebuilds += 1
+
+
+def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleGlobals:
+    """Globals referenced by the checkpoint at ``path`` (zip or legacy format)."""
+    out = PickleGlobals(path=str(path))
+    if zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
+                if not members:
+                    raise PickleScanError("zip without a data.pkl")
+                for info in members[:16]:
+                    if info.file_size > cap:
+                        raise PickleScanError(f"{info.filename}: {info.file_size} bytes, over cap")
+                    out.members.append(info.filename)
+                    with zf.open(info) as raw:
+                        _walk(_Reader(raw, cap), out, 1)
+        except zipfile.BadZipFile as exc:
+            raise PickleScanError(f"bad zip: {exc}") from None
+        return out
+    with open(path, "rb") as fh:
+        _walk(_Reader(fh, cap), out, LEGACY_PICKLES)
+    return out

@@ -1,0 +1,145 @@
+"""Read the JSON header of a safetensors file, and nothing else.
+
+Layout: 8 bytes little-endian header length N, N bytes of UTF-8 JSON, then the tensor buffer.
+The length is checked against the file size and a cap before anything is allocated; the JSON
+is parsed strictly (duplicate keys rejected); offsets must lie inside the buffer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import BinaryIO, NamedTuple
+
+#: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
+MAX_HEADER = 100_000_000
+#: the schema limits shapes and offsets to 48-bit integers
+MAX_INT = (1 << 48) - 1
+
+
+class HeaderError(ValueError):
+    """The file is not a readable safetensors file. ``str()`` is one line."""
+
+
+class TensorInfo(NamedTuple):
+    dtype: str
+    shape: list[int]
+    begin: int
+    end: int
+
+
+@dataclass
+class SafetensorsHeader:
+    path: str
+    header_len: int
+    file_size: int
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bytes_read(self) -> int:
+        return 8 + self.header_len
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise HeaderError(f"duplicate key {key!r} in header")
+            seen.add(key)
+    return out
+
+
+def _reject_constant(name: str) -> object:
+    raise HeaderError(f"non-standard JSON constant {name} in header")
+
+
+def _read_exact(fh: BinaryIO, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = fh.read(left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> SafetensorsHeader:
+    """Parse the header of ``path``. Raises :class:`HeaderError` (or OSError) on bad input."""
+    with open(path, "rb", buffering=0) as fh:  # unbuffered: read exactly the header bytes
+        size = os.fstat(fh.fileno()).st_size
+        head = _read_exact(fh, 8)
+        if len(head) != 8:
+            raise HeaderError(f"truncated: {size} bytes, no 8-byte header length")
+        (n,) = struct.unpack("<Q", head)
+        if n < 2:
+            raise HeaderError(f"header length {n} is too small")
+        if n > cap:
+            raise HeaderError(f"header length {n} exceeds the cap of {cap} bytes")
+        if 8 + n > size:
+            raise HeaderError(f"header length {n} runs past the end of the {size}-byte file")
+        raw = _read_exact(fh, n)
+    if len(raw) != n:
+        raise HeaderError("truncated header")
+    if raw[:1] != b"{":
+        raise HeaderError("header does not start with '{'")
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise HeaderError("header is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise HeaderError(f"header is not JSON: {exc.msg} at byte {exc.pos}") from None
+    if not isinstance(data, dict):
+        raise HeaderError("header is not a JSON object")
+    return _validate(str(path), n, size, data)
+
+
+def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
+    buffer_len = size - 8 - n
+    out = SafetensorsHeader(path=path, header_len=n, file_size=size)
+    meta = data.pop("__metadata__", None)
+    if meta is not None:
+        if not isinstance(meta, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
+        ):
+            raise HeaderError("__metadata__ must map strings to strings")
+        out.metadata = meta
+    # structural checks per tensor; the integer checks run once over all values (C speed)
+    for name, info in data.items():
+        if type(info) is not dict:
+            raise HeaderError(f"tensor {name!r}: entry is not an object")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if type(dtype) is not str or not dtype:
+            raise HeaderError(f"tensor {name!r}: missing dtype")
+        if type(shape) is not list:
+            raise HeaderError(f"tensor {name!r}: shape must be a list of non-negative integers")
+        if type(offsets) is not list or len(offsets) != 2:
+            raise HeaderError(f"tensor {name!r}: data_offsets must be two non-negative integers")
+    values = list(chain.from_iterable(
+        chain(i["shape"], i["data_offsets"]) for i in data.values()))
+    if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_INT):
+        for name, info in data.items():
+            if not all(map(_is_int, chain(info["shape"], info["data_offsets"]))):
+                raise HeaderError(
+                    f"tensor {name!r}: shape and data_offsets must be non-negative integers")
+    tensors = out.tensors
+    for name, info in data.items():
+        begin, end = info["data_offsets"]
+        if begin > end or end > buffer_len:
+            raise HeaderError(
+                f"tensor {name!r}: data_offsets [{begin}, {end}] outside the "
+                f"{buffer_len}-byte buffer"
+            )
+        tensors[name] = TensorInfo(info["dtype"], info["shape"], begin, end)
+    return out
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT

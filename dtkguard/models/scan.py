@@ -1,0 +1,184 @@
+"""Scan model folders and files: config, index, safetensors headers, pickles, GGUF headers.
+
+Only headers are read, never tensor data, and pickles are never unpickled. Unreadable or
+hostile files become ``problems`` of the scan (one line each); they never stop it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import methodcaller
+
+from dtkguard.models import dtypes
+from dtkguard.models.config import (
+    ConfigError,
+    QuantConfig,
+    classify_config,
+    classify_hf_quant_config,
+    load_json,
+)
+from dtkguard.models.gguf import GgufError, read_gguf
+from dtkguard.models.index import IndexInfo, read_index
+from dtkguard.models.layout import INDEX_SUFFIX, ModelSource, find_models
+from dtkguard.models.pickle_globals import PickleScanError, read_globals
+from dtkguard.models.safetensors_header import HeaderError, SafetensorsHeader, read_header
+
+MARKER_TENSORS = ("scaled_fp8",)
+
+
+@dataclass
+class ModelScan:
+    """What one model is made of, as far as dtkguard can tell from headers."""
+
+    path: str
+    name: str
+    config: QuantConfig = field(default_factory=QuantConfig)
+    index: IndexInfo | None = None
+    shards: int = 0
+    tensors: int = 0
+    dtypes: Counter[str] = field(default_factory=Counter)
+    #: FP8 (value formats) on tensors that are not scales, by dtype
+    fp8_values: Counter[str] = field(default_factory=Counter)
+    #: FP8 on scale tensors (NVFP4 block scales), by dtype
+    fp8_scales: Counter[str] = field(default_factory=Counter)
+    e8m0: int = 0
+    fp4_values: Counter[str] = field(default_factory=Counter)
+    packed_u8: int = 0
+    #: U8 tensors named like values (``*.weight``): packed FP4 when the config or scales say so
+    u8_weights: int = 0
+    scale_inv: int = 0
+    kv_scales: int = 0
+    markers: list[str] = field(default_factory=list)
+    pickles: int = 0
+    pickle_globals: Counter[str] = field(default_factory=Counter)
+    ggufs: int = 0
+    gguf_types: Counter[str] = field(default_factory=Counter)
+    bytes_read: int = 0
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def weight_files(self) -> int:
+        return self.shards + self.pickles + self.ggufs
+
+
+_INTERESTING = frozenset({"U8"})
+_KV_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".kv_scale")
+
+
+def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
+    """Histogram the dtypes; look at names only where the dtype or suffix calls for it."""
+    items = header.tensors
+    counts = Counter(info.dtype for info in items.values())
+    scan.tensors += len(items)
+    scan.dtypes.update(counts)
+    names = list(items)
+    scan.scale_inv += sum(map(methodcaller("endswith", "_scale_inv"), names))
+    scan.kv_scales += sum(map(methodcaller("endswith", _KV_SUFFIXES), names))
+    for marker in MARKER_TENSORS:
+        if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
+            scan.markers.append(marker)
+    wanted = {d for d in counts if d in _INTERESTING or dtypes.family(d) != "other"}
+    if not wanted:
+        return
+    for name, info in items.items():
+        dtype = info.dtype
+        if dtype not in wanted:
+            continue
+        fam = dtypes.family(dtype)
+        if fam == "fp8":
+            (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
+        elif fam == "e8m0":
+            scan.e8m0 += 1
+        elif fam == "fp4":
+            scan.fp4_values[dtype] += 1
+        elif dtypes.is_packed_fp4_name(name):
+            scan.packed_u8 += 1
+        elif name.rpartition(".")[2] == "weight":
+            scan.u8_weights += 1
+
+
+def _read_safetensors(scan: ModelScan, path: str) -> None:
+    try:
+        header = read_header(path)
+    except (HeaderError, OSError) as exc:
+        scan.problems.append((path, str(exc) if isinstance(exc, HeaderError) else _os(exc)))
+        return
+    scan.shards += 1
+    scan.bytes_read += header.bytes_read
+    _add_tensors(scan, header)
+
+
+def _read_pickle(scan: ModelScan, path: str) -> None:
+    try:
+        found = read_globals(path)
+    except (PickleScanError, OSError) as exc:
+        scan.problems.append((path, str(exc) if isinstance(exc, PickleScanError) else _os(exc)))
+        return
+    scan.pickles += 1
+    for dotted, count in found.globals.items():
+        module, _, leaf = dotted.rpartition(".")
+        if module.startswith("torch") and dtypes.torch_family(leaf) != "other":
+            scan.pickle_globals[dotted] += count
+
+
+def _read_gguf(scan: ModelScan, path: str) -> None:
+    try:
+        header = read_gguf(path)
+    except (GgufError, OSError) as exc:
+        scan.problems.append((path, str(exc) if isinstance(exc, GgufError) else _os(exc)))
+        return
+    scan.ggufs += 1
+    scan.gguf_types.update(header.types)
+
+
+def _os(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def scan_source(src: ModelSource) -> ModelScan:
+    """Scan one model found by :func:`find_models`."""
+    scan = ModelScan(path=src.path, name=src.name, problems=list(src.problems))
+    for path in src.files:
+        base = os.path.basename(path)
+        try:
+            if base == "config.json" and os.path.dirname(path) == src.path.rstrip(os.sep):
+                classify_config(load_json(path), scan.config)
+            elif base == "hf_quant_config.json":
+                classify_hf_quant_config(load_json(path), scan.config)
+            elif base.endswith(INDEX_SUFFIX) and scan.index is None:
+                scan.index = read_index(path)
+                scan.problems.extend((path, p) for p in scan.index.problems)
+        except (ConfigError, OSError) as exc:
+            scan.problems.append((path, str(exc) if isinstance(exc, ConfigError) else _os(exc)))
+    for path in src.files:
+        if path.endswith(".safetensors"):
+            _read_safetensors(scan, path)
+        elif path.endswith((".bin", ".pt", ".pth", ".ckpt")):
+            _read_pickle(scan, path)
+        elif path.endswith(".gguf"):
+            _read_gguf(scan, path)
+    _check_index(scan, src)
+    return scan
+
+
+def _check_index(scan: ModelScan, src: ModelSource) -> None:
+    if scan.index is None or not scan.index.shards:
+        return
+    present = {os.path.basename(p) for p in src.files}
+    missing = [s for s in scan.index.shards if s not in present]
+    if missing:
+        scan.problems.append(
+            (scan.index.path, f"{len(missing)} shard(s) named in the index are missing, "
+             f"e.g. {missing[0]}")
+        )
+
+
+def scan(paths: Iterable[str]) -> list[ModelScan]:
+    """Scan every model found at ``paths`` (folders, HF cache repos or snapshots, files)."""
+    out: list[ModelScan] = []
+    for path in paths:
+        out.extend(scan_source(src) for src in find_models(path))
+    return out

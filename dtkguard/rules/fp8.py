@@ -1,0 +1,121 @@
+"""Rules ``fp8-weights``, ``fp8-scales``, ``fp4-weights``, ``fp8-kv-cache`` and ``fp8-serving``.
+
+Severities come from the policy's fp8 rule and the card series (``Fp8Rule.severity``): deny on
+cards without FP8 (BW1000, K100_AI), warn or allow on BW1100 as the policy says.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from dtkguard.findings import Finding, Severity
+from dtkguard.models.scan import ModelScan, scan
+from dtkguard.models.serving import ServingProcess
+from dtkguard.models.verdict import KIND, detect
+from dtkguard.policy.compiled import Fp8Rule
+
+RULES = ("fp8-weights", "fp8-scales", "fp4-weights", "fp8-kv-cache", "fp8-serving")
+#: a config that claims FP8 over BF16 weights fails to load on every card
+STALE_SEVERITY = Severity.MEDIUM
+
+SERVING_REMEDIATION = (
+    "Drop the FP8 requests: serve the BF16 model without --quantization/-q/--quantize fp8 (or "
+    "--model-format fp8); use --kv-cache-dtype auto (LMDeploy: --quant-policy 0 or 8); unset "
+    "QUANTIZE, KV_CACHE_DTYPE and *FP8* switches. FP8 needs a BW1100 card."
+)
+
+
+def _rule(policy: Any) -> Fp8Rule:
+    return policy if isinstance(policy, Fp8Rule) else policy.fp8
+
+
+def pick_card(cards: Iterable[str], policy: Any, kind: str = "weights") -> str | None:
+    """The card that decides severity: with mixed cards, the most restrictive one."""
+    rule = _rule(policy)
+    cards = list(dict.fromkeys(cards))
+    if len(cards) <= 1:
+        return cards[0] if cards else None
+
+    def rank(card: str) -> int:
+        severity = rule.severity(kind, card)
+        return severity.rank if severity else -1
+
+    return max(cards, key=rank)
+
+
+def model_findings(
+    model: ModelScan, policy: Any, card: str | None = None, extra: dict[str, Any] | None = None
+) -> Iterator[Finding]:
+    """Findings for one scanned model."""
+    rule = _rule(policy)
+    for det in detect(model):
+        kind = KIND[det.kind]
+        if det.kind == "stale-config":
+            severity: Severity | None = STALE_SEVERITY
+        else:
+            severity = rule.severity(kind, card)
+        if severity is None:
+            continue
+        if det.weak:
+            severity = min(severity, Severity.LOW)
+        evidence = {"summary": det.evidence, "detection": det.kind, "card": card,
+                    "action": rule.action(kind, card), **det.facts, **(extra or {})}
+        yield Finding(
+            rule="fp8-weights" if det.kind == "stale-config" else det.kind,
+            severity=severity,
+            subject=model.path,
+            message=det.message,
+            remediation=det.remediation,
+            location=model.path,
+            evidence=evidence,
+        )
+
+
+def serving_findings(
+    proc: ServingProcess, policy: Any, card: str | None = None
+) -> Iterator[Finding]:
+    """``fp8-serving`` for a process (or a command about to run), then its model's findings."""
+    rule = _rule(policy)
+    cmd = proc.command
+    who = f"pid {proc.pid}" if proc.pid else "command"
+    engine = cmd.engine or "process"
+    severity = rule.severity("serving", card)
+    if cmd.requests and severity is not None:
+        asks = ", ".join(r.text for r in cmd.requests)
+        yield Finding(
+            rule="fp8-serving",
+            severity=severity,
+            subject=f"{who} ({engine})" if proc.pid else shlex.join(cmd.argv[:6]),
+            message=f"{engine} {who} asks for FP8: {asks}",
+            remediation=SERVING_REMEDIATION,
+            location=proc.model_path or cmd.model,
+            evidence={
+                "summary": asks, "pid": proc.pid or None, "engine": cmd.engine,
+                "argv": cmd.argv, "model": cmd.model, "card": card,
+                "action": rule.action("serving", card),
+                "requests": [{"kind": r.kind, "source": r.source, "text": r.text}
+                             for r in cmd.requests],
+            },
+        )
+    if proc.model_path:
+        extra = {"served_by": {"pid": proc.pid or None, "engine": cmd.engine}}
+        for model in scan([proc.model_path]):
+            yield from model_findings(model, policy, card, extra)
+
+
+def fp8_findings(
+    scans: Iterable[ModelScan | ServingProcess], policy: Any, card: str | None = None
+) -> Iterator[Finding]:
+    """Findings for scanned models and serving processes (``scan()``/``scan_processes()``)."""
+    for item in scans:
+        if isinstance(item, ServingProcess):
+            yield from serving_findings(item, policy, card)
+        else:
+            yield from model_findings(item, policy, card)
+
+
+def problem_lines(scans: Iterable[ModelScan]) -> list[str]:
+    """One line per unreadable or hostile file: ``PATH: what is wrong``."""
+    return [f"{path}: {msg}" for s in scans for path, msg in s.problems]

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from modelkit import deepseek_model, write_raw
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dtkguard(*args: str, cwd: Path | None = None, env: dict | None = None):
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
+    full.pop("DTKGUARD_POLICY", None)
+    return subprocess.run([sys.executable, "-m", "dtkguard", *args], capture_output=True,
+                          text=True, env=full, cwd=cwd, timeout=120)
+
+
+def test_scan_model_exit_codes_and_json(tmp_path):
+    fp8 = deepseek_model(tmp_path / "DeepSeek-V3", layers=2, shards=2)
+    clean = deepseek_model(tmp_path / "bf16", fp8=False)
+    out = dtkguard("scan-model", str(clean), "--policy", "dtk-25.04.1", "--card", "K100_AI")
+    assert out.returncode == 0, out.stderr
+    out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "K100_AI",
+                   "--format", "json")
+    assert out.returncode == 1, out.stderr
+    report = json.loads(out.stdout)
+    (finding,) = report["findings"]
+    assert finding["rule"] == "fp8-weights" and finding["severity"] == "high"
+    assert "F8_E4M3" in finding["evidence"]["summary"]
+    # BW1100 is "warn" in the bundled policy: medium, below the default --fail-on high
+    out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "BW1100")
+    assert out.returncode == 0, out.stderr
+    out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "BW1100",
+                   "--fail-on", "medium", "-o", str(tmp_path / "r.json"), "--format", "json")
+    assert out.returncode == 1
+    assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["severity"] == "medium"
+
+
+def test_scan_model_bad_input_is_one_line_exit_2(tmp_path):
+    out = dtkguard("scan-model", str(tmp_path / "nope"), "--policy", "dtk-25.04.1")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no such file" in out.stderr
+    out = dtkguard("scan-model", str(tmp_path), "--fail-on", "bogus")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    bad = write_raw(tmp_path / "bad.safetensors", 1 << 63, b"{}")
+    out = dtkguard("scan-model", str(bad), "--policy", "dtk-25.04.1", "--card", "K100_AI")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "exceeds the cap" in out.stderr
+
+
+def test_exec_really_execs(tmp_path):
+    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
+                   sys.executable, "-c", "import os; print('served', os.getpid())")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("served ")
+
+
+def test_exec_vetoes_fp8_model_and_flags(tmp_path):
+    marker = tmp_path / "started"
+    fp8 = deepseek_model(tmp_path / "DeepSeek-V3", layers=1, shards=1)
+    script = tmp_path / "vllm"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
+                   str(script), "serve", "DeepSeek-V3", cwd=tmp_path)
+    assert out.returncode == 1 and not marker.exists()
+    assert "fp8-weights" in out.stderr and "veto" in out.stderr
+    clean = deepseek_model(tmp_path / "bf16", fp8=False)
+    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
+                   str(script), "serve", str(clean), "--kv-cache-dtype", "fp8_e4m3")
+    assert out.returncode == 1 and not marker.exists() and "fp8-serving" in out.stderr
+    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
+                   str(script), "serve", str(clean))
+    assert out.returncode == 0 and marker.exists()
+    assert fp8.exists()
+
+
+def test_exec_without_command_and_missing_command():
+    out = dtkguard("exec", "--policy", "dtk-25.04.1")
+    assert out.returncode == 2 and "needs a command" in out.stderr
+    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
+                   "no-such-command-xyz")
+    assert out.returncode == 127 and "no-such-command-xyz" in out.stderr
