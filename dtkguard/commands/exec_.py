@@ -41,16 +41,19 @@ def run(args: argparse.Namespace) -> int:
     card = pick_card([args.card] if args.card else read_card_series(), policy)
     command = parse_command(cmd, os.environ)
     cwd = os.getcwd()
-    proc = ServingProcess(pid=0, command=command, cwd=cwd,
-                          model_path=resolve_model(command.model, cwd, os.environ))
+    proc = ServingProcess(
+        pid=0, command=command, cwd=cwd, model_path=resolve_model(command.model, cwd, os.environ)
+    )
     findings = sorted(serving_findings(proc, policy, card), key=sort_key)
     for f in findings:
         print(f"dtkguard: {f.severity.value}: {f.rule}: {f.message}", file=sys.stderr)
         print(f"  evidence: {f.evidence.get('summary', '')}", file=sys.stderr)
         print(f"  fix: {f.remediation}", file=sys.stderr)
     if any(f.severity >= fail_on for f in findings):
-        print(f"dtkguard: veto: not starting {cmd[0]} (findings at or above {fail_on.value})",
-              file=sys.stderr)
+        print(
+            f"dtkguard: veto: not starting {cmd[0]} (findings at or above {fail_on.value})",
+            file=sys.stderr,
+        )
         return 1
     sys.stdout.flush()
     sys.stderr.flush()

@@ -11,11 +11,16 @@ from dtkguard.commands.common import add_policy_option, add_report_options, fail
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
-        name, help="find FP8/FP4 weights, scales and KV caches in model folders and files",
+        name,
+        help="find FP8/FP4 weights, scales and KV caches in model folders and files",
         description=__doc__,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="model folder, Hugging Face cache repo or snapshot, or weight file")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="model folder, Hugging Face cache repo or snapshot, or weight file",
+    )
     add_policy_option(p)
     p.add_argument("--card", metavar="SERIES", help="card series (default: read from hy-smi)")
     add_report_options(p)
@@ -45,11 +50,25 @@ def run(args: argparse.Namespace) -> int:
     facts = {
         "card": card,
         "cards": cards,
-        "models": [{"path": s.path, "name": s.name, "shards": s.shards, "tensors": s.tensors,
-                    "bytes_read": s.bytes_read} for s in scans],
+        "models": [
+            {
+                "path": s.path,
+                "name": s.name,
+                "shards": s.shards,
+                "tensors": s.tensors,
+                "bytes_read": s.bytes_read,
+            }
+            for s in scans
+        ],
     }
-    report = Report(findings, target={"kind": "models", "paths": list(args.paths)},
-                    policy=policy.name, command="scan-model", facts=facts,
-                    warnings=problems, rules=list(RULES))
+    report = Report(
+        findings,
+        target={"kind": "models", "paths": list(args.paths)},
+        policy=policy.name,
+        command="scan-model",
+        facts=facts,
+        warnings=problems,
+        rules=list(RULES),
+    )
     code = emit(report, args.format, args.output, fail_on=threshold)
     return 2 if problems and code == 0 else code

@@ -73,7 +73,11 @@ def read_card_series(hy_smi: str | None = None) -> list[str]:
     for args in (["--showproductname"], ["--showproductname", "--json"]):
         try:
             proc = subprocess.run(
-                [exe, *args], capture_output=True, text=True, timeout=TIMEOUT, check=False,
+                [exe, *args],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
                 errors="replace",
             )
         except (OSError, subprocess.SubprocessError):

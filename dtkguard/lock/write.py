@@ -11,6 +11,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,78 +177,59 @@ def validate(doc: Mapping[str, Any], where: str) -> None:
         raise InputError(f"refusing to write an invalid PEP 751 lock: {exc}", where) from None
 
 
-def _toml_value(value: Any, inline: bool = False) -> Any:
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key(key: str) -> str:
+    import tomlkit
+
+    return key if _BARE.fullmatch(key) else tomlkit.item(key).as_string()
+
+
+def _inline(value: Any) -> str:
+    """A TOML value on one line (tables inline); arrays of tables or of more than three
+    items one item per line. Scalars are encoded by tomlkit."""
     import tomlkit
 
     if isinstance(value, Mapping):
-        table = tomlkit.inline_table() if inline else tomlkit.table()
-        for k, v in value.items():
-            table[k] = _toml_value(v, inline=True)
-        return table
-    if isinstance(value, list):
-        arr = tomlkit.array()
-        for item in value:
-            arr.append(_toml_value(item, inline=True))
+        return "{" + ", ".join(f"{_key(k)} = {_inline(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
         if len(value) > 3 or any(isinstance(v, Mapping) for v in value):
-            arr.multiline(True)
-        return arr
-    return value
+            return "[\n" + "".join(f"    {_inline(v)},\n" for v in value) + "]"
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    return tomlkit.item(value).as_string()
+
+
+def _table(out: list[str], header: str, body: Mapping[str, Any], aot: bool = False) -> None:
+    """``[header]`` (or ``[[header]]``): plain keys first, then sub-tables and arrays of
+    tables (``wheels``, ``tool`` and anything nested under ``tool``)."""
+    out.append(f"\n[[{header}]]" if aot else f"\n[{header}]")
+    nested: list[tuple[str, Any]] = []
+    for key, value in body.items():
+        is_aot = isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value)
+        in_tool = header.startswith("tool")
+        is_table = isinstance(value, Mapping) and (key == "tool" or in_tool)
+        if key == "wheels" or (in_tool and is_aot) or is_table:
+            nested.append((key, value))
+        else:
+            out.append(f"{_key(key)} = {_inline(value)}")
+    for key, value in nested:
+        if isinstance(value, Mapping):
+            _table(out, f"{header}.{_key(key)}", value)
+        else:
+            for item in value:
+                _table(out, f"{header}.{_key(key)}", item, aot=True)
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """TOML text: top-level keys, then ``[[packages]]`` with ``[[packages.wheels]]``, then
-    ``[tool.dtkguard]``."""
-    import tomlkit
-
-    out = tomlkit.document()
-    for key, value in doc.items():
-        if key in ("packages", "tool"):
-            continue
-        out[key] = _toml_value(value, inline=True)
-    packages = tomlkit.aot()
-    for pkg in doc["packages"]:
-        table = tomlkit.table()
-        for key, value in pkg.items():
-            if key == "wheels":
-                wheels = tomlkit.aot()
-                for wheel in value:
-                    wt = tomlkit.table()
-                    for k, v in wheel.items():
-                        wt[k] = _toml_value(v, inline=True)
-                    wheels.append(wt)
-                table["wheels"] = wheels
-            elif key == "tool":
-                table["tool"] = _toml_value(value)
-            else:
-                table[key] = _toml_value(value, inline=True)
-        packages.append(table)
-    out["packages"] = packages
-    tool = tomlkit.table(is_super_table=True)
+    """TOML text: top-level keys, then ``[[packages]]`` with ``[[packages.wheels]]`` and
+    ``[packages.tool.dtkguard]``, then ``[tool.dtkguard]``. Same document, same bytes."""
+    out = [f"{_key(k)} = {_inline(v)}" for k, v in doc.items() if k not in ("packages", "tool")]
+    for pkg in doc.get("packages", []):
+        _table(out, "packages", pkg, aot=True)
     for name, section in doc.get("tool", {}).items():
-        tool[name] = _nested_table(section)
-    out["tool"] = tool
-    text = tomlkit.dumps(out)
-    return text if text.endswith("\n") else text + "\n"
-
-
-def _nested_table(section: Mapping[str, Any]) -> Any:
-    import tomlkit
-
-    table = tomlkit.table()
-    for k, v in section.items():
-        if isinstance(v, list) and v and all(isinstance(i, Mapping) for i in v):
-            aot = tomlkit.aot()
-            for item in v:
-                t = tomlkit.table()
-                for ik, iv in item.items():
-                    t[ik] = _toml_value(iv, inline=True)
-                aot.append(t)
-            table[k] = aot
-        elif isinstance(v, Mapping):
-            table[k] = _nested_table(v)
-        else:
-            table[k] = _toml_value(v, inline=True)
-    return table
+        _table(out, f"tool.{_key(name)}", section)
+    return "\n".join(out) + "\n"
 
 
 def write_lock(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> bytes:
@@ -264,12 +246,5 @@ def write_lock(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> bytes:
         )
     validate(doc, str(target))
     data = dumps(doc).encode("utf-8")
-    validate(_reparse(data), str(target))
     atomic_write_bytes(target, data)
     return data
-
-
-def _reparse(data: bytes) -> dict[str, Any]:
-    import tomlkit
-
-    return tomlkit.parse(data.decode("utf-8")).unwrap()

@@ -117,8 +117,16 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
     block = qc.get("weight_block_size")
     if isinstance(block, list):
         out.details.append("block [" + ",".join(str(b) for b in block[:4]) + "]")
-    for d in _dicts(qc, skip=("kv_cache_scheme", "kv_cache_config", "ignore",
-                              "ignored_layers", "modules_to_not_convert")):
+    for d in _dicts(
+        qc,
+        skip=(
+            "kv_cache_scheme",
+            "kv_cache_config",
+            "ignore",
+            "ignored_layers",
+            "modules_to_not_convert",
+        ),
+    ):
         fam = _small_float(d.get("num_bits"), d.get("type"))
         if fam:
             out.weights.add(fam)

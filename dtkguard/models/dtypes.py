@@ -8,18 +8,66 @@ FP8_VALUE = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
 FP8_EXPONENT = frozenset({"F8_E8M0"})
 #: sub-byte floats
 FP4_VALUE = frozenset({"F4", "F6_E2M3", "F6_E3M2"})
-KNOWN = frozenset(
-    {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64",
-     "U64"}
-) | FP8_VALUE | FP8_EXPONENT | FP4_VALUE
+KNOWN = (
+    frozenset(
+        {
+            "BOOL",
+            "U8",
+            "I8",
+            "I16",
+            "U16",
+            "F16",
+            "BF16",
+            "I32",
+            "U32",
+            "F32",
+            "C64",
+            "F64",
+            "I64",
+            "U64",
+        }
+    )
+    | FP8_VALUE
+    | FP8_EXPONENT
+    | FP4_VALUE
+)
 
 #: GGML tensor types with no 8-bit-float equivalent on DCU: FP4 microscaling formats
 GGML_TYPES = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
-    10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS",
-    17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
-    23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16",
-    34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0",
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    6: "Q5_0",
+    7: "Q5_1",
+    8: "Q8_0",
+    9: "Q8_1",
+    10: "Q2_K",
+    11: "Q3_K",
+    12: "Q4_K",
+    13: "Q5_K",
+    14: "Q6_K",
+    15: "Q8_K",
+    16: "IQ2_XXS",
+    17: "IQ2_XS",
+    18: "IQ3_XXS",
+    19: "IQ1_S",
+    20: "IQ4_NL",
+    21: "IQ3_S",
+    22: "IQ2_S",
+    23: "IQ4_XS",
+    24: "I8",
+    25: "I16",
+    26: "I32",
+    27: "I64",
+    28: "F64",
+    29: "IQ1_M",
+    30: "BF16",
+    34: "TQ1_0",
+    35: "TQ2_0",
+    39: "MXFP4",
+    40: "NVFP4",
+    41: "Q1_0",
 }
 GGML_FP4 = frozenset({"MXFP4", "NVFP4"})
 

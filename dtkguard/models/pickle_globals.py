@@ -18,8 +18,17 @@ from typing import BinaryIO
 MAX_PICKLE = 256 * 1024 * 1024
 #: the legacy format's magic number, protocol version, sys_info, then the object pickle
 LEGACY_PICKLES = 4
-_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8",
-                         "SHORT_BINSTRING", "BINSTRING", "STRING"})
+_STRING_OPS = frozenset(
+    {
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "UNICODE",
+        "BINUNICODE8",
+        "SHORT_BINSTRING",
+        "BINSTRING",
+        "STRING",
+    }
+)
 
 
 class PickleScanError(ValueError):

@@ -122,13 +122,13 @@ def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
             raise HeaderError(f"tensor {name!r}: shape must be a list of non-negative integers")
         if type(offsets) is not list or len(offsets) != 2:
             raise HeaderError(f"tensor {name!r}: data_offsets must be two non-negative integers")
-    values = list(chain.from_iterable(
-        chain(i["shape"], i["data_offsets"]) for i in data.values()))
+    values = list(chain.from_iterable(chain(i["shape"], i["data_offsets"]) for i in data.values()))
     if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_INT):
         for name, info in data.items():
             if not all(map(_is_int, chain(info["shape"], info["data_offsets"]))):
                 raise HeaderError(
-                    f"tensor {name!r}: shape and data_offsets must be non-negative integers")
+                    f"tensor {name!r}: shape and data_offsets must be non-negative integers"
+                )
     tensors = out.tensors
     for name, info in data.items():
         begin, end = info["data_offsets"]

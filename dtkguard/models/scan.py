@@ -171,8 +171,10 @@ def _check_index(scan: ModelScan, src: ModelSource) -> None:
     missing = [s for s in scan.index.shards if s not in present]
     if missing:
         scan.problems.append(
-            (scan.index.path, f"{len(missing)} shard(s) named in the index are missing, "
-             f"e.g. {missing[0]}")
+            (
+                scan.index.path,
+                f"{len(missing)} shard(s) named in the index are missing, e.g. {missing[0]}",
+            )
         )
 
 

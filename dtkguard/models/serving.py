@@ -27,8 +27,11 @@ KV_ENV = ("KV_CACHE_DTYPE",)
 MODEL_ENV = ("MODEL_ID", "MODEL_PATH", "MODEL")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _ENGINES = (
-    ("text-generation", "tgi"), ("text_generation", "tgi"), ("sglang", "sglang"),
-    ("lmdeploy", "lmdeploy"), ("vllm", "vllm"),
+    ("text-generation", "tgi"),
+    ("text_generation", "tgi"),
+    ("sglang", "sglang"),
+    ("lmdeploy", "lmdeploy"),
+    ("vllm", "vllm"),
 )
 _LMDEPLOY_SUB = frozenset({"api_server", "gradio", "chat", "proxy"})
 MAX_ARGS = 4096
@@ -68,7 +71,11 @@ def is_fp_value(value: str) -> bool:
     if v.startswith("bitsandbytes"):  # bitsandbytes-fp4 is a 4-bit int-like format, not FP4 HW
         return False
     return any(t in v for t in ("fp8", "float8", "fp4", "nvfp4", "mxfp")) or v in {
-        "modelopt", "modelopt_mixed", "fp_quant", "fouroversix"}
+        "modelopt",
+        "modelopt_mixed",
+        "fp_quant",
+        "fouroversix",
+    }
 
 
 def is_fp_kv(value: str) -> bool:
@@ -183,8 +190,12 @@ def _parse_environ(cmd: ServingCommand, environ: Mapping[str, str]) -> None:
         cmd.model = next((environ[k] for k in MODEL_ENV if environ.get(k)), None)
 
 
-def resolve_model(model: str | None, cwd: str | None = None,
-                  environ: Mapping[str, str] | None = None, root: str = "") -> str | None:
+def resolve_model(
+    model: str | None,
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    root: str = "",
+) -> str | None:
     """A local folder for ``model``: a path (relative to ``cwd``) or an HF cache repo id."""
     if not model:
         return None
@@ -195,10 +206,15 @@ def resolve_model(model: str | None, cwd: str | None = None,
     elif cwd:
         candidates.append(os.path.join(cwd, model))
     if model.count("/") == 1 and not model.startswith((".", "/")):
-        hub = env.get("HF_HUB_CACHE") or (
-            os.path.join(env["HF_HOME"], "hub") if env.get("HF_HOME") else None
-        ) or (os.path.join(env["HOME"], ".cache", "huggingface", "hub") if env.get("HOME")
-              else None)
+        hub = (
+            env.get("HF_HUB_CACHE")
+            or (os.path.join(env["HF_HOME"], "hub") if env.get("HF_HOME") else None)
+            or (
+                os.path.join(env["HOME"], ".cache", "huggingface", "hub")
+                if env.get("HOME")
+                else None
+            )
+        )
         if hub:
             candidates.append(os.path.join(hub, "models--" + model.replace("/", "--")))
     for path in candidates:
@@ -253,8 +269,10 @@ def scan_processes(proc_root: str = "/proc") -> list[ServingProcess]:
         if proc is None:
             continue
         cmd = proc.command
-        if cmd.engine in ("vllm", "sglang", "lmdeploy", "tgi") or cmd.requests or (
-            cmd.engine == "python" and cmd.model
+        if (
+            cmd.engine in ("vllm", "sglang", "lmdeploy", "tgi")
+            or cmd.requests
+            or (cmd.engine == "python" and cmd.model)
         ):
             out.append(proc)
     return out

@@ -85,8 +85,7 @@ def evidence(scan: ModelScan, tensor_part: str) -> str:
     parts = []
     if scan.config.details:
         source = scan.config.source or "config"
-        parts.append(f"{'config' if source == 'config.json' else source} "
-                     f"{scan.config.evidence()}")
+        parts.append(f"{'config' if source == 'config.json' else source} {scan.config.evidence()}")
     tail = ", ".join(p for p in (_files(scan), tensor_part) if p)
     if tail:
         parts.append(tail)
@@ -124,16 +123,31 @@ def detect(scan: ModelScan) -> list[Detection]:
     cfg = scan.config
     facts = _facts(scan)
     read_tensors = scan.tensors > 0 or scan.pickles > 0 or scan.ggufs > 0
-    fp8_pickle = Counter({g: n for g, n in scan.pickle_globals.items() if "float8" in g.lower()
-                          and "e8m0" not in g.lower()})
-    fp4_pickle = Counter({g: n for g, n in scan.pickle_globals.items()
-                          if g.lower().rsplit(".", 1)[-1].startswith(("float4", "float6"))})
+    fp8_pickle = Counter(
+        {
+            g: n
+            for g, n in scan.pickle_globals.items()
+            if "float8" in g.lower() and "e8m0" not in g.lower()
+        }
+    )
+    fp4_pickle = Counter(
+        {
+            g: n
+            for g, n in scan.pickle_globals.items()
+            if g.lower().rsplit(".", 1)[-1].startswith(("float4", "float6"))
+        }
+    )
     gguf_fp4 = Counter({t: n for t, n in scan.gguf_types.items() if t in ("MXFP4", "NVFP4")})
     fp8_n = sum(scan.fp8_values.values()) + sum(fp8_pickle.values())
     # ModelOpt NVFP4 keeps packed FP4 in U8 ``weight`` tensors next to F8_E4M3 block scales
     u8_fp4 = scan.u8_weights if ("fp4" in cfg.weights or scan.fp8_scales) else 0
-    fp4_n = sum(scan.fp4_values.values()) + scan.packed_u8 + u8_fp4 + sum(
-        fp4_pickle.values()) + sum(gguf_fp4.values())
+    fp4_n = (
+        sum(scan.fp4_values.values())
+        + scan.packed_u8
+        + u8_fp4
+        + sum(fp4_pickle.values())
+        + sum(gguf_fp4.values())
+    )
     out: list[Detection] = []
     name = scan.name
 
@@ -142,40 +156,77 @@ def detect(scan: ModelScan) -> list[Detection]:
         if scan.packed_u8 + u8_fp4:
             hist["U8 (packed FP4)"] = scan.packed_u8 + u8_fp4
         part = _histogram(hist) + "".join(f"; pickle global {g}" for g in fp4_pickle)
-        out.append(Detection("fp4-weights", f"{name}: FP4 weights" + (
-            "" if read_tensors else " (declared by the config; no weight files read)"),
-            evidence(scan, part), facts, weak=False))
+        out.append(
+            Detection(
+                "fp4-weights",
+                f"{name}: FP4 weights"
+                + ("" if read_tensors else " (declared by the config; no weight files read)"),
+                evidence(scan, part),
+                facts,
+                weak=False,
+            )
+        )
     if fp8_n or scan.markers or ("fp8" in cfg.weights and not read_tensors and not fp4_n):
         part = _histogram(scan.fp8_values)
         if scan.scale_inv:
             part += f", {scan.scale_inv:,} *_scale_inv"
         part += "".join(f"; pickle global {g}" for g in fp8_pickle)
         part += "".join(f"; marker tensor {m}" for m in scan.markers)
-        out.append(Detection("fp8-weights", f"{name}: FP8 weights" + (
-            "" if read_tensors else " (declared by the config; no weight files read)"),
-            evidence(scan, part.strip(", ")), facts))
+        out.append(
+            Detection(
+                "fp8-weights",
+                f"{name}: FP8 weights"
+                + ("" if read_tensors else " (declared by the config; no weight files read)"),
+                evidence(scan, part.strip(", ")),
+                facts,
+            )
+        )
     if not fp8_n and (scan.fp8_scales or scan.e8m0):
         hist = Counter(scan.fp8_scales)
         if scan.e8m0:
             hist["F8_E8M0"] = scan.e8m0
-        out.append(Detection("fp8-scales", f"{name}: FP8 block scales (weights are not FP8)",
-                             evidence(scan, _histogram(hist)), facts))
-    if cfg.weights and read_tensors and not (fp8_n or fp4_n or scan.fp8_scales or scan.e8m0
-                                             or scan.markers):
+        out.append(
+            Detection(
+                "fp8-scales",
+                f"{name}: FP8 block scales (weights are not FP8)",
+                evidence(scan, _histogram(hist)),
+                facts,
+            )
+        )
+    if (
+        cfg.weights
+        and read_tensors
+        and not (fp8_n or fp4_n or scan.fp8_scales or scan.e8m0 or scan.markers)
+    ):
         fam = "/".join(sorted(cfg.weights)).upper()
-        out.append(Detection(
-            "stale-config",
-            f"{name}: stale config: config declares {fam} ({cfg.evidence()}) but the weights "
-            "are not FP8/FP4; not an FP8 model, yet loaders will treat it as one",
-            evidence(scan, _histogram(scan.dtypes)), facts))
+        out.append(
+            Detection(
+                "stale-config",
+                f"{name}: stale config: config declares {fam} ({cfg.evidence()}) but the weights "
+                "are not FP8/FP4; not an FP8 model, yet loaders will treat it as one",
+                evidence(scan, _histogram(scan.dtypes)),
+                facts,
+            )
+        )
     if cfg.kv:
-        out.append(Detection("fp8-kv-cache", f"{name}: checkpoint declares an FP8 KV cache",
-                             evidence(scan, _kv_part(scan)), facts))
+        out.append(
+            Detection(
+                "fp8-kv-cache",
+                f"{name}: checkpoint declares an FP8 KV cache",
+                evidence(scan, _kv_part(scan)),
+                facts,
+            )
+        )
     elif scan.kv_scales:
-        out.append(Detection(
-            "fp8-kv-cache",
-            f"{name}: FP8 KV-cache scales (used only when served with an FP8 KV cache)",
-            evidence(scan, _kv_part(scan)), facts, weak=True))
+        out.append(
+            Detection(
+                "fp8-kv-cache",
+                f"{name}: FP8 KV-cache scales (used only when served with an FP8 KV cache)",
+                evidence(scan, _kv_part(scan)),
+                facts,
+                weak=True,
+            )
+        )
     return out
 
 

@@ -142,12 +142,12 @@ class PolicyProvider(AbstractProvider):
         self.user_order: dict[str, int] = {}
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
-        self._meta: dict[int, Metadata] = {}
-        self._deps: dict[int, list[Req]] = {}
-        self._sat: dict[tuple[int, int], bool] = {}
+        self._meta: dict[FileLink, Metadata] = {}
+        self._deps: dict[Candidate, list[Req]] = {}
+        self._sat: dict[tuple[Req, Candidate], bool] = {}
         self._lock = threading.Lock()
         self._warmed: set[str] = set()
-        self._pool = ThreadPoolExecutor(4, thread_name_prefix="dtkguard-warm")
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
 
@@ -212,29 +212,35 @@ class PolicyProvider(AbstractProvider):
 
     # -- metadata ---------------------------------------------------------------------------
     def metadata(self, link: FileLink) -> Metadata:
-        hit = self._meta.get(id(link))
+        hit = self._meta.get(link)
         if hit is None:
             hit = Metadata(link.source.metadata(link), link)
-            self._meta[id(link)] = hit
+            self._meta[link] = hit
         return hit
 
     def _warm(self, name: str) -> None:
-        """Background: list ``name`` and fetch the newest candidate's metadata."""
+        """Background: list ``name``, read the newest candidate's metadata and warm its
+        dependencies in turn, so the whole likely graph is fetched ahead of the resolver."""
         try:
             cands = self.candidates_for(name)
-            if cands:
-                link = cands[0][1]
-                prefetch = getattr(link.source, "prefetch_metadata", None)
-                if prefetch is not None:
-                    prefetch(link)
+            if not cands:
+                return
+            meta = self.metadata(cands[0][1])
+            deps = [
+                str(canonicalize_name(r.name))
+                for r in meta.requires_dist
+                if r.marker is None or self._marker_ok(r.marker, "")
+            ]
+            self.warm(deps)
         except Exception:  # surfaces again when the resolver asks
             pass
 
     def warm(self, names: Iterable[str]) -> None:
         for name in names:
-            if name in self._warmed or name == PYTHON:
-                continue
-            self._warmed.add(name)
+            with self._lock:
+                if name in self._warmed or name == PYTHON:
+                    continue
+                self._warmed.add(name)
             for source in self.sources:
                 source.prefetch(name)
             self._pool.submit(self._warm, name)
@@ -337,7 +343,7 @@ class PolicyProvider(AbstractProvider):
         return [self.candidate(name, v, link, extras) for v, link in cands if v in allowed]
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
-        key = (id(requirement), id(candidate))
+        key = (requirement, candidate)
         hit = self._sat.get(key)
         if hit is None:
             if requirement.exact is not None:
@@ -350,7 +356,7 @@ class PolicyProvider(AbstractProvider):
     def dependencies_of(self, candidate: Candidate) -> list[Req]:
         if candidate.name == PYTHON or candidate.link is None:
             return []
-        cached = self._deps.get(id(candidate))
+        cached = self._deps.get(candidate)
         if cached is not None:
             return cached
         meta = self.metadata(candidate.link)
@@ -387,7 +393,7 @@ class PolicyProvider(AbstractProvider):
             elif req.marker is not None and not self._marker_ok(req.marker, ""):
                 continue
             out.append(self.make_req(req, candidate))
-        self._deps[id(candidate)] = out
+        self._deps[candidate] = out
         self.warm(r.name for r in out)
         return out
 

@@ -168,10 +168,11 @@ def resolve(
 def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Resolution:
     requested = {r.name for r in roots}
     base: dict[str, Candidate] = {}
-    for key, cand in result.mapping.items():
+    for key, cand in sorted(result.mapping.items()):
         if key == PYTHON:
             continue
-        base.setdefault(cand.name, cand)
+        if cand.name not in base or not cand.extras:
+            base[cand.name] = cand
     children: dict[str, set[str]] = {}
     for key, cand in result.mapping.items():
         if key == PYTHON or cand.link is None:

@@ -220,9 +220,8 @@ class SimpleIndex(Source):
         else:
             links = self._parse_html(resp.url, resp.body, project)
         links = [link for link in links if link.project == project]
-        with self._lock:
-            self._pages[project] = links
-        return links
+        with self._lock:  # a page parsed twice (prefetch race): the first list wins
+            return self._pages.setdefault(project, links)
 
     def _link(self, page: str, href: str, filename: str | None) -> FileLink | None:
         url, frag = urldefrag(urljoin(page, href))

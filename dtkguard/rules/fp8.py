@@ -60,8 +60,14 @@ def model_findings(
             continue
         if det.weak:
             severity = min(severity, Severity.LOW)
-        evidence = {"summary": det.evidence, "detection": det.kind, "card": card,
-                    "action": rule.action(kind, card), **det.facts, **(extra or {})}
+        evidence = {
+            "summary": det.evidence,
+            "detection": det.kind,
+            "card": card,
+            "action": rule.action(kind, card),
+            **det.facts,
+            **(extra or {}),
+        }
         yield Finding(
             rule="fp8-weights" if det.kind == "stale-config" else det.kind,
             severity=severity,
@@ -92,11 +98,16 @@ def serving_findings(
             remediation=SERVING_REMEDIATION,
             location=proc.model_path or cmd.model,
             evidence={
-                "summary": asks, "pid": proc.pid or None, "engine": cmd.engine,
-                "argv": cmd.argv, "model": cmd.model, "card": card,
+                "summary": asks,
+                "pid": proc.pid or None,
+                "engine": cmd.engine,
+                "argv": cmd.argv,
+                "model": cmd.model,
+                "card": card,
                 "action": rule.action("serving", card),
-                "requests": [{"kind": r.kind, "source": r.source, "text": r.text}
-                             for r in cmd.requests],
+                "requests": [
+                    {"kind": r.kind, "source": r.source, "text": r.text} for r in cmd.requests
+                ],
             },
         )
     if proc.model_path:
