@@ -70,6 +70,7 @@ def main() -> int:
         pipvenv = make_venv(base / "pipvenv", pip_version="26.3")
         uv = uv_binary()
         results: dict[str, dict[str, float]] = {}
+        requests: dict[str, list[int]] = {}
         rounds = ""
         with serve_index(wheels) as index:
             # the test server hashes every file on its first scan: do that before timing anyone
@@ -97,6 +98,7 @@ def main() -> int:
                                "--python-platform", "x86_64-manylinux_2_35",
                                "--cache-dir", str(cache), "--index-url", index.url,
                                "-c", "vendor.txt", "-o", "pylock.uv.toml", "-"]  # fmt: skip
+                    index.clear()
                     if tool == "uv":
                         start = time.perf_counter()
                         proc = subprocess.run(cmd, env=env, cwd=base, input=REQUEST + "\n",
@@ -108,6 +110,7 @@ def main() -> int:
                     else:
                         took, out = _timed(cmd, env, base)
                     results.setdefault(tool, {})[phase] = took
+                    requests.setdefault(tool, []).append(len(index.requests))
                     if tool == "dtkguard":
                         m = re.search(r"(\d+ packages).*?(\d+) resolver rounds, (\d+) backtracks",
                                       out)  # fmt: skip
@@ -115,9 +118,10 @@ def main() -> int:
                             rounds = f"{m.group(1)}, {m.group(2)} rounds, {m.group(3)} backtracks"
         pip_n = len(__import__("json").loads((base / "report.json").read_text())["install"])
     print(f"vendor vLLM 0.8.5 closure: dtkguard {rounds}; pip planned {pip_n} packages")
-    print(f"{'':10}{'cold s':>10}{'warm s':>10}")
+    print(f"{'':10}{'cold s':>10}{'warm s':>10}   index requests cold/warm")
     for tool, r in results.items():
-        print(f"{tool:10}{r['cold']:10.2f}{r['warm']:10.2f}")
+        n = requests[tool]
+        print(f"{tool:10}{r['cold']:10.2f}{r['warm']:10.2f}   {n[0]}/{n[1]}")
     d, p, u = results["dtkguard"], results["pip"], results["uv"]
     for phase in ("cold", "warm"):
         print(f"{phase}: dtkguard/pip = {d[phase] / p[phase]:.2f}x, "
