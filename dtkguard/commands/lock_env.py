@@ -18,15 +18,17 @@ def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path)
     from dtkguard.commands.common import open_target
     from dtkguard.commands.lock import _inputs, _sources
     from dtkguard.lock.build import entry_for, match_installed, record_digest, tool_table
-    from dtkguard.lock.write import build_document, closure_problems, write_lock
+    from dtkguard.lock.write import LockEntry, build_document, closure_problems, write_lock
     from dtkguard.resolve.http import Fetcher
     from dtkguard.resolve.provider import Metadata
+    from dtkguard.resolve.sources import InstalledEnv
 
     env = open_target(args)
     fetcher = Fetcher()
     try:
         sources, index = _sources(args, policy, fetcher)
-        entries, installed = [], []
+        entries, installed, unlocked = [], [], []
+        here = InstalledEnv(env)
         seen: set[str] = set()
         for dist in sorted(env.dists, key=lambda d: (d.key, d.version)):
             if dist.key in seen:
@@ -40,6 +42,10 @@ def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path)
                     item["record-sha256"] = digest
                 item["reason"] = how
                 installed.append(item)
+                own = here.links(dist.key)
+                if own:
+                    meta = Metadata(here.metadata(own[0]), own[0])
+                    unlocked.append(LockEntry(dist.key, dist.version, meta.requires_dist))
                 continue
             meta = Metadata(link.source.metadata(link), link)
             entry = entry_for(
@@ -53,12 +59,8 @@ def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path)
             entries.append(entry)
     finally:
         fetcher.close()
-    held = {e.name for e in entries} | {i["name"] for i in installed}
-    problems = [
-        p
-        for p in closure_problems(entries, target.markers)
-        if not any(f"requires {n}" in p for n in held)
-    ]
+    # every installed dist's requirements, checked against everything installed
+    problems = closure_problems(entries + unlocked, target.markers)
     tool = tool_table(policy, target, _inputs(args, [], index), args.note)
     tool["environment"] = {k: str(v) for k, v in sorted(env.target.items())}
     if installed:

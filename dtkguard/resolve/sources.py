@@ -17,6 +17,7 @@ import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urldefrag, urljoin
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -313,6 +314,40 @@ class SimpleIndex(Source):
 
     def wheel_bytes(self, link: FileLink) -> bytes:
         return self._wheel_bytes(link)
+
+
+class InstalledEnv(Source):
+    """The dists of an installed environment (:mod:`dtkguard.env`): metadata without files.
+
+    Its links have no URL or path (``installed`` holds the dist); ``lock --from-env`` uses it
+    for the metadata of dists that no wheel source has, so their requirements still count in
+    the closure check.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.label = f"installed:{env.target.get('python') or env.target.get('path') or '/'}"
+        self._by_name: dict[str, list[FileLink]] = {}
+        for dist in env.dists:
+            try:
+                version = Version(dist.version)
+            except ValueError:
+                continue
+            name = canonical_project(dist.name)
+            link = FileLink(name, version, Path(dist.location).name, self)
+            link.installed = dist  # type: ignore[attr-defined]
+            self._by_name.setdefault(name, []).append(link)
+
+    def links(self, project: str) -> list[FileLink]:
+        return self._by_name.get(project, [])
+
+    def metadata(self, link: FileLink) -> bytes:
+        dist = link.installed  # type: ignore[attr-defined]
+        lines = [f"Name: {dist.name}", f"Version: {dist.version}"]
+        if dist.requires_python:
+            lines.append(f"Requires-Python: {dist.requires_python}")
+        lines += [f"Requires-Dist: {r}" for r in dist.requires_dist]
+        return ("\n".join(lines) + "\n\n").encode()
 
 
 def canonical_project(name: str) -> str:

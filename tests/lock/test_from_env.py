@@ -27,13 +27,19 @@ def test_from_env_matches_wheels_by_record_and_keeps_the_rest(tmp_path, das_whee
     venv.uv_pip("install", "--reinstall", "--no-deps", next(other_build.glob("*.whl")))
     local = venv.site_packages / "site_tool-1.0.dist-info"
     local.mkdir()
-    (local / "METADATA").write_text("Metadata-Version: 2.1\nName: site-tool\nVersion: 1.0\n\n")
+    (local / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: site-tool\nVersion: 1.0\n"
+        "Requires-Dist: torch>=2\nRequires-Dist: not-installed\n\n"
+    )
     (local / "RECORD").write_text("site_tool-1.0.dist-info/METADATA,,\n")
 
     proc = run_cli(
         "lock", "--from-env", "--path", venv.site_packages, *args, "-o", "pylock.env.toml", cwd=work
     )
     assert proc.returncode == 0, proc.stderr
+    # the closure check reads installed-only dists too (site-tool's metadata from the env)
+    assert "warning: site-tool 1.0 requires not-installed, which the lock" in proc.stderr
+    assert "requires torch" not in proc.stderr
     env_lock = read_lock(work / "pylock.env.toml")
     orig = read_lock(work / "pylock.das.toml")
     by_name = env_lock.by_name()
