@@ -6,6 +6,7 @@ on a small thread pool, so the resolver finds metadata waiting when it asks for 
 
 from __future__ import annotations
 
+import http.client
 import threading
 import urllib.error
 import urllib.request
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
 from dtkguard.errors import InputError
@@ -46,6 +47,7 @@ class Fetcher:
         self._workers = workers
         self._futures: dict[tuple[str, str], Future[Response]] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
 
     def close(self) -> None:
@@ -84,6 +86,12 @@ class Fetcher:
     def _fetch(self, url: str, accept: str) -> Response:
         if url.startswith("file:"):
             return _fetch_file(url)
+        parts = urlsplit(url)
+        if not _proxied(parts.hostname or ""):
+            try:
+                return self._fetch_keepalive(url, parts, accept)
+            except (OSError, http.client.HTTPException):
+                self._drop_connection(parts)  # stale keep-alive connection: retry plainly
         req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -101,6 +109,56 @@ class Fetcher:
             if urlsplit(url).path.endswith(".whl"):
                 self.stats["wheels"] += 1
         return Response(final, status, ctype.split(";")[0].strip().lower(), body)
+
+    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        conns = getattr(self._local, "conns", None)
+        if conns is None:
+            conns = self._local.conns = {}
+        key = (parts.scheme, parts.netloc)
+        conn = conns.get(key)
+        if conn is None:
+            cls = (
+                http.client.HTTPSConnection
+                if parts.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = conns[key] = cls(parts.hostname or "", parts.port, timeout=self.timeout)
+        return conn
+
+    def _drop_connection(self, parts: SplitResult) -> None:
+        conns = getattr(self._local, "conns", {})
+        conn = conns.pop((parts.scheme, parts.netloc), None)
+        if conn is not None:
+            conn.close()
+
+    def _fetch_keepalive(self, url: str, parts: SplitResult, accept: str) -> Response:
+        """GET over a per-thread persistent connection, following redirects."""
+        for _ in range(5):
+            conn = self._connection(parts)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            conn.request("GET", path or "/", headers={"Accept": accept, "User-Agent": USER_AGENT})
+            resp = conn.getresponse()
+            body = resp.read()
+            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
+                url = urljoin(url, resp.getheader("Location"))
+                parts = urlsplit(url)
+                continue
+            if resp.getheader("Connection", "").lower() == "close":
+                self._drop_connection(parts)
+            with self._lock:
+                self.stats["requests"] += 1
+                self.stats["bytes"] += len(body)
+                if parts.path.endswith(".whl"):
+                    self.stats["wheels"] += 1
+            ctype = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            return Response(url, resp.status, ctype, body)
+        raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
+
+
+def _proxied(host: str) -> bool:
+    """True when urllib would use a proxy for ``host`` (then urllib does the request)."""
+    proxies = urllib.request.getproxies()
+    return bool(proxies) and not urllib.request.proxy_bypass(host)
 
 
 def _origin(url: str) -> str:
