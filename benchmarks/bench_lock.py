@@ -17,7 +17,9 @@ constraints for pip and uv (what a careful user would pass), cold and warm cache
 - uv: ``uv pip compile --format pylock.toml --python-version 3.10 --python-platform
   x86_64-manylinux_2_35 -c vendor.txt``, cold = empty ``--cache-dir``, warm = the same again.
 
-Prints seconds, ratios (dtkguard / pip, dtkguard / uv) and dtkguard's resolver rounds.
+Also times the floor: dtkguard's own requests fetched all at once (no resolving), i.e. what
+the local index server costs. Prints seconds, ratios (dtkguard / pip, dtkguard / uv) and
+dtkguard's resolver rounds.
 Goal: <= 0.15x pip, <= 1.0x uv warm. Wall-clock times on a shared machine vary by run.
 """
 
@@ -112,16 +114,34 @@ def main() -> int:
                     results.setdefault(tool, {})[phase] = took
                     requests.setdefault(tool, []).append(len(index.requests))
                     if tool == "dtkguard":
+                        paths = list(index.requests)
+                    if tool == "dtkguard":
                         m = re.search(r"(\d+ packages).*?(\d+) resolver rounds, (\d+) backtracks",
                                       out)  # fmt: skip
                         if m:
                             rounds = f"{m.group(1)}, {m.group(2)} rounds, {m.group(3)} backtracks"
+            # the floor: the same requests, all at once on 8 keep-alive threads, no resolving
+            floor_code = (
+                "import sys; from dtkguard.resolve.http import Fetcher, JSON_ACCEPT; "
+                "f = Fetcher(); "
+                "urls = sys.stdin.read().split(); "
+                "f.prefetch([u for u in urls if u.endswith('/')], JSON_ACCEPT); "
+                "f.prefetch([u for u in urls if not u.endswith('/')]); "
+                "[f.get(u, JSON_ACCEPT if u.endswith('/') else '*/*') for u in urls]"
+            )
+            urls = "\n".join(index.base_url + p for p in paths)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", floor_code], input=urls, text=True, check=True,
+                           env=hermetic_env(PYTHONPATH=str(REPO)))  # fmt: skip
+            floor = time.perf_counter() - start
         pip_n = len(__import__("json").loads((base / "report.json").read_text())["install"])
     print(f"vendor vLLM 0.8.5 closure: dtkguard {rounds}; pip planned {pip_n} packages")
     print(f"{'':10}{'cold s':>10}{'warm s':>10}   index requests cold/warm")
     for tool, r in results.items():
         n = requests[tool]
         print(f"{tool:10}{r['cold']:10.2f}{r['warm']:10.2f}   {n[0]}/{n[1]}")
+    print(f"fetch-only floor (dtkguard's {len(paths)} requests, 8 threads, no resolving): "
+          f"{floor:.2f}s")  # fmt: skip
     d, p, u = results["dtkguard"], results["pip"], results["uv"]
     for phase in ("cold", "warm"):
         print(f"{phase}: dtkguard/pip = {d[phase] / p[phase]:.2f}x, "
