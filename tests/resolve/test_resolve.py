@@ -114,28 +114,32 @@ def test_nearest_versions_of_a_public_package(tmp_path):
     )
     with pytest.raises(Unsatisfiable) as err:
         resolve([Requirement("app==2.0")], sources, POLICY, TargetEnv())
-    assert (
-        err.value.lines[0]
-        == ("the request requires app==2.0; no source has a wheel of app for the target")
-        or "app 2.0 requires torch==2.7.0" in err.value.lines[0]
+    assert err.value.lines[0] == (
+        "app 2.0 requires torch==2.7.0; policy dtk-25.04.1 allows torch only as "
+        "2.4.1+das.opt1.dtk25041"
     )
     assert err.value.lines[-1] == "versions of app that resolve under the policy: 1.2, 1.1, 1.0"
 
 
 def test_backtracking_case_finishes(tmp_path):
     w = tmp_path / "w"
-    # newest a pins b==1.0, but the request needs b>=2: a must go back to 1.0
+    # a is tried newest first; a 3.0 and 2.0 pin b==1.0, which y (found only later) refuses:
+    # the resolver must backtrack to a 1.0
     build_wheel(w, "a", "3.0", requires_dist=["b==1.0"])
     build_wheel(w, "a", "2.0", requires_dist=["b==1.0", "c<1"])
     build_wheel(w, "a", "1.0", requires_dist=["b>=1", "c>=1"])
+    build_wheel(w, "x", "1.0", requires_dist=["y"])
+    build_wheel(w, "y", "1.0", requires_dist=["b>=2"])
     for v in ("1.0", "2.0"):
         build_wheel(w, "b", v)
     for v in ("0.5", "1.5"):
         build_wheel(w, "c", v)
     fetcher = Fetcher()
     sources = build_sources(None, fetcher, find_links=[str(w)])
-    res = resolve([Requirement("a"), Requirement("b>=2")], sources, None, TargetEnv())
-    assert {p.name: p.version for p in res.packages} == {"a": "1.0", "b": "2.0", "c": "1.5"}
+    res = resolve([Requirement("a"), Requirement("x")], sources, None, TargetEnv())
+    got = {p.name: p.version for p in res.packages}
+    assert got == {"a": "1.0", "b": "2.0", "c": "1.5", "x": "1.0", "y": "1.0"}
+    assert res.backtracks >= 1
 
 
 def test_markers_follow_the_target_python(das_wheelhouses, tmp_path):
