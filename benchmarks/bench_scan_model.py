@@ -46,23 +46,37 @@ def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
     t: list[tuple[str, str, list[int]]] = [("model.embed_tokens.weight", "BF16", [VOCAB, HIDDEN])]
     for i in range(LAYERS):
         p = f"model.layers.{i}"
-        for norm, size in (("input_layernorm", HIDDEN), ("post_attention_layernorm", HIDDEN),
-                           ("self_attn.q_a_layernorm", 1536), ("self_attn.kv_a_layernorm", 512)):
+        for norm, size in (
+            ("input_layernorm", HIDDEN),
+            ("post_attention_layernorm", HIDDEN),
+            ("self_attn.q_a_layernorm", 1536),
+            ("self_attn.kv_a_layernorm", 512),
+        ):
             t.append((f"{p}.{norm}.weight", "BF16", [size]))
-        for name, rows, cols in (("q_a_proj", 1536, HIDDEN), ("q_b_proj", 24576, 1536),
-                                 ("kv_a_proj_with_mqa", 576, HIDDEN), ("kv_b_proj", 32768, 512),
-                                 ("o_proj", HIDDEN, 16384)):
+        for name, rows, cols in (
+            ("q_a_proj", 1536, HIDDEN),
+            ("q_b_proj", 24576, 1536),
+            ("kv_a_proj_with_mqa", 576, HIDDEN),
+            ("kv_b_proj", 32768, 512),
+            ("o_proj", HIDDEN, 16384),
+        ):
             _linear(t, f"{p}.self_attn.{name}", rows, cols)
         if i < DENSE:
-            for name, rows, cols in (("gate_proj", INTER, HIDDEN), ("up_proj", INTER, HIDDEN),
-                                     ("down_proj", HIDDEN, INTER)):
+            for name, rows, cols in (
+                ("gate_proj", INTER, HIDDEN),
+                ("up_proj", INTER, HIDDEN),
+                ("down_proj", HIDDEN, INTER),
+            ):
                 _linear(t, f"{p}.mlp.{name}", rows, cols)
             continue
         t.append((f"{p}.mlp.gate.weight", "BF16", [EXPERTS, HIDDEN]))
         t.append((f"{p}.mlp.gate.e_score_correction_bias", "F32", [EXPERTS]))
         for e in [*(f"experts.{k}" for k in range(EXPERTS)), "shared_experts"]:
-            for name, rows, cols in (("gate_proj", MOE, HIDDEN), ("up_proj", MOE, HIDDEN),
-                                     ("down_proj", HIDDEN, MOE)):
+            for name, rows, cols in (
+                ("gate_proj", MOE, HIDDEN),
+                ("up_proj", MOE, HIDDEN),
+                ("down_proj", HIDDEN, MOE),
+            ):
                 _linear(t, f"{p}.mlp.{e}.{name}", rows, cols)
     t.append(("model.norm.weight", "BF16", [HIDDEN]))
     t.append(("lm_head.weight", "BF16", [VOCAB, HIDDEN]))
@@ -78,10 +92,13 @@ def build(folder: Path) -> int:
     for k in range(SHARDS):
         name = f"model-{k + 1:05d}-of-{SHARDS:06d}.safetensors"
         header, offset = {"__metadata__": {"format": "pt"}}, 0
-        for tname, dtype, shape in tensors[k * per:(k + 1) * per]:
+        for tname, dtype, shape in tensors[k * per : (k + 1) * per]:
             size = math.prod(shape) * BITS[dtype] // 8
-            header[tname] = {"dtype": dtype, "shape": shape,
-                             "data_offsets": [offset, offset + size]}
+            header[tname] = {
+                "dtype": dtype,
+                "shape": shape,
+                "data_offsets": [offset, offset + size],
+            }
             offset += size
             weight_map[tname] = name
         raw = json.dumps(header, separators=(",", ":")).encode()
@@ -91,12 +108,23 @@ def build(folder: Path) -> int:
             fh.truncate(8 + len(raw) + offset)
         total += 8 + len(raw) + offset
     (folder / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-        "torch_dtype": "bfloat16", "quantization_config": {
-            "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-            "weight_block_size": [128, 128]}}))
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map})
+    )
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["DeepseekV3ForCausalLM"],
+                "model_type": "deepseek_v3",
+                "torch_dtype": "bfloat16",
+                "quantization_config": {
+                    "activation_scheme": "dynamic",
+                    "fmt": "e4m3",
+                    "quant_method": "fp8",
+                    "weight_block_size": [128, 128],
+                },
+            }
+        )
+    )
     return total
 
 
@@ -133,23 +161,45 @@ def worker(method: str, folder: str) -> None:
         with open(os.devnull, "w") as sink:
             saved, sys.stdout = sys.stdout, sink
             try:
-                dtkguard.cli.main(["scan-model", folder, "--policy", "dtk-25.04.1", "--card",
-                                   "K100_AI", "--format", "json"])
+                dtkguard.cli.main(
+                    [
+                        "scan-model",
+                        folder,
+                        "--policy",
+                        "dtk-25.04.1",
+                        "--card",
+                        "K100_AI",
+                        "--format",
+                        "json",
+                    ]
+                )
             finally:
                 sys.stdout = saved
         tensors = -1
     seconds = time.perf_counter() - t0
     io1, flt1 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    print(json.dumps({"seconds": seconds, "rchar": io1["rchar"] - io0["rchar"],
-                      "syscr": io1["syscr"] - io0["syscr"], "minflt": flt1 - flt0,
-                      "tensors": tensors}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "rchar": io1["rchar"] - io0["rchar"],
+                "syscr": io1["syscr"] - io0["syscr"],
+                "minflt": flt1 - flt0,
+                "tensors": tensors,
+            }
+        )
+    )
 
 
 def run(python: str, method: str, folder: Path, repeat: int) -> dict[str, float]:
     results = []
     for _ in range(repeat):
-        out = subprocess.run([python, __file__, "--worker", method, str(folder)], check=True,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [python, __file__, "--worker", method, str(folder)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     best = {k: statistics.median(r[k] for r in results) for k in results[0]}
     return best
@@ -175,26 +225,37 @@ def main() -> int:
     t0 = time.perf_counter()
     apparent = build(folder)
     on_disk = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
-    headers = sum(8 + struct.unpack("<Q", p.open("rb").read(8))[0]
-                  for p in folder.glob("*.safetensors"))
-    print(f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
-          f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
-          f"headers {headers / 1e6:.2f} MB, index "
-          f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB")
-    rows = [("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
-            ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib")]
+    headers = sum(
+        8 + struct.unpack("<Q", p.open("rb").read(8))[0] for p in folder.glob("*.safetensors")
+    )
+    print(
+        f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
+        f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
+        f"headers {headers / 1e6:.2f} MB, index "
+        f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB"
+    )
+    rows = [
+        ("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
+        ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib"),
+    ]
     if args.safetensors_python:
         rows.append(("safetensors.safe_open", args.safetensors_python, "safetensors"))
     results = [(label, run(py, m, folder, args.repeat)) for label, py, m in rows]
     ref = results[-1][1] if args.safetensors_python else results[0][1]
-    print(f"\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
-          f"{'minflt':>8} {'time x':>7} {'bytes x':>8}")
+    print(
+        f"\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
+        f"{'minflt':>8} {'time x':>7} {'bytes x':>8}"
+    )
     for label, r in results:
-        print(f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
-              f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
-              f"{r['rchar'] / max(ref['rchar'], 1):8.2f}")
-    print(f"\n(ratios relative to {results[-1][0] if args.safetensors_python else results[0][0]};"
-          f" headers total {headers:,} bytes; median of {args.repeat} runs)")
+        print(
+            f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
+            f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
+            f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
+        )
+    print(
+        f"\n(ratios relative to {results[-1][0] if args.safetensors_python else results[0][0]};"
+        f" headers total {headers:,} bytes; median of {args.repeat} runs)"
+    )
     if not args.keep and not args.dir:
         shutil.rmtree(base)
     return 0

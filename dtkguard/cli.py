@@ -21,8 +21,12 @@ COMMANDS: dict[str, str] = {
     "export": "export",
     "lock": "lock",
     "policy": "policy",
+    "audit": "audit",
     "scan-model": "scan_model",
     "exec": "exec_",
+    "report": "report",
+    "pip": "pip",
+    "guard": "guard",
 }
 
 

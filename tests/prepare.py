@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.cache import BUILD_REQUIREMENTS, PIP_VERSIONS, cache_path
+from tests.support.cache import BUILD_REQUIREMENTS, MATRIX_PIP_VERSIONS, PIP_VERSIONS, cache_path
 
 
 def _present(dest: Path, name: str, version: str | None) -> bool:
@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dest = cache_path()
     dest.mkdir(parents=True, exist_ok=True)
-    wanted: list[tuple[str, str | None]] = [("pip", v) for v in PIP_VERSIONS]
+    versions = dict.fromkeys((*PIP_VERSIONS, *MATRIX_PIP_VERSIONS))
+    wanted: list[tuple[str, str | None]] = [("pip", v) for v in versions]
     wanted += [(name, None) for name in BUILD_REQUIREMENTS]
     for name, version in wanted:
         spec = f"{name}=={version}" if version else name

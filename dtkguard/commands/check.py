@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     add_target_options(parser)
     add_policy_option(parser)
+    parser.add_argument("--lock", metavar="L", help="also report drift against a PEP 751 lock")
     add_report_options(parser)
     parser.set_defaults(run=run)
 
@@ -28,13 +29,20 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.report import Report, emit
     from dtkguard.rules.catalog import RULES
     from dtkguard.rules.context import CheckContext
-    from dtkguard.rules.engine import run_checks
+    from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
 
     threshold = fail_on(args)
     policy = load_policy(args.policy)
+    lock = None
+    if getattr(args, "lock", None):
+        from dtkguard.lock.read import read_lock
+
+        lock = read_lock(args.lock)
     env = open_target(args)
-    findings = run_checks(CheckContext(env, policy))
-    rules = [r for r in RULES if not r.startswith(("drift", "file", "fp", "record", "override"))]
+    families = ENVIRONMENT_CHECKS + (("drift",) if lock else ())
+    findings = run_checks(CheckContext(env, policy, extra={"lock": lock}), families)
+    skip = ("file", "fp", "record") + (() if lock else ("drift",))
+    rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(
         findings,
         target=env.target,

@@ -19,6 +19,10 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
         help="a site-packages folder (repeatable)",
     )
     ex.add_argument("--root", metavar="DIR", help="an image root filesystem (unpacked image)")
+    ex.add_argument("--pid", metavar="N", help="a running process, read through /proc/N/root")
+    ex.add_argument(
+        "--container", metavar="NAME", help="a running container (asks docker or podman its PID)"
+    )
 
 
 def add_policy_option(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +64,14 @@ def open_target(args: argparse.Namespace):
     """The Environment named by the target options."""
     from dtkguard.env import environment as envs
 
+    if getattr(args, "pid", None):
+        from dtkguard.env.procfs import from_pid
+
+        return from_pid(args.pid)
+    if getattr(args, "container", None):
+        from dtkguard.env.container import from_container
+
+        return from_container(args.container)
     if getattr(args, "root", None):
         return envs.from_root(args.root)
     if getattr(args, "path", None):

@@ -116,12 +116,12 @@ def parse_headers(data: bytes) -> dict[str, list[str]]:
 
 def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str:
     """Read one ``*.dist-info`` / ``*.egg-info`` entry; a string describes why it could not be."""
-    path = child(root, site, entry)
-    if path.is_dir():
-        meta = child(root, path, "METADATA" if entry.endswith(".dist-info") else "PKG-INFO")
-    else:
-        meta = path  # an .egg-info file is the PKG-INFO itself
-    try:
+    try:  # a symlink loop or a link that cannot be resolved inside the root is a warning
+        path = child(root, site, entry)
+        if path.is_dir():
+            meta = child(root, path, "METADATA" if entry.endswith(".dist-info") else "PKG-INFO")
+        else:
+            meta = path  # an .egg-info file is the PKG-INFO itself
         data = read_capped(meta, METADATA_LIMIT)
     except OSError as exc:
         return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"

@@ -24,6 +24,7 @@ FORMATS: dict[str, str] = {
     "sarif": "dtkguard.report.sarif:render",
     "junit": "dtkguard.report.junit:render",
     "markdown": "dtkguard.report.markdown:render",
+    "cyclonedx": "dtkguard.report.cyclonedx:render",
 }
 
 
@@ -39,6 +40,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     #: rule ids that were evaluated (JUnit and SARIF list them even when they passed)
     rules: list[str] = field(default_factory=list)
+    #: what the target holds (`dtkguard.audit.inventory.components`), for SBOM formats only
+    inventory: list[dict[str, Any]] = field(default_factory=list, repr=False)
     created: str = field(
         default_factory=lambda: (
             _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()

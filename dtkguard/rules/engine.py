@@ -20,8 +20,11 @@ CHECKS: dict[str, str] = {
     "deny": "dtkguard.rules.deny:check",
     "dtk": "dtkguard.rules.dtk:check",
     "torch-build": "dtkguard.rules.torch_build:check",
+    "override": "dtkguard.rules.override:check",
+    "drift": "dtkguard.rules.drift:check",
+    "files": "dtkguard.rules.files:check",
 }
-ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build")
+ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
 
 
 def load_check(family: str) -> Check:

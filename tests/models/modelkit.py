@@ -13,12 +13,27 @@ from pathlib import Path
 #: test data kept in the repository (hy-smi output, torch checkpoints)
 DATA = Path(__file__).resolve().parents[1] / "data"
 
-BITS = {"F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
-        "U8": 8, "I8": 8, "BF16": 16, "F16": 16, "F32": 32, "I32": 32, "F64": 64, "I64": 64}
+BITS = {
+    "F8_E4M3": 8,
+    "F8_E5M2": 8,
+    "F8_E8M0": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "BF16": 16,
+    "F16": 16,
+    "F32": 32,
+    "I32": 32,
+    "F64": 64,
+    "I64": 64,
+}
 
 
-def safetensors_header(tensors: dict[str, tuple[str, list[int]]],
-                       metadata: dict[str, str] | None = None) -> tuple[bytes, int]:
+def safetensors_header(
+    tensors: dict[str, tuple[str, list[int]]], metadata: dict[str, str] | None = None
+) -> tuple[bytes, int]:
     """The padded header bytes and the buffer length for ``tensors`` laid out in order."""
     header: dict[str, object] = {}
     if metadata is not None:
@@ -33,8 +48,9 @@ def safetensors_header(tensors: dict[str, tuple[str, list[int]]],
     return raw, offset
 
 
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]],
-                      metadata: dict[str, str] | None = None) -> Path:
+def write_safetensors(
+    path: Path, tensors: dict[str, tuple[str, list[int]]], metadata: dict[str, str] | None = None
+) -> Path:
     """A real safetensors file whose buffer is a sparse hole of the right size."""
     raw, buffer_len = safetensors_header(tensors, metadata or {"format": "pt"})
     with open(path, "wb") as fh:
@@ -59,8 +75,11 @@ def write_json(path: Path, data: object) -> Path:
     return path
 
 
-def write_sharded(folder: Path, shards: list[dict[str, tuple[str, list[int]]]],
-                  index_names: dict[str, str] | None = None) -> list[Path]:
+def write_sharded(
+    folder: Path,
+    shards: list[dict[str, tuple[str, list[int]]]],
+    index_names: dict[str, str] | None = None,
+) -> list[Path]:
     """Shards ``model-0000k-of-0000n.safetensors`` plus ``model.safetensors.index.json``."""
     n = len(shards)
     weight_map: dict[str, str] = {}
@@ -71,13 +90,19 @@ def write_sharded(folder: Path, shards: list[dict[str, tuple[str, list[int]]]],
         weight_map.update({t: name for t in tensors})
     if index_names is not None:
         weight_map = index_names
-    write_json(folder / "model.safetensors.index.json",
-               {"metadata": {"total_size": 0}, "weight_map": weight_map})
+    write_json(
+        folder / "model.safetensors.index.json",
+        {"metadata": {"total_size": 0}, "weight_map": weight_map},
+    )
     return paths
 
 
-DEEPSEEK_FP8_QC = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                   "weight_block_size": [128, 128]}
+DEEPSEEK_FP8_QC = {
+    "activation_scheme": "dynamic",
+    "fmt": "e4m3",
+    "quant_method": "fp8",
+    "weight_block_size": [128, 128],
+}
 
 
 def deepseek_layer(i: int, fp8: bool = True, experts: int = 2, hidden: int = 256) -> dict:
@@ -98,12 +123,16 @@ def deepseek_layer(i: int, fp8: bool = True, experts: int = 2, hidden: int = 256
     return out
 
 
-def deepseek_model(folder: Path, layers: int = 4, shards: int = 2, fp8: bool = True,
-                   stale_config: bool = False) -> Path:
+def deepseek_model(
+    folder: Path, layers: int = 4, shards: int = 2, fp8: bool = True, stale_config: bool = False
+) -> Path:
     """A DeepSeek-V3-shaped model; ``fp8=False, stale_config=True`` is fp8_cast_bf16 output."""
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-              "torch_dtype": "bfloat16"}
+    config = {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "torch_dtype": "bfloat16",
+    }
     if fp8 or stale_config:
         config["quantization_config"] = dict(DEEPSEEK_FP8_QC)
     write_json(folder / "config.json", config)
@@ -120,8 +149,9 @@ def gguf_string(text: str) -> bytes:
     return struct.pack("<Q", len(raw)) + raw
 
 
-def write_gguf(path: Path, tensors: list[tuple[str, list[int], int]],
-               kv: dict[str, str] | None = None) -> Path:
+def write_gguf(
+    path: Path, tensors: list[tuple[str, list[int], int]], kv: dict[str, str] | None = None
+) -> Path:
     """A GGUF v3 header: string key/values, a token array, and tensor infos (no data)."""
     kv = {"general.architecture": "gpt-oss", **(kv or {})}
     body = bytearray()

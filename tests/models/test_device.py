@@ -11,8 +11,7 @@ HY = DATA / "hy-smi"
 
 
 def test_text_formats():
-    assert device.parse_text((HY / "showproductname-hcu.txt").read_text()) == ["K100_AI",
-                                                                               "K100_AI"]
+    assert device.parse_text((HY / "showproductname-hcu.txt").read_text()) == ["K100_AI", "K100_AI"]
     assert device.parse((HY / "showproductname-dcu-old.txt").read_text()) == ["BW1000"]
 
 
@@ -21,8 +20,9 @@ def test_json_valid_and_malformed():
     assert device.parse((HY / "json-malformed.txt").read_text()) == ["K100_AI", "K100_AI"]
 
 
-@pytest.mark.parametrize(("raw", "norm"), [("k100-ai ", "K100_AI"), ("BW1100", "BW1100"),
-                                           ("K100 AI", "K100_AI")])
+@pytest.mark.parametrize(
+    ("raw", "norm"), [("k100-ai ", "K100_AI"), ("BW1100", "BW1100"), ("K100 AI", "K100_AI")]
+)
 def test_normalise(raw, norm):
     assert device.normalise(raw) == norm
 

@@ -13,9 +13,21 @@ from dtkguard.models.safetensors_header import HeaderError, read_header
 
 
 def test_reads_every_dtype_and_only_the_header(tmp_path):
-    tensors = {f"t.{d}": (d, [4, 4]) for d in (
-        "F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F4", "F6_E2M3", "BF16", "U8",
-        "F8_E3M4", "F4_E2M1X")}
+    tensors = {
+        f"t.{d}": (d, [4, 4])
+        for d in (
+            "F8_E4M3",
+            "F8_E5M2",
+            "F8_E8M0",
+            "F8_E4M3FNUZ",
+            "F4",
+            "F6_E2M3",
+            "BF16",
+            "U8",
+            "F8_E3M4",
+            "F4_E2M1X",
+        )
+    }
     path = write_safetensors(tmp_path / "m.safetensors", tensors)
     header = read_header(path)
     assert {t.dtype for t in header.tensors.values()} == {d for d, _ in tensors.values()}

@@ -49,20 +49,39 @@ def test_clean_bf16_model_has_no_detection(tmp_path):
 def test_compressed_tensors_fp8_dynamic(tmp_path):
     folder = tmp_path / "Llama-FP8-Dynamic"
     folder.mkdir()
-    group = {"format": "float-quantized", "targets": ["Linear"],
-             "weights": {"num_bits": 8, "type": "float", "strategy": "channel",
-                         "dynamic": False, "symmetric": True},
-             "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
-                                   "dynamic": True}}
-    write_json(folder / "config.json", {"model_type": "llama", "quantization_config": {
-        "quant_method": "compressed-tensors", "format": "float-quantized",
-        "config_groups": {"group_0": group}, "ignore": ["lm_head"],
-        "quantization_status": "compressed"}})
-    write_safetensors(folder / "model.safetensors", {
-        "model.layers.0.mlp.down_proj.weight": ("F8_E4M3", [64, 64]),
-        "model.layers.0.mlp.down_proj.weight_scale": ("BF16", [64, 1]),
-        "lm_head.weight": ("BF16", [64, 64]),
-    })
+    group = {
+        "format": "float-quantized",
+        "targets": ["Linear"],
+        "weights": {
+            "num_bits": 8,
+            "type": "float",
+            "strategy": "channel",
+            "dynamic": False,
+            "symmetric": True,
+        },
+        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True},
+    }
+    write_json(
+        folder / "config.json",
+        {
+            "model_type": "llama",
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "format": "float-quantized",
+                "config_groups": {"group_0": group},
+                "ignore": ["lm_head"],
+                "quantization_status": "compressed",
+            },
+        },
+    )
+    write_safetensors(
+        folder / "model.safetensors",
+        {
+            "model.layers.0.mlp.down_proj.weight": ("F8_E4M3", [64, 64]),
+            "model.layers.0.mlp.down_proj.weight_scale": ("BF16", [64, 1]),
+            "lm_head.weight": ("BF16", [64, 64]),
+        },
+    )
     found = kinds(folder)
     assert set(found) == {"fp8-weights"}
     assert "quant_method=compressed-tensors" in found["fp8-weights"].evidence
@@ -73,16 +92,27 @@ def test_modelopt_nvfp4_fp4_weights_and_fp8_scales(tmp_path):
     folder = tmp_path / "Llama-NVFP4"
     folder.mkdir()
     write_json(folder / "config.json", {"model_type": "llama"})
-    write_json(folder / "hf_quant_config.json", {
-        "producer": {"name": "modelopt", "version": "0.29.0"},
-        "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
-                         "exclude_modules": ["lm_head"]}})
-    write_safetensors(folder / "model.safetensors", {
-        "model.layers.0.mlp.up_proj.weight": ("U8", [64, 32]),
-        "model.layers.0.mlp.up_proj.weight_scale": ("F8_E4M3", [64, 4]),
-        "model.layers.0.mlp.up_proj.weight_scale_2": ("F32", []),
-        "model.layers.0.mlp.up_proj.input_scale": ("F32", []),
-    })
+    write_json(
+        folder / "hf_quant_config.json",
+        {
+            "producer": {"name": "modelopt", "version": "0.29.0"},
+            "quantization": {
+                "quant_algo": "NVFP4",
+                "kv_cache_quant_algo": None,
+                "group_size": 16,
+                "exclude_modules": ["lm_head"],
+            },
+        },
+    )
+    write_safetensors(
+        folder / "model.safetensors",
+        {
+            "model.layers.0.mlp.up_proj.weight": ("U8", [64, 32]),
+            "model.layers.0.mlp.up_proj.weight_scale": ("F8_E4M3", [64, 4]),
+            "model.layers.0.mlp.up_proj.weight_scale_2": ("F32", []),
+            "model.layers.0.mlp.up_proj.input_scale": ("F32", []),
+        },
+    )
     found = kinds(folder)
     assert set(found) == {"fp4-weights", "fp8-scales"}
     assert "hf_quant_config.json quant_algo=NVFP4" in found["fp4-weights"].evidence
@@ -93,15 +123,31 @@ def test_modelopt_nvfp4_fp4_weights_and_fp8_scales(tmp_path):
 def test_fp8_kv_cache_only(tmp_path):
     folder = tmp_path / "Llama-FP8-KV"
     folder.mkdir()
-    write_json(folder / "config.json", {"quantization_config": {
-        "quant_method": "compressed-tensors", "format": "dense", "config_groups": {},
-        "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor",
-                            "dynamic": False, "symmetric": True}}})
-    write_safetensors(folder / "model.safetensors", {
-        "model.layers.0.self_attn.k_proj.weight": ("BF16", [64, 64]),
-        "model.layers.0.self_attn.k_scale": ("F32", []),
-        "model.layers.0.self_attn.v_scale": ("F32", []),
-    })
+    write_json(
+        folder / "config.json",
+        {
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "format": "dense",
+                "config_groups": {},
+                "kv_cache_scheme": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "tensor",
+                    "dynamic": False,
+                    "symmetric": True,
+                },
+            }
+        },
+    )
+    write_safetensors(
+        folder / "model.safetensors",
+        {
+            "model.layers.0.self_attn.k_proj.weight": ("BF16", [64, 64]),
+            "model.layers.0.self_attn.k_scale": ("F32", []),
+            "model.layers.0.self_attn.v_scale": ("F32", []),
+        },
+    )
     found = kinds(folder)
     assert set(found) == {"fp8-kv-cache"}
     assert not found["fp8-kv-cache"].weak
@@ -112,8 +158,10 @@ def test_fp8_kv_cache_only(tmp_path):
 def test_kv_scales_without_declaration_are_a_weak_hint(tmp_path):
     folder = tmp_path / "kv-scales"
     folder.mkdir()
-    write_safetensors(folder / "model.safetensors", {
-        "l.weight": ("BF16", [8, 8]), "l.k_scale": ("F32", []), "l.v_scale": ("F32", [])})
+    write_safetensors(
+        folder / "model.safetensors",
+        {"l.weight": ("BF16", [8, 8]), "l.k_scale": ("F32", []), "l.v_scale": ("F32", [])},
+    )
     found = kinds(folder)
     assert set(found) == {"fp8-kv-cache"} and found["fp8-kv-cache"].weak
 
@@ -121,13 +169,24 @@ def test_kv_scales_without_declaration_are_a_weak_hint(tmp_path):
 def test_mxfp4_gpt_oss(tmp_path):
     folder = tmp_path / "gpt-oss-20b"
     folder.mkdir()
-    write_json(folder / "config.json", {"model_type": "gpt_oss", "quantization_config": {
-        "quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}})
-    write_safetensors(folder / "model.safetensors", {
-        "model.layers.0.mlp.experts.gate_up_proj_blocks": ("U8", [32, 90, 16]),
-        "model.layers.0.mlp.experts.gate_up_proj_scales": ("U8", [32, 90]),
-        "model.layers.0.self_attn.q_proj.weight": ("BF16", [64, 64]),
-    })
+    write_json(
+        folder / "config.json",
+        {
+            "model_type": "gpt_oss",
+            "quantization_config": {
+                "quant_method": "mxfp4",
+                "modules_to_not_convert": ["model.layers.*.self_attn"],
+            },
+        },
+    )
+    write_safetensors(
+        folder / "model.safetensors",
+        {
+            "model.layers.0.mlp.experts.gate_up_proj_blocks": ("U8", [32, 90, 16]),
+            "model.layers.0.mlp.experts.gate_up_proj_scales": ("U8", [32, 90]),
+            "model.layers.0.self_attn.q_proj.weight": ("BF16", [64, 64]),
+        },
+    )
     found = kinds(folder)
     assert set(found) == {"fp4-weights"}
     assert "Mxfp4Config(dequantize=True)" in found["fp4-weights"].remediation
@@ -135,8 +194,9 @@ def test_mxfp4_gpt_oss(tmp_path):
 
 
 def test_e8m0_scales_and_f4_values(tmp_path):
-    path = write_safetensors(tmp_path / "mx.safetensors", {
-        "w.weight": ("F4", [64]), "w.weight_scale": ("F8_E8M0", [2])})
+    path = write_safetensors(
+        tmp_path / "mx.safetensors", {"w.weight": ("F4", [64]), "w.weight_scale": ("F8_E8M0", [2])}
+    )
     assert set(kinds(path)) == {"fp4-weights", "fp8-scales"}
 
 
@@ -157,9 +217,11 @@ def test_pickle_with_stack_global_protocol_4(tmp_path):
     import pickletools
 
     # protocol 4 names globals with two strings and STACK_GLOBAL; the module string is memoised
-    ops = (b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00"
-           b"\x8c\x05torch\x94\x8c\x0bfloat8_e5m2\x94\x93\x94"
-           b"h\x00\x8c\x0cFloatStorage\x94\x93\x94\x86\x94.")
+    ops = (
+        b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00"
+        b"\x8c\x05torch\x94\x8c\x0bfloat8_e5m2\x94\x93\x94"
+        b"h\x00\x8c\x0cFloatStorage\x94\x93\x94\x86\x94."
+    )
     with open(os.devnull, "w") as sink:
         pickletools.dis(ops, out=sink)  # a valid pickle
     (tmp_path / "m.pt").write_bytes(ops)
@@ -168,11 +230,14 @@ def test_pickle_with_stack_global_protocol_4(tmp_path):
 
 
 def test_gguf_mxfp4(tmp_path):
-    path = write_gguf(tmp_path / "gpt-oss-20b-mxfp4.gguf", [
-        ("blk.0.ffn_gate_exps.weight", [2880, 2880, 32], 39),
-        ("blk.0.attn_q.weight", [2880, 4096], 30),
-        ("output.weight", [2880, 201088], 8),
-    ])
+    path = write_gguf(
+        tmp_path / "gpt-oss-20b-mxfp4.gguf",
+        [
+            ("blk.0.ffn_gate_exps.weight", [2880, 2880, 32], 39),
+            ("blk.0.attn_q.weight", [2880, 4096], 30),
+            ("output.weight", [2880, 201088], 8),
+        ],
+    )
     (model,) = scan([str(path)])
     assert model.gguf_types == {"MXFP4": 1, "BF16": 1, "Q8_0": 1}
     found = {d.kind: d for d in detect(model)}

@@ -14,8 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def dtkguard(*args: str, cwd: Path | None = None, env: dict | None = None):
     full = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
     full.pop("DTKGUARD_POLICY", None)
-    return subprocess.run([sys.executable, "-m", "dtkguard", *args], capture_output=True,
-                          text=True, env=full, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dtkguard", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_scan_model_exit_codes_and_json(tmp_path):
@@ -23,8 +29,9 @@ def test_scan_model_exit_codes_and_json(tmp_path):
     clean = deepseek_model(tmp_path / "bf16", fp8=False)
     out = dtkguard("scan-model", str(clean), "--policy", "dtk-25.04.1", "--card", "K100_AI")
     assert out.returncode == 0, out.stderr
-    out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "K100_AI",
-                   "--format", "json")
+    out = dtkguard(
+        "scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "K100_AI", "--format", "json"
+    )
     assert out.returncode == 1, out.stderr
     report = json.loads(out.stdout)
     (finding,) = report["findings"]
@@ -33,8 +40,20 @@ def test_scan_model_exit_codes_and_json(tmp_path):
     # BW1100 is "warn" in the bundled policy: medium, below the default --fail-on high
     out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "BW1100")
     assert out.returncode == 0, out.stderr
-    out = dtkguard("scan-model", str(fp8), "--policy", "dtk-25.04.1", "--card", "BW1100",
-                   "--fail-on", "medium", "-o", str(tmp_path / "r.json"), "--format", "json")
+    out = dtkguard(
+        "scan-model",
+        str(fp8),
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "BW1100",
+        "--fail-on",
+        "medium",
+        "-o",
+        str(tmp_path / "r.json"),
+        "--format",
+        "json",
+    )
     assert out.returncode == 1
     assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["severity"] == "medium"
 
@@ -51,8 +70,17 @@ def test_scan_model_bad_input_is_one_line_exit_2(tmp_path):
 
 
 def test_exec_really_execs(tmp_path):
-    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
-                   sys.executable, "-c", "import os; print('served', os.getpid())")
+    out = dtkguard(
+        "exec",
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print('served', os.getpid())",
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("served ")
 
@@ -63,16 +91,46 @@ def test_exec_vetoes_fp8_model_and_flags(tmp_path):
     script = tmp_path / "vllm"
     script.write_text(f"#!/bin/sh\ntouch {marker}\n")
     script.chmod(0o755)
-    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
-                   str(script), "serve", "DeepSeek-V3", cwd=tmp_path)
+    out = dtkguard(
+        "exec",
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--",
+        str(script),
+        "serve",
+        "DeepSeek-V3",
+        cwd=tmp_path,
+    )
     assert out.returncode == 1 and not marker.exists()
     assert "fp8-weights" in out.stderr and "veto" in out.stderr
     clean = deepseek_model(tmp_path / "bf16", fp8=False)
-    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
-                   str(script), "serve", str(clean), "--kv-cache-dtype", "fp8_e4m3")
+    out = dtkguard(
+        "exec",
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--",
+        str(script),
+        "serve",
+        str(clean),
+        "--kv-cache-dtype",
+        "fp8_e4m3",
+    )
     assert out.returncode == 1 and not marker.exists() and "fp8-serving" in out.stderr
-    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
-                   str(script), "serve", str(clean))
+    out = dtkguard(
+        "exec",
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--",
+        str(script),
+        "serve",
+        str(clean),
+    )
     assert out.returncode == 0 and marker.exists()
     assert fp8.exists()
 
@@ -80,6 +138,7 @@ def test_exec_vetoes_fp8_model_and_flags(tmp_path):
 def test_exec_without_command_and_missing_command():
     out = dtkguard("exec", "--policy", "dtk-25.04.1")
     assert out.returncode == 2 and "needs a command" in out.stderr
-    out = dtkguard("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--",
-                   "no-such-command-xyz")
+    out = dtkguard(
+        "exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--", "no-such-command-xyz"
+    )
     assert out.returncode == 127 and "no-such-command-xyz" in out.stderr

@@ -21,20 +21,41 @@ def asks(argv, env=None):
         (["vllm", "serve", "/m", "--quantization", "fp8"], [("weights", "--quantization fp8")]),
         (["vllm", "serve", "/m", "-q", "fp8"], [("weights", "-q fp8")]),
         (["vllm", "serve", "/m", "--quantization=fp8"], [("weights", "--quantization=fp8")]),
-        (["vllm", "serve", "/m", "--kv-cache-dtype", "fp8_e4m3"],
-         [("kv_cache", "--kv-cache-dtype fp8_e4m3")]),
-        (["vllm", "serve", "/m", "--kv_cache_dtype", "fp8"],
-         [("kv_cache", "--kv_cache_dtype fp8")]),
-        (["python3", "-m", "sglang.launch_server", "--model-path", "/m", "--quantization",
-          "w8a8_fp8", "--kv-cache-dtype", "fp8_e4m3"],
-         [("weights", "--quantization w8a8_fp8"), ("kv_cache", "--kv-cache-dtype fp8_e4m3")]),
-        (["lmdeploy", "serve", "api_server", "/m", "--quant-policy", "16"],
-         [("kv_cache", "--quant-policy 16")]),
+        (
+            ["vllm", "serve", "/m", "--kv-cache-dtype", "fp8_e4m3"],
+            [("kv_cache", "--kv-cache-dtype fp8_e4m3")],
+        ),
+        (
+            ["vllm", "serve", "/m", "--kv_cache_dtype", "fp8"],
+            [("kv_cache", "--kv_cache_dtype fp8")],
+        ),
+        (
+            [
+                "python3",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                "/m",
+                "--quantization",
+                "w8a8_fp8",
+                "--kv-cache-dtype",
+                "fp8_e4m3",
+            ],
+            [("weights", "--quantization w8a8_fp8"), ("kv_cache", "--kv-cache-dtype fp8_e4m3")],
+        ),
+        (
+            ["lmdeploy", "serve", "api_server", "/m", "--quant-policy", "16"],
+            [("kv_cache", "--quant-policy 16")],
+        ),
         (["lmdeploy", "serve", "api_server", "/m", "--quant-policy", "8"], []),
-        (["lmdeploy", "serve", "api_server", "/m", "--model-format", "fp8"],
-         [("weights", "--model-format fp8")]),
-        (["text-generation-launcher", "--model-id", "/m", "--quantize", "fp8"],
-         [("weights", "--quantize fp8")]),
+        (
+            ["lmdeploy", "serve", "api_server", "/m", "--model-format", "fp8"],
+            [("weights", "--model-format fp8")],
+        ),
+        (
+            ["text-generation-launcher", "--model-id", "/m", "--quantize", "fp8"],
+            [("weights", "--quantize fp8")],
+        ),
         (["text-generation-launcher", "--quantize", "bitsandbytes-fp4"], []),
         (["vllm", "serve", "/m", "--dtype", "bfloat16", "--kv-cache-dtype", "auto"], []),
     ],
@@ -44,11 +65,18 @@ def test_flag_spellings(argv, expected):
 
 
 def test_environment_requests():
-    env = {"QUANTIZE": "fp8", "KV_CACHE_DTYPE": "fp8_e5m2", "SGLANG_USE_FP8_W8A8_MOE": "1",
-           "VLLM_USE_FP8_THING": "0", "PATH": "/bin"}
+    env = {
+        "QUANTIZE": "fp8",
+        "KV_CACHE_DTYPE": "fp8_e5m2",
+        "SGLANG_USE_FP8_W8A8_MOE": "1",
+        "VLLM_USE_FP8_THING": "0",
+        "PATH": "/bin",
+    }
     assert asks(["text-generation-launcher"], env) == [
-        ("weights", "QUANTIZE=fp8"), ("kv_cache", "KV_CACHE_DTYPE=fp8_e5m2"),
-        ("weights", "SGLANG_USE_FP8_W8A8_MOE=1")]
+        ("weights", "QUANTIZE=fp8"),
+        ("kv_cache", "KV_CACHE_DTYPE=fp8_e5m2"),
+        ("weights", "SGLANG_USE_FP8_W8A8_MOE=1"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -56,8 +84,11 @@ def test_environment_requests():
     [
         (["vllm", "serve", "org/name", "--port", "8000"], "vllm", "org/name"),
         (["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"], "vllm", "/m"),
-        (["/usr/bin/python3.10", "-u", "-m", "sglang.launch_server", "--model-path", "/m"],
-         "sglang", "/m"),
+        (
+            ["/usr/bin/python3.10", "-u", "-m", "sglang.launch_server", "--model-path", "/m"],
+            "sglang",
+            "/m",
+        ),
         (["lmdeploy", "serve", "api_server", "/m"], "lmdeploy", "/m"),
         (["text-generation-launcher", "--model-id=/m"], "tgi", "/m"),
         (["python", "serve.py", "--model_name_or_path", "/m"], "python", "/m"),
@@ -106,18 +137,24 @@ def launch(tmp_path):
 
 def test_finds_real_serving_processes(tmp_path, launch):
     model = deepseek_model(tmp_path / "DeepSeek-V3", layers=1, shards=1)
-    vllm = launch("vllm", ["serve", "DeepSeek-V3", "--quantization", "fp8",
-                           "--kv_cache_dtype=fp8_e4m3"])
-    sglang = launch("srv", ["--model-path", str(model)], env={"KV_CACHE_DTYPE": "fp8_e4m3"},
-                    argv0="sglang.launch_server")
-    tgi = launch("text-generation-launcher", ["--model-id", str(model)],
-                 env={"QUANTIZE": "fp8"})
+    vllm = launch(
+        "vllm", ["serve", "DeepSeek-V3", "--quantization", "fp8", "--kv_cache_dtype=fp8_e4m3"]
+    )
+    sglang = launch(
+        "srv",
+        ["--model-path", str(model)],
+        env={"KV_CACHE_DTYPE": "fp8_e4m3"},
+        argv0="sglang.launch_server",
+    )
+    tgi = launch("text-generation-launcher", ["--model-id", str(model)], env={"QUANTIZE": "fp8"})
     found = {p.pid: p for p in scan_processes()}
     assert {vllm.pid, sglang.pid, tgi.pid} <= set(found)
     v = found[vllm.pid]
     assert v.command.engine == "vllm"
-    assert [r.text for r in v.command.requests] == ["--quantization fp8",
-                                                    "--kv_cache_dtype=fp8_e4m3"]
+    assert [r.text for r in v.command.requests] == [
+        "--quantization fp8",
+        "--kv_cache_dtype=fp8_e4m3",
+    ]
     assert v.cwd == str(tmp_path)
     assert v.model_path is not None and os.path.samefile(v.model_path, model)  # relative to cwd
     s = found[sglang.pid]

@@ -25,8 +25,13 @@ def fp8_model(tmp_path):
 
 @pytest.mark.parametrize(
     ("card", "severity"),
-    [("K100_AI", Severity.HIGH), ("BW1000", Severity.HIGH), ("BW1100", Severity.MEDIUM),
-     (None, Severity.HIGH), ("bw1100", Severity.MEDIUM)],
+    [
+        ("K100_AI", Severity.HIGH),
+        ("BW1000", Severity.HIGH),
+        ("BW1100", Severity.MEDIUM),
+        (None, Severity.HIGH),
+        ("bw1100", Severity.MEDIUM),
+    ],
 )
 def test_fp8_weights_severity_follows_card(fp8_model, card, severity):
     (finding,) = fp8_findings(scan([str(fp8_model)]), POLICY, card)
@@ -53,19 +58,31 @@ def test_stale_config_is_not_reported_as_fp8(tmp_path):
 def test_rule_ids_for_nvfp4_and_kv(tmp_path):
     folder = tmp_path / "nvfp4"
     folder.mkdir()
-    write_json(folder / "hf_quant_config.json", {"quantization": {
-        "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}})
-    write_safetensors(folder / "model.safetensors", {
-        "l.weight": ("U8", [8, 4]), "l.weight_scale": ("F8_E4M3", [8, 1]),
-        "l.k_scale": ("F32", []), "l.v_scale": ("F32", [])})
+    write_json(
+        folder / "hf_quant_config.json",
+        {"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}},
+    )
+    write_safetensors(
+        folder / "model.safetensors",
+        {
+            "l.weight": ("U8", [8, 4]),
+            "l.weight_scale": ("F8_E4M3", [8, 1]),
+            "l.k_scale": ("F32", []),
+            "l.v_scale": ("F32", []),
+        },
+    )
     rules = {f.rule: f.severity for f in fp8_findings(scan([str(folder)]), POLICY, "K100_AI")}
-    assert rules == {"fp4-weights": Severity.HIGH, "fp8-scales": Severity.HIGH,
-                     "fp8-kv-cache": Severity.HIGH}
+    assert rules == {
+        "fp4-weights": Severity.HIGH,
+        "fp8-scales": Severity.HIGH,
+        "fp8-kv-cache": Severity.HIGH,
+    }
 
 
 def test_weak_kv_hint_is_low(tmp_path):
-    path = write_safetensors(tmp_path / "m.safetensors", {
-        "l.weight": ("BF16", [4]), "l.k_scale": ("F32", [])})
+    path = write_safetensors(
+        tmp_path / "m.safetensors", {"l.weight": ("BF16", [4]), "l.k_scale": ("F32", [])}
+    )
     (finding,) = fp8_findings(scan([str(path)]), POLICY, "K100_AI")
     assert finding.rule == "fp8-kv-cache" and finding.severity is Severity.LOW
 
@@ -77,7 +94,8 @@ def test_serving_process_and_its_model(fp8_model):
     assert [f.rule for f in found] == ["fp8-serving", "fp8-weights"]
     assert found[0].subject == "pid 4242 (vllm)" and found[0].severity is Severity.HIGH
     assert found[0].evidence["requests"] == [
-        {"kind": "kv_cache", "source": "flag", "text": "--kv-cache-dtype fp8"}]
+        {"kind": "kv_cache", "source": "flag", "text": "--kv-cache-dtype fp8"}
+    ]
     assert found[1].evidence["served_by"] == {"pid": 4242, "engine": "vllm"}
 
 

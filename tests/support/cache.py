@@ -12,6 +12,7 @@ from pathlib import Path
 
 __all__ = [
     "BUILD_REQUIREMENTS",
+    "MATRIX_PIP_VERSIONS",
     "PIP_VERSIONS",
     "REPO_ROOT",
     "CacheMissing",
@@ -26,6 +27,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PIP_VERSIONS: tuple[str, ...] = ("22.2.2", "26.3")
 """The pips the guard supports at both ends (oldest, newest); ``tests/prepare.py`` fetches them."""
+
+MATRIX_PIP_VERSIONS: tuple[str, ...] = ("22.2.2", "23.3.2", "24.3.1", "25.3", "26.3")
+"""One pip per major release 22 -> 26 for ``pytest -m pip_matrix``; prepare.py fetches them."""
 
 BUILD_REQUIREMENTS: tuple[str, ...] = ("setuptools", "wheel")
 """What build isolation of :func:`tests.support.wheels.build_sdist` projects needs."""

@@ -45,31 +45,9 @@ REPORTS_DIR = DATA_DIR / "pip-reports"
 DAS_LABEL = "das.opt1.dtk25041"
 """The local label of the DAS 25.04.1 image's main vendor builds."""
 
-DAS_25041: dict[str, str] = {
-    "apex": "1.4.0+das.opt1.dtk25041",
-    "deepspeed": "0.14.2+das.opt1.dtk25041",
-    "dgl": "2.2.1+das.opt1.dtk25041",
-    "dropout_layer_norm": "2.6.1+das.opt1.dtk25041",
-    "flash_attn": "2.6.1+das.opt1.dtk25041",
-    "flash_mla": "1.0.0+das.opt1.dtk25041",
-    "fused_dense_lib": "2.6.1+das.opt1.dtk25041",
-    "grouped-gemm": "0.5.0+das.dtk2504",
-    "grouped-gemm-int4": "0.5.0+das.dtk2504",
-    "lightop": "0.5.0+das.dtk25041",
-    "lmslim": "0.3.0+das.dtk25041",
-    "mmcv": "2.2.0+das.opt1.dtk25041",
-    "moe-w8a8": "0.0.1+das.dtk2504",
-    "moe-w8a8-prefill-gemm": "0.0.1+das.dtk2504",
-    "onnxruntime": "1.19.2+das.opt1.dtk25041",
-    "rotary_emb": "2.6.1+das.opt1.dtk25041",
-    "torch": "2.4.1+das.opt1.dtk25041",
-    "torchaudio": "2.4.1+das.opt1.dtk25041",
-    "torchvision": "0.19.1+das.opt1.dtk25041",
-    "transformer-engine": "2.2.0+das.opt1.dtk25041",
-    "triton": "3.0.0+das.opt1.dtk25041",
-    "vllm": "0.8.5.post1+das.opt1.dtk25041",
-    "xentropy_cuda_lib": "2.6.1+das.opt1.dtk25041",
-}
+DAS_25041: dict[str, str] = dict(
+    line.split() for line in (DATA_DIR / "das-25.04.1-pip-list.txt").read_text().splitlines()
+)
 """The 23 vendor builds of the DAS 25.04.1 image (``pip list | grep dtk``), name as listed."""
 
 VENDOR_PINS: dict[str, str] = {

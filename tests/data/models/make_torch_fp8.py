@@ -70,20 +70,29 @@ class Storage:
 
 
 class Tensor:
-    def __init__(self, fake: types.SimpleNamespace, storage: Storage, shape: tuple[int, ...],
-                 dtype: object | None) -> None:
+    def __init__(
+        self,
+        fake: types.SimpleNamespace,
+        storage: Storage,
+        shape: tuple[int, ...],
+        dtype: object | None,
+    ) -> None:
         self.fake, self.storage, self.shape, self.dtype = fake, storage, shape, dtype
 
     def __reduce__(self):
         stride = tuple(
-            int(__import__("math").prod(self.shape[i + 1:])) for i in range(len(self.shape))
+            int(__import__("math").prod(self.shape[i + 1 :])) for i in range(len(self.shape))
         )
         hooks = collections.OrderedDict()
         if self.dtype is None:
-            return (self.fake.utils._rebuild_tensor_v2,
-                    (self.storage, 0, self.shape, stride, False, hooks))
-        return (self.fake.utils._rebuild_tensor_v3,
-                (self.storage, 0, self.shape, stride, False, hooks, self.dtype))
+            return (
+                self.fake.utils._rebuild_tensor_v2,
+                (self.storage, 0, self.shape, stride, False, hooks),
+            )
+        return (
+            self.fake.utils._rebuild_tensor_v3,
+            (self.storage, 0, self.shape, stride, False, hooks, self.dtype),
+        )
 
 
 class Pickler(pickle.Pickler):
@@ -97,8 +106,10 @@ def _state(fake: types.SimpleNamespace) -> tuple[dict, list[Storage]]:
     w = Storage("0", fake.storage.UntypedStorage, 16)
     s = Storage("1", fake.torch.FloatStorage, 1)
     state = collections.OrderedDict(
-        [("layer.weight", Tensor(fake, w, (4, 4), fake.torch.float8_e4m3fn)),
-         ("layer.weight_scale", Tensor(fake, s, (1,), None))]
+        [
+            ("layer.weight", Tensor(fake, w, (4, 4), fake.torch.float8_e4m3fn)),
+            ("layer.weight_scale", Tensor(fake, s, (1,), None)),
+        ]
     )
     return state, [w, s]
 
@@ -114,20 +125,32 @@ def main() -> None:
     state, storages = _state(fake)
     data = _dumps(state)
     with zipfile.ZipFile(HERE / "fp8_state_dict.pt", "w", zipfile.ZIP_STORED) as zf:
-        for name, payload in (("archive/data.pkl", data), ("archive/byteorder", b"little"),
-                              ("archive/data/0", bytes(16)), ("archive/data/1", bytes(4)),
-                              ("archive/version", b"3\n")):
+        for name, payload in (
+            ("archive/data.pkl", data),
+            ("archive/byteorder", b"little"),
+            ("archive/data/0", bytes(16)),
+            ("archive/data/1", bytes(4)),
+            ("archive/version", b"3\n"),
+        ):
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
             zf.writestr(info, payload)
-    legacy = b"".join([
-        pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2),
-        pickle.dumps(1001, protocol=2),
-        pickle.dumps({"protocol_version": 1001, "little_endian": True,
-                      "type_sizes": {"short": 2, "int": 4, "long": 4}}, protocol=2),
-        data,
-        pickle.dumps([s.key for s in storages], protocol=2),
-        bytes(16 + 4),
-    ])
+    legacy = b"".join(
+        [
+            pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2),
+            pickle.dumps(1001, protocol=2),
+            pickle.dumps(
+                {
+                    "protocol_version": 1001,
+                    "little_endian": True,
+                    "type_sizes": {"short": 2, "int": 4, "long": 4},
+                },
+                protocol=2,
+            ),
+            data,
+            pickle.dumps([s.key for s in storages], protocol=2),
+            bytes(16 + 4),
+        ]
+    )
     (HERE / "fp8_legacy.pt").write_bytes(legacy)
 
 

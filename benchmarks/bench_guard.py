@@ -1,0 +1,86 @@
+"""Benchmark the guard against plain pip, side by side in one run.
+
+1. Interpreter start (``python -c pass``) in a venv with the pip hook installed against the same
+   venv without it: the hook's .pth and meta-path finder must cost nothing measurable
+   (goal: ratio <= 1.03).
+2. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
+   ``pip install torch`` of the same venv.
+
+Run (needs the offline wheel cache of ``python tests/prepare.py``)::
+
+    PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.cache import PIP_VERSIONS  # noqa: E402
+from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
+from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
+
+
+def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
+    """Median wall time of ``runs`` runs, in milliseconds."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200, help="python -c pass runs per side")
+    parser.add_argument("--pip-runs", type=int, default=5, help="pip/dtkpip runs per side")
+    args = parser.parse_args()
+    env = hermetic_env()
+    with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
+        base = Path(tmp)
+        vendor = base / "vendor"
+        make_wheelhouse(vendor, [p for p in das_25041_packages() if p.key in ("torch",)])
+        plain = make_venv(base / "plain", pip_version=PIP_VERSIONS[-1])
+        guarded = make_venv(base / "guarded", pip_version=PIP_VERSIONS[-1])
+        pin = f"torch=={DAS_25041['torch']}"
+        for venv in (plain, guarded):
+            venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", pin)
+        dtk = [sys.executable, "-m", "dtkguard"]
+        denv = {**env, "PYTHONPATH": str(REPO)}
+        subprocess.run(
+            [*dtk, "guard", "install", "--python", str(guarded.python)],
+            env=denv,
+            check=True,
+            capture_output=True,
+        )
+        # alternate run by run so that both sides share the machine's noise
+        a, b = [], []
+        for _ in range(args.runs):
+            a.append(_time([str(plain.python), "-c", "pass"], env, 1))
+            b.append(_time([str(guarded.python), "-c", "pass"], env, 1))
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
+        print(
+            f"python -c pass   plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
+            f"ratio {b_ms / a_ms:.3f}   (median of {args.runs})"
+        )
+        req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
+        pip_ms = _time([str(guarded.python), "-m", "pip", *req], env, args.pip_runs)
+        dtkpip_ms = _time([*dtk, "pip", "--python", str(guarded.python), *req], denv, args.pip_runs)
+        print(
+            f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
+            f"ratio {dtkpip_ms / pip_ms:.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

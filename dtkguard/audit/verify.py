@@ -1,0 +1,543 @@
+"""Installed files against RECORD, hashed in parallel, with the categories real installs need.
+
+`verify(env)` plans one hashing job per RECORD row, hashes them on a pool of threads (hashlib
+releases the GIL on large buffers; ``executor="process"`` is there to compare) and returns a
+`Verification` of `Issue` records; `dtkguard.rules.files` turns those into findings.
+
+Categories (research/audit_anchors.md §2): ``modified`` (hash differs), ``shebang`` (a script
+outside site-packages whose first line now points at this environment's interpreter: relocated),
+``missing``, ``outside`` (a RECORD row that leaves the environment prefix or the root: never
+opened), ``hashless`` (rows without a hash other than pip's ``.pyc`` rows, which are skipped),
+``no-record`` (egg-info, distutils), ``distro`` (no INSTALLER: a distro package, whose RECORD is
+known to be wrong after stripping; hand it to ``dpkg --verify``/``rpm -V``), ``editable``
+(sources are not in RECORD), ``nonconforming`` (hex digests instead of urlsafe base64: accepted),
+``unreadable`` (permission denied, not a regular file, a broken RECORD).
+Files not in RECORD (uv never records ``.pyc``; runtime ``__pycache__``) are not looked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import errno
+import hashlib
+import os
+import posixpath
+import re
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dtkguard.env.dist import Dist
+from dtkguard.env.root import ConfinementError, Root, child, read_capped
+
+RECORD_LIMIT = 64 << 20
+CHUNK = 1 << 20
+#: a batch of jobs handed to one worker: this many files or this many bytes, whichever first
+BATCH_FILES = 128
+BATCH_BYTES = 32 << 20
+SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
+#: from this many files or bytes on, ``auto`` hashes in processes rather than threads
+AUTO_PROCESS_FILES = 2000
+AUTO_PROCESS_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One verification result that is not "the file matches"."""
+
+    kind: str
+    dist: str
+    version: str
+    #: the file (or dist-info) as the target sees it
+    path: str
+    #: the RECORD (or dist-info) that says so
+    record: str
+    detail: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class Verification:
+    """Every issue found, and how much was checked."""
+
+    issues: list[Issue] = field(default_factory=list)
+    dists: int = 0
+    files: int = 0
+    bytes: int = 0
+    matched: int = 0
+    skipped_pyc: int = 0
+    seconds: float = 0.0
+    workers: int = 1
+    executor: str = "thread"
+
+    def summary(self) -> dict[str, Any]:
+        kinds: dict[str, int] = {}
+        for issue in self.issues:
+            kinds[issue.kind] = kinds.get(issue.kind, 0) + 1
+        return {
+            "dists": self.dists,
+            "files_hashed": self.files,
+            "bytes_hashed": self.bytes,
+            "matched": self.matched,
+            "skipped_hashless_pyc": self.skipped_pyc,
+            "issues": kinds,
+            "seconds": round(self.seconds, 3),
+            "workers": self.workers,
+            "executor": self.executor,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to hash: its host path, the expected digest and where it came from."""
+
+    host: str
+    algo: str
+    digest: bytes
+    size: int | None
+    owner: int
+    inner: str
+    script: bool
+    confined: bool
+
+
+# --- RECORD rows -> jobs ---------------------------------------------------------------
+
+
+def rows_of(text: str) -> Iterator[list[str] | None]:
+    """RECORD's CSV rows, one per line; None for a line that is not CSV (binary garbage)."""
+    for line in text.replace("\0", "").splitlines():
+        if not line.strip():
+            continue
+        try:
+            yield next(csv.reader([line]))
+        except (csv.Error, StopIteration):
+            yield None
+
+
+def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
+    """The raw digest of a RECORD hash value, and whether it was (nonconforming) hex."""
+    size = hashlib.new(algo).digest_size
+    if len(value) == size * 2:
+        try:
+            return bytes.fromhex(value), True
+        except ValueError:
+            pass
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return (raw, False) if len(raw) == size else None
+
+
+def lexical(base: str, path: str) -> str | None:
+    """``base/path`` normalised without touching the disk; None when ``..`` climbs above ``/``."""
+    parts: list[str] = []
+    full = path if path.startswith("/") else f"{base}/{path}"
+    for part in full.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def prefix_of(site_inner: str) -> str:
+    """The environment prefix of a site dir: ``/v`` for ``/v/lib/python3.10/site-packages``."""
+    parts = [p for p in site_inner.split("/") if p]
+    if len(parts) >= 3 and parts[-3] in ("lib", "lib64") and parts[-2].startswith("python"):
+        return "/" + "/".join(parts[:-3])
+    return "/" + "/".join(parts[:-1]) if len(parts) > 1 else "/"
+
+
+def under(path: str, top: str) -> bool:
+    return top == "/" or path == top or path.startswith(top.rstrip("/") + "/")
+
+
+class _Planner:
+    """Turns dists into jobs and dist-level issues."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.dirs: dict[str, str | None] = {}
+
+    def host_path(self, inner: str) -> tuple[str, bool] | None:
+        """Host path of an inner file path; directories resolved inside the root once each."""
+        if self.root.is_host:
+            return inner, False
+        directory, name = posixpath.split(inner)
+        if directory not in self.dirs:
+            try:
+                self.dirs[directory] = str(self.root.resolve(directory))
+            except (ConfinementError, OSError):
+                self.dirs[directory] = None
+        host = self.dirs[directory]
+        return (os.path.join(host, name), True) if host is not None else None
+
+    def plan(
+        self, dist: Dist, owner: int, jobs: list[Job], issues: list[Issue], out: Verification
+    ) -> None:
+        name, version = dist.key, dist.version
+        record_path = dist.record
+        where = dist.location
+
+        def issue(kind: str, path: str, detail: str, **evidence: Any) -> None:
+            issues.append(Issue(kind, name, version, path, record_inner, detail, evidence))
+
+        record_inner = f"{where}/RECORD"
+        if record_path is None:
+            record_inner = where
+            issue("no-record", where, "no RECORD (egg-info or distutils install)")
+            return
+        direct = dist.direct_url or {}
+        if isinstance(direct.get("dir_info"), dict) and direct["dir_info"].get("editable"):
+            issue(
+                "editable",
+                where,
+                f"editable install of {direct.get('url', '?')}: its sources are not in RECORD",
+                url=direct.get("url"),
+            )
+        if dist.installer is None:
+            issue(
+                "distro",
+                where,
+                "no INSTALLER: a distro-owned package (its RECORD is not reliable after "
+                "stripping); verify it with dpkg --verify or rpm -V",
+            )
+            return
+        try:
+            data = read_capped(record_path, RECORD_LIMIT)
+        except OSError as exc:
+            issue("unreadable", record_inner, f"cannot read RECORD: {exc.strerror or exc}")
+            return
+        site_inner = self.root.inner(dist.site)
+        prefix = prefix_of(site_inner)
+        text = data.decode("utf-8", "replace")
+        hashless: list[str] = []
+        malformed = 0
+        hexrows = 0
+        for row in rows_of(text):
+            if row is None or len(row) != 3:
+                malformed += 1
+                continue
+            rel, hash_field, size_field = row
+            if posixpath.basename(rel) in SIGNATURES and ".dist-info" in rel:
+                continue
+            inner = lexical(site_inner, rel)
+            if inner is None or not under(inner, prefix):
+                issue(
+                    "outside",
+                    rel,
+                    f"RECORD row points outside the environment ({prefix}); not read",
+                    row=rel,
+                )
+                continue
+            if not hash_field:
+                if rel.endswith(".pyc"):
+                    out.skipped_pyc += 1
+                else:
+                    hashless.append(inner)
+                continue
+            algo, _, value = hash_field.partition("=")
+            algo = algo.lower()
+            if algo not in hashlib.algorithms_guaranteed or algo.startswith("shake"):
+                issue("unreadable", inner, f"unsupported hash {algo!r} in RECORD")
+                continue
+            decoded = decode_digest(algo, value)
+            if decoded is None:
+                malformed += 1
+                continue
+            digest, was_hex = decoded
+            hexrows += was_hex
+            located = self.host_path(inner)
+            if located is None:
+                issue("unreadable", inner, "its directory cannot be resolved inside the root")
+                continue
+            size = int(size_field) if size_field.isdigit() else None
+            script = not under(inner, site_inner)
+            jobs.append(Job(located[0], algo, digest, size, owner, inner, script, located[1]))
+        if hashless:
+            issue(
+                "hashless",
+                hashless[0],
+                f"{len(hashless)} RECORD row(s) without a hash",
+                files=hashless[:50],
+                count=len(hashless),
+            )
+        if malformed:
+            issue("unreadable", record_inner, f"{malformed} malformed RECORD row(s)")
+        if hexrows:
+            issue(
+                "nonconforming",
+                record_inner,
+                f"{hexrows} RECORD row(s) use hex digests instead of urlsafe base64 (accepted)",
+                count=hexrows,
+            )
+        for path in hashless:  # still report their absence
+            located = self.host_path(path)
+            if located and not os.path.lexists(located[0]):
+                issue("missing", path, "listed in RECORD (without a hash) but not on disk")
+
+
+# --- hashing ------------------------------------------------------------------------------
+
+
+def hash_file(host: str, algo: str, confined: bool) -> tuple[str, bytes, int, bytes]:
+    """(status, digest, size, first bytes of a ``#!`` file); never blocks on FIFOs or devices."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
+    try:
+        fd = os.open(host, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "missing", b"", 0, b""
+        if exc.errno == errno.ELOOP:
+            return "symlink", b"", 0, b""
+        return f"error:{exc.strerror}", b"", 0, b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "notfile", b"", 0, b""
+        h = hashlib.new(algo)
+        buf = bytearray(CHUNK)
+        view = memoryview(buf)
+        total = 0
+        head = b""
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
+            while True:
+                n = f.readinto(buf)
+                if not n:
+                    break
+                if total == 0 and buf[:2] == b"#!":
+                    head = bytes(view[: min(n, 512)])
+                h.update(view[:n])
+                total += n
+        return "ok", h.digest(), total, head
+    except OSError as exc:
+        return f"error:{exc.strerror}", b"", 0, b""
+    finally:
+        os.close(fd)
+
+
+def _hash_batch(batch: Sequence[tuple[str, str, bool]]) -> list[tuple[str, bytes, int, bytes]]:
+    return [hash_file(host, algo, confined) for host, algo, confined in batch]
+
+
+def _batches(jobs: Sequence[Job]) -> list[list[int]]:
+    out: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for i, job in enumerate(jobs):
+        current.append(i)
+        size += job.size or 0
+        if len(current) >= BATCH_FILES or size >= BATCH_BYTES:
+            out.append(current)
+            current, size = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+_LAUNCHER_LINES = re.compile(
+    r"^(#.*|import (re|sys)|if __name__ == ['\"]__main__['\"]:"
+    r"|sys\.argv\[0\] = re\.sub\(.*\)|sys\.argv\[0\] = sys\.argv\[0\]\[:-\d+\]"
+    r"|(el)?if sys\.argv\[0\]\.endswith\(['\"][-\w.]+['\"]\):|sys\.exit\(\w+\(\)\))$"
+)
+
+
+def _entry_points(dist: Dist) -> dict[str, str]:
+    """``{script name: "module:attr"}`` of a dist's console and gui scripts."""
+    try:
+        text = read_capped(child(dist.root, dist.path, "entry_points.txt"), 1 << 20)
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    section = ""
+    for line in text.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif "=" in line and section in ("console_scripts", "gui_scripts"):
+            name, _, value = line.partition("=")
+            out[name.strip()] = value.strip().split()[0]
+    return out
+
+
+def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist) -> bool:
+    """A launcher script whose only change can be its first line, now naming this
+    environment's interpreter (a relocated venv): the rest must be exactly the launcher an
+    installer writes for the dist's entry point, so a changed body is never excused."""
+    if size > len(head):  # launchers are tiny; ``head`` holds the first 512 bytes
+        return False
+    line, _, body = head.partition(b"\n")
+    interpreter = line[2:].strip().split(b" ")[0].decode("utf-8", "replace")
+    if not interpreter.startswith(prefix.rstrip("/") + "/bin/python"):
+        return False
+    entry = _entry_points(dist).get(posixpath.basename(job.inner))
+    if not entry or ":" not in entry:
+        return False
+    module, _, attr = entry.partition(":")
+    wanted = f"from {module} import {attr.split('.')[0]}"
+    seen_import = False
+    for raw in body.decode("utf-8", "replace").splitlines():
+        text = raw.strip()
+        if not text:
+            continue
+        if text == wanted:
+            seen_import = True
+        elif not _LAUNCHER_LINES.match(text) or (
+            text.startswith("sys.exit(") and text != f"sys.exit({attr.split('.')[0]}())"
+        ):
+            return False
+    return seen_import
+
+
+def _progress(total_bytes: int, stream: Any) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A rich progress bar on a terminal (stderr); no-op callbacks otherwise."""
+    if not (hasattr(stream, "isatty") and stream.isatty()) or os.environ.get(
+        "DTKGUARD_NO_PROGRESS"
+    ):
+        return (lambda n: None), (lambda: None)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=stream),
+        transient=True,
+    )
+    task = progress.add_task("verifying files", total=total_bytes or None)
+    progress.start()
+    return (lambda n: progress.advance(task, n)), progress.stop
+
+
+def verify(
+    dists: Iterable[Dist],
+    root: Root,
+    *,
+    workers: int | None = None,
+    executor: str = "auto",
+    progress_stream: Any = None,
+) -> Verification:
+    """Check every RECORD row of ``dists``; files are read only inside ``root``.
+
+    ``executor``: ``thread``, ``process`` or ``auto`` (processes for large environments: the
+    per-file Python work holds the GIL, so threads scale poorly on many small files; see
+    benchmarks/bench_audit.py)."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+
+    start = time.perf_counter()
+    dists = list(dists)
+    workers = workers or os.cpu_count() or 1
+    out = Verification(dists=len(dists), workers=workers)
+    planner = _Planner(root)
+    jobs: list[Job] = []
+    for owner, dist in enumerate(dists):
+        planner.plan(dist, owner, jobs, out.issues, out)
+    batches = _batches(jobs)
+    if executor == "auto":
+        big = (
+            len(jobs) >= AUTO_PROCESS_FILES or sum(j.size or 0 for j in jobs) >= AUTO_PROCESS_BYTES
+        )
+        executor = "process" if big and workers > 1 else "thread"
+    out.executor = executor
+    advance, stop = _progress(
+        sum(j.size or 0 for j in jobs), progress_stream if progress_stream else sys.stderr
+    )
+    pool_cls = ProcessPoolExecutor if executor == "process" else ThreadPoolExecutor
+    results: list[tuple[str, bytes, int, bytes] | None] = [None] * len(jobs)
+    try:
+        if workers == 1 or len(batches) <= 1:
+            for batch in batches:
+                res = _hash_batch([(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in batch])
+                for i, r in zip(batch, res, strict=True):
+                    results[i] = r
+                advance(sum(r[2] for r in res))
+        else:
+            with pool_cls(max_workers=workers) as pool:
+                futures = {
+                    pool.submit(
+                        _hash_batch, [(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in b]
+                    ): b
+                    for b in batches
+                }
+                for future in as_completed(futures):
+                    batch = futures[future]
+                    res = future.result()
+                    for i, r in zip(batch, res, strict=True):
+                        results[i] = r
+                    advance(sum(r[2] for r in res))
+    finally:
+        stop()
+    for job, result in zip(jobs, results, strict=True):
+        assert result is not None
+        _classify(job, result, dists[job.owner], root, planner, out)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _classify(
+    job: Job,
+    result: tuple[str, bytes, int, bytes],
+    dist: Dist,
+    root: Root,
+    planner: _Planner,
+    out: Verification,
+) -> None:
+    status, digest, size, head = result
+    record = f"{dist.location}/RECORD"
+
+    def issue(kind: str, detail: str, **evidence: Any) -> None:
+        out.issues.append(Issue(kind, dist.key, dist.version, job.inner, record, detail, evidence))
+
+    if status == "symlink":  # a final symlink inside a confined root: resolve it there
+        try:
+            host = str(root.resolve(job.inner))
+        except (ConfinementError, OSError):
+            issue("unreadable", "symlink that cannot be resolved inside the root")
+            return
+        status, digest, size, head = hash_file(host, job.algo, True)
+    if status == "missing":
+        issue("missing", "listed in RECORD but not on disk", expected_size=job.size)
+        return
+    if status == "notfile":
+        issue("modified", "not a regular file any more", expected_size=job.size)
+        return
+    if status.startswith("error:"):
+        issue("unreadable", f"cannot read: {status[6:]}")
+        return
+    out.files += 1
+    out.bytes += size
+    if digest == job.digest:
+        out.matched += 1
+        return
+    evidence = {
+        "algorithm": job.algo,
+        "recorded": job.digest.hex(),
+        "actual": digest.hex(),
+        "recorded_size": job.size,
+        "actual_size": size,
+    }
+    prefix = prefix_of(root.inner(dist.site))
+    if job.script and head and _shebang_relocated(job, head, size, prefix, dist):
+        line = head.partition(b"\n")[0].decode("utf-8", "replace")
+        issue("shebang", f"shebang rewritten ({line}): relocated environment", **evidence)
+        return
+    issue("modified", "content differs from RECORD", **evidence)

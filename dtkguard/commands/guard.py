@@ -1,0 +1,84 @@
+"""`dtkguard guard install|status|remove`: guard one interpreter against pip and uv.
+
+install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
+and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
+constraint-dependencies and vendor index to uv's config; --externally-managed adds a PEP 668
+marker (base and conda interpreters only). status shows each layer as present, absent or
+stale against the policy; remove undoes exactly what install wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dtkguard.commands.common import add_policy_option
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(
+        name,
+        help="install, show or remove the pip/uv guard of an interpreter",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("action", choices=("install", "status", "remove"))
+    parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
+    add_policy_option(parser)
+    parser.add_argument("--uv", action="store_true", help="also write uv's config")
+    parser.add_argument(
+        "--uv-config",
+        metavar="FILE",
+        help="the uv.toml to write (default: /etc/uv/uv.toml as root, else ~/.config/uv/uv.toml)",
+    )
+    parser.add_argument(
+        "--externally-managed",
+        action="store_true",
+        help="also write a PEP 668 EXTERNALLY-MANAGED marker (not for venvs)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtkguard.guard import layers
+    from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.guard.target import interpreter
+    from dtkguard.policy.load import load_policy
+
+    interp = interpreter(args.python)
+    if args.action == "remove":
+        for layer, path, what in layers.remove(interp):
+            print(f"{what:>9}  {layer:<18} {path}")
+        return 0
+    if args.action == "install":
+        policy = load_policy(args.policy)
+        uv_config = None
+        if args.uv or args.uv_config:
+            uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
+        results = layers.install(
+            interp, policy, uv_config=uv_config, externally_managed=args.externally_managed
+        )
+        for layer, path, what in results:
+            print(f"{what:>9}  {layer:<18} {path}")
+        print(f"guarded: {interp.python} (policy {policy.name})")
+        return 0
+    installed = load_guard_policy(None, interp) if args.policy is None else None
+    policy = load_policy(args.policy) if installed is None else _reference(installed)
+    rows = layers.status(interp, policy)
+    for layer, path, state in rows:
+        print(f"{state:>7}  {layer:<18} {path}")
+    return 0 if all(state == "present" for _, _, state in rows) else 1
+
+
+def _reference(installed):
+    """The policy a guard was installed from, re-read from its source file when it still exists
+    (so an edited policy shows the guard as stale); else the installed copy itself."""
+    from dtkguard.errors import DtkguardError
+    from dtkguard.policy.load import load_policy
+
+    if installed.files and Path(installed.files[0]).is_file():
+        try:
+            return load_policy(installed.files[0])
+        except DtkguardError:
+            return installed
+    return installed

@@ -1,0 +1,203 @@
+"""A running process as a target: its interpreter and site-packages, read through /proc/N.
+
+Nothing of the process runs. The interpreter comes from ``/proc/N/cmdline`` (argv[0], which keeps
+a venv's ``bin/python`` that ``/proc/N/exe`` resolves away), ``VIRTUAL_ENV`` in
+``/proc/N/environ``, ``/proc/N/exe`` and the ``libpython``/``site-packages`` files in
+``/proc/N/maps``; its prefix and version from ``pyvenv.cfg`` and ``lib/pythonX.Y``. Every path is
+resolved inside ``/proc/N/root`` with `Root`, absolute symlinks included (syft#3396).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+
+from dtkguard.env.environment import Environment, _collect
+from dtkguard.env.root import ConfinementError, Root, read_capped
+from dtkguard.errors import TargetError
+
+_PY_NAME = re.compile(r"^python(\d(?:\.\d+)?)?$")
+_LIBPY = re.compile(r"/libpython(\d\.\d+)[^/]*\.so")
+_SITE_IN_MAPS = re.compile(r"(/\S*/(?:site|dist)-packages)/")
+
+
+def _read(path: str, limit: int = 1 << 20) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _environ(proc: str) -> dict[str, str]:
+    try:
+        raw = _read(f"{proc}/environ")
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
+
+
+def _cfg(root: Root, prefix: str) -> dict[str, str] | None:
+    """``pyvenv.cfg`` of a prefix as a dict, None when it is not a venv."""
+    try:
+        data = read_capped(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16)
+    except (OSError, ConfinementError):
+        return None
+    out = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _versions(root: Root, prefix: str, hint: str | None) -> list[str]:
+    """``X.Y`` candidates: the hint first, then every ``lib/pythonX.Y`` under the prefix."""
+    found = [hint] if hint else []
+    for inner in root.glob(f"{prefix.lstrip('/')}/lib/python3.*"):
+        version = inner.rsplit("python", 1)[1]
+        if re.fullmatch(r"\d\.\d+", version) and version not in found:
+            found.append(version)
+    return found
+
+
+def _interpreters(proc: str, cwd: str, environ: dict[str, str]) -> list[str]:
+    """Inner paths the process's interpreter may have been started as, best first."""
+    out: list[str] = []
+    try:
+        argv = _read(f"{proc}/cmdline").split(b"\0")
+    except OSError:
+        argv = []
+    if argv and argv[0]:
+        arg0 = argv[0].decode("utf-8", "replace")
+        if "/" in arg0:
+            out.append(arg0 if arg0.startswith("/") else os.path.normpath(f"{cwd}/{arg0}"))
+        elif _PY_NAME.match(arg0):
+            for entry in environ.get("PATH", "").split(":"):
+                if entry.startswith("/"):
+                    out.append(f"{entry}/{arg0}")
+    if environ.get("VIRTUAL_ENV"):
+        out.append(environ["VIRTUAL_ENV"].rstrip("/") + "/bin/python")
+    with contextlib.suppress(OSError):
+        out.append(os.readlink(f"{proc}/exe").removesuffix(" (deleted)"))
+    return out
+
+
+def _maps(proc: str) -> tuple[str | None, list[str]]:
+    """The libpython version and the site directories of files mapped by the process."""
+    try:
+        text = _read(f"{proc}/maps", 8 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None, []
+    lib = _LIBPY.search(text)
+    sites = list(dict.fromkeys(m.group(1) for m in _SITE_IN_MAPS.finditer(text)))
+    return (lib.group(1) if lib else None), sites
+
+
+def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: str = "/proc"):
+    """The Environment of process ``pid``; `TargetError` (exit 3) when it cannot be read."""
+    try:
+        pid = int(pid)
+        if pid <= 0:
+            raise ValueError
+    except ValueError:
+        raise TargetError(f"not a process id: {pid}") from None
+    proc = f"{proc_root}/{pid}"
+    if not os.path.isdir(proc):
+        raise TargetError(f"no such process: {pid}")
+    root = Root(f"{proc}/root")
+    try:
+        os.listdir(root.path)
+    except PermissionError:
+        raise TargetError(
+            f"cannot read process {pid}: permission denied on {root.path} "
+            "(run as its user or as root)"
+        ) from None
+    except OSError as exc:
+        raise TargetError(f"cannot read process {pid}: {exc.strerror or exc}") from None
+    environ = _environ(proc)
+    try:
+        cwd = os.readlink(f"{proc}/cwd")
+    except OSError:
+        cwd = "/"
+    libver, mapped_sites = _maps(proc)
+    prefix = python = version = None
+    for exe in _interpreters(proc, cwd, environ):
+        name = os.path.basename(exe)
+        match = _PY_NAME.match(name)
+        if not match:
+            continue
+        candidate = os.path.dirname(os.path.dirname(exe)) or "/"
+        try:
+            if not root.resolve(exe).exists():
+                continue
+        except (ConfinementError, OSError):
+            continue
+        cfg = _cfg(root, candidate)
+        hint = (cfg or {}).get("version_info") or (cfg or {}).get("version") or match.group(1)
+        hint = ".".join(hint.split(".")[:2]) if hint and "." in hint else libver
+        versions = _versions(root, candidate, hint)
+        if versions:
+            prefix, python, version = candidate, exe, versions[0]
+            break
+    sites: list[str] = []
+    for entry in environ.get("PYTHONPATH", "").split(":"):
+        if entry.startswith("/"):
+            sites.append(entry)
+    if prefix and version:
+        cfg = _cfg(root, prefix)
+        sites.append(f"{prefix}/lib/python{version}/site-packages")
+        if cfg is not None:
+            if cfg.get("include-system-site-packages", "").lower() == "true" and cfg.get("home"):
+                base = os.path.dirname(cfg["home"].rstrip("/")) or "/"
+                sites += _base_sites(base, version)
+        else:
+            sites += _base_sites(prefix, version)[1:]
+    sites += [s for s in mapped_sites if s not in sites]
+    if not sites:
+        raise TargetError(
+            f"process {pid} does not look like a Python process (no interpreter found)"
+        )
+    label = {
+        "kind": "pid",
+        "pid": str(pid),
+        "root": str(root.path),
+        "python": python or "",
+        "prefix": prefix or "",
+        "python_version": version or libver or "",
+    }
+    label.update(target or {})
+    found: list[tuple[Path, str]] = []
+    for inner in dict.fromkeys(sites):
+        try:
+            host = root.resolve(inner)
+        except (ConfinementError, OSError):
+            continue
+        if host.is_dir():
+            found.append((host, ""))
+    return _collect(Environment(label, root, []), found)
+
+
+def _base_sites(prefix: str, version: str) -> list[str]:
+    """Site directories of a base interpreter (CPython, Debian, conda layouts)."""
+    prefix = prefix.rstrip("/") or ""
+    return [
+        f"{prefix}/lib/python{version}/site-packages",
+        f"{prefix}/local/lib/python{version}/dist-packages",
+        f"{prefix}/lib/python3/dist-packages",
+        f"{prefix}/lib/python{version}/dist-packages",
+    ]

@@ -1,0 +1,112 @@
+"""Fleet view as one self-contained html file: inline CSS, no scripts, no external assets.
+
+Every value from a report is escaped; the page opens from a file share in any browser.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from dtkguard import __version__
+from dtkguard.fleet.merge import Fleet
+from dtkguard.fleet.render import counts_text, drift_text, headline
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#1d232a}
+h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.6em 0 .5em}
+.sum{color:#49525c;margin:.2em 0 1em}
+.badge{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:600;color:#fff}
+.pass,.ok{background:#1f7a3a}.fail{background:#b3261e}.warn{background:#a15c00}
+table{border-collapse:collapse;width:100%;margin-bottom:1em}
+th,td{border:1px solid #d5d9de;padding:.3em .55em;text-align:left;vertical-align:top}
+th{background:#f1f3f5}tr:nth-child(even) td{background:#fafbfc}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,Menlo,Consolas,monospace}
+.critical{color:#b3261e;font-weight:600}.high{color:#c2410c}.medium{color:#a15c00}
+footer{color:#6b7580;font-size:12px;margin-top:2em}
+"""
+
+_BADGE = {"ok": "ok", "pass": "pass", "fail": "fail", "new-schema": "ok", "duplicate": "warn"}
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def _badge(text: str) -> str:
+    return f'<span class="badge {_BADGE.get(text, "fail")}">{_e(text.upper())}</span>'
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>"]
+    out.append("<tbody>")
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
+    out.append("</tbody></table>")
+    return out
+
+
+def render_html(fleet: Fleet) -> str:
+    body = [
+        f"<h1>dtkguard fleet {_badge(fleet.verdict)}</h1>",
+        f'<p class="sum">{_e(headline(fleet))}</p>',
+    ]
+    problems = [n for n in fleet.nodes if n.status not in ("ok", "fail", "new-schema")]
+    if problems:
+        body.append('<h2 id="problems">Reports missing or unreadable</h2>')
+        body += _table(
+            ["node", "status", "file", "detail"],
+            [[_e(n.name), _badge(n.status), _e(n.file or "-"), _e(n.detail)] for n in problems],
+        )
+    if fleet.duplicates:
+        body.append('<h2 id="duplicates">Duplicate reports (older ones ignored)</h2>')
+        body += _table(
+            ["report", "created", "kept instead"],
+            [[_e(d.file), _e(d.created), _e(d.replaced_by)] for d in fleet.duplicates],
+        )
+    groups = fleet.drift_by_lock()
+    if groups:
+        body.append('<h2 id="drift">Drift from the lock</h2>')
+        rows = [
+            [f"<code>{_e(lock)}</code>", _e(n.name), _e(drift_text(n))]
+            for lock, nodes in groups.items()
+            for n in nodes
+        ]
+        body += _table(["lock", "node", "drift"], rows)
+    if fleet.common:
+        body.append('<h2 id="common">Most common findings</h2>')
+        body += _table(
+            ["nodes", "severity", "rule", "subject", "example"],
+            [
+                [
+                    f'<span class="num">{c["nodes"]}</span>',
+                    f'<span class="{_e(c["severity"])}">{_e(c["severity"])}</span>',
+                    f"<code>{_e(c['rule'])}</code>",
+                    _e(c["subject"]),
+                    _e(c["example"]),
+                ]
+                for c in fleet.common
+            ],
+        )
+    body.append('<h2 id="nodes">Nodes</h2>')
+    body += _table(
+        ["node", "verdict", "findings", "lock", "target", "report"],
+        [
+            [
+                _e(n.name),
+                _badge(n.verdict or n.status),
+                _e(counts_text(n)),
+                _e(n.lock or "-"),
+                _e(n.target or "-"),
+                _e(n.file or "-"),
+            ]
+            for n in fleet.nodes
+        ],
+    )
+    body.append(f"<footer>dtkguard {_e(__version__)} report merge</footer>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>dtkguard fleet: {_e(fleet.verdict.upper())}</title>"
+        f"<style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )

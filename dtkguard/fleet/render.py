@@ -1,0 +1,82 @@
+"""Fleet view as markdown or json (html is in `dtkguard.fleet.html`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dtkguard.fleet.merge import Fleet, NodeResult
+
+#: drift items shown per node before "and N more"
+DRIFT_SHOWN = 8
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def counts_text(node: NodeResult) -> str:
+    return ", ".join(f"{n} {s}" for s, n in node.counts.items() if n) or "-"
+
+
+def drift_text(node: NodeResult, limit: int = DRIFT_SHOWN) -> str:
+    shown = "; ".join(d.short() for d in node.drift[:limit])
+    more = len(node.drift) - limit
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def headline(fleet: Fleet) -> str:
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(fleet.by_status().items()))
+    expected = f" of {fleet.expected} expected" if fleet.expected is not None else ""
+    return (
+        f"fleet {fleet.verdict.upper()}: {len(fleet.nodes)} nodes{expected} ({statuses or 'none'})"
+    )
+
+
+def render_json(fleet: Fleet) -> str:
+    return json.dumps(fleet.to_dict(), indent=2, default=str) + "\n"
+
+
+def render_markdown(fleet: Fleet) -> str:
+    lines = [f"## dtkguard fleet: {fleet.verdict.upper()}", "", headline(fleet), ""]
+    problems = [n for n in fleet.nodes if n.status not in ("ok", "fail", "new-schema")]
+    if problems:
+        lines += ["### Reports missing or unreadable", "", "| node | status | file | detail |"]
+        lines.append("|---|---|---|---|")
+        lines += [
+            f"| {_cell(n.name)} | {n.status} | {_cell(n.file or '-')} | {_cell(n.detail)} |"
+            for n in problems
+        ]
+        lines.append("")
+    if fleet.duplicates:
+        lines += ["### Duplicate reports (older ones ignored)", ""]
+        lines += [f"- {_cell(d.file)}: {_cell(d.detail)}" for d in fleet.duplicates]
+        lines.append("")
+    groups = fleet.drift_by_lock()
+    if groups:
+        lines += ["### Drift from the lock", "", "| lock | node | drift |", "|---|---|---|"]
+        for lock, nodes in groups.items():
+            lines += [
+                f"| {_cell(lock)} | {_cell(n.name)} | {_cell(drift_text(n))} |" for n in nodes
+            ]
+        lines.append("")
+    if fleet.common:
+        lines += ["### Most common findings", "", "| nodes | severity | rule | subject | example |"]
+        lines.append("|---|---|---|---|---|")
+        lines += [
+            f"| {c['nodes']} | {c['severity']} | `{c['rule']}` | {_cell(c['subject'])} "
+            f"| {_cell(c['example'])} |"
+            for c in fleet.common
+        ]
+        lines.append("")
+    lines += ["### Nodes", "", "| node | verdict | findings | lock | target | report |"]
+    lines.append("|---|---|---|---|---|---|")
+    for n in fleet.nodes:
+        verdict = (n.verdict or n.status).upper()
+        if n.status == "new-schema":
+            verdict += " (newer schema)"
+        lines.append(
+            f"| {_cell(n.name)} | {verdict} | {counts_text(n)} | {_cell(n.lock or '-')} "
+            f"| {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,32 @@
+"""What the guard derives from a policy: the hook's JSON and pip/uv constraints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dtkguard.policy.compiled import CompiledPolicy
+
+
+def constraints_lines(policy: CompiledPolicy) -> list[str]:
+    """``name==version`` of every vendor build, with its full local label (PEP 440 ``==``
+    without the label would also match the community build of the same public version)."""
+    return [f"{name}=={version}" for name, version in sorted(policy.vendor.items())]
+
+
+def constraints_text(policy: CompiledPolicy) -> str:
+    head = f"# dtkguard: vendor builds of policy {policy.name}; written by dtkguard, do not edit\n"
+    return head + "".join(line + "\n" for line in constraints_lines(policy))
+
+
+def hook_json(policy: CompiledPolicy) -> str:
+    """The compiled policy the pip hook and dtkpip read (``CompiledPolicy.to_json``)."""
+    return json.dumps(policy.to_json(), indent=1, sort_keys=True) + "\n"
+
+
+def read_policy_json(path: Path) -> CompiledPolicy | None:
+    """The compiled policy a guard install left; None when absent or unreadable."""
+    try:
+        return CompiledPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

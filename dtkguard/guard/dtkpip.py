@@ -1,0 +1,160 @@
+"""dtkpip: pip with the policy in front of it.
+
+install: plan with the target's pip (``--dry-run --report`` plus the vendor pins as ``-c``),
+judge the environment-after-install with the rules of `dtkguard check`, then either stop with
+an explanation (exit 1, nothing touched) or run the real pip once with the same arguments and
+the same ``-c``. uninstall: a vendor build may not be removed. Everything else: plain pip.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from dtkguard.guard import override as overrides
+from dtkguard.guard.compiled import constraints_text, read_policy_json
+from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip
+from dtkguard.guard.plan import Plan, dry_run, run_pip
+from dtkguard.guard.target import Interpreter, default_python, interpreter
+from dtkguard.policy.compiled import CompiledPolicy, canonical
+
+#: subcommands that never install or remove: passed through untouched
+_PLAIN = "pip"
+
+
+def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
+    """--policy, else the policy `guard install` left in the target, else the default lookup."""
+    from dtkguard.policy.load import load_policy
+
+    if ref is None:
+        installed = read_policy_json(interp.policy_file)
+        if installed is not None:
+            return installed
+    return load_policy(ref)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _externally_managed_by_us(interp: Interpreter) -> bool:
+    marker = interp.stdlib / "EXTERNALLY-MANAGED"
+    try:
+        return not interp.in_venv and "dtkguard" in marker.read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    opts = split_dtkpip(argv)
+    cmd = split_pip(opts.pip_args)
+    python = opts.python or default_python()
+    if cmd.command not in ("install", "uninstall") or cmd.has("-h", "--help"):
+        return run_pip(python, opts.pip_args, capture=False).returncode
+    interp = interpreter(python)
+    policy = load_guard_policy(opts.policy, interp)
+    reason = (opts.override or os.environ.get(overrides.ENV_VAR, "")).strip()
+    if cmd.command == "uninstall":
+        return _uninstall(interp, policy, cmd, opts.pip_args, reason)
+    return _install(interp, policy, cmd, opts.pip_args, reason)
+
+
+def _uninstall(
+    interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
+) -> int:
+    names = [canonical(a.split("==")[0]) for a in cmd.positionals()]
+    for req_file in cmd.option_values("-r", "--requirement"):
+        try:
+            lines = Path(req_file).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        names += [canonical(ln.split("#")[0].split("==")[0]) for ln in lines if ln.strip()]
+    vendor = [f"{n} {policy.vendor_build(n)}" for n in names if policy.vendor_build(n)]
+    env = dict(os.environ)
+    if vendor:
+        if not reason:
+            what = "is a vendor build" if len(vendor) == 1 else "are vendor builds"
+            first = vendor[0].split()[0]
+            _say(
+                f"dtkpip: stopped `pip {shlex.join(pip_args)}`: nothing was removed.\n"
+                f"  - {', '.join(vendor)} {what} of policy {policy.name}; removing it leaves no "
+                "DCU build in its place.\n"
+                f"See `dtkguard policy explain {first}`. To put the vendor build back instead: "
+                f"dtkpip install --force-reinstall --no-deps '{vendor[0].replace(' ', '==')}'\n"
+            )
+            return 1
+        overrides.record(
+            interp.overrides_file,
+            reason,
+            ["pip", *pip_args],
+            [f"remove {v}" for v in vendor],
+            "dtkpip",
+        )
+        env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
+    return run_pip(interp.python, pip_args, env, capture=False).returncode
+
+
+def _install(
+    interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
+) -> int:
+    from dtkguard.env.environment import from_python
+    from dtkguard.guard.verdict import judge
+
+    env = dict(os.environ)
+    env.pop(overrides.ENV_VAR, None)  # the plan never needs it; the real run gets it if used
+    with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
+        constraints = Path(tmp) / "dtkguard-constraints.txt"
+        constraints.write_text(constraints_text(policy), encoding="utf-8")
+        if cmd.has("--dry-run"):
+            return run_pip(
+                interp.python, [*pip_args, "-c", str(constraints)], env, False
+            ).returncode
+        plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
+        failed_with_pins = False
+        if not plan.ok:
+            free = (
+                dry_run(interp.python, cmd.global_args, cmd.args, None, env)
+                if plan.conflict
+                else None
+            )
+            if free is None or not free.ok:
+                sys.stdout.write(plan.stdout)
+                _say(plan.stderr)
+                return plan.returncode
+            plan, failed_with_pins = free, True
+        before = from_python(interp.python)
+        verdict = judge(before, plan, policy, interp.purelib)
+        command = "pip " + shlex.join(pip_args)
+        if verdict.blocked and not reason:
+            from dtkguard.guard.explain import render
+            from dtkguard.guard.instead import suggestions
+
+            instead = suggestions(verdict, policy, interp.python, cmd, constraints, env)
+            _say(render(verdict, policy, command, instead, failed_with_pins))
+            return 1
+        if not verdict.blocked and failed_with_pins:
+            _say(plan.stderr)  # pins conflict without a rule finding: show pip's own words
+            return 1
+        real_args = [*pip_args, "-c", str(constraints)]
+        if verdict.blocked:
+            allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
+            overrides.record(interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip")
+            env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
+            _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
+            if failed_with_pins:
+                real_args = list(pip_args)
+                env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
+        elif not plan.install:
+            sys.stdout.write(_satisfied(plan))
+            return 0
+        if _externally_managed_by_us(interp):
+            real_args.append("--break-system-packages")
+        return run_pip(interp.python, real_args, env, capture=False).returncode
+
+
+def _satisfied(plan: Plan) -> str:
+    return plan.satisfied_output()

@@ -1,0 +1,146 @@
+"""What to do instead of a vetoed install: the vendor build, or a version of the requested
+package that pip can resolve with the vendor builds kept, or the range it needs."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from dtkguard.guard.explain import requirements_on
+from dtkguard.guard.pipargs import REQUIREMENT_OPTIONS, VALUE_OPTIONS, PipCommand
+from dtkguard.guard.plan import dry_run
+from dtkguard.guard.verdict import Verdict
+from dtkguard.policy.compiled import CompiledPolicy, canonical
+
+#: at most this many extra dry runs to find alternatives
+_MAX_PROBES = 3
+
+
+def _options_only(args: list[str]) -> list[str]:
+    """The install options without requirement arguments (positionals, -r, -e)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0]
+        if not arg.startswith("-"):
+            i += 1
+            continue
+        if name in REQUIREMENT_OPTIONS or arg[:2] in ("-r", "-e"):
+            i += 2 if arg in VALUE_OPTIONS else 1
+            continue
+        out.append(arg)
+        if arg in VALUE_OPTIONS and i + 1 < len(args):
+            out.append(args[i + 1])
+            i += 1
+        i += 1
+    return [a for a in out if a not in ("--force-reinstall", "-I", "--ignore-installed")]
+
+
+def _req_key(line: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return canonical(Requirement(line).name)
+    except InvalidRequirement:
+        return ""
+
+
+def _applies(line: str, environment: dict) -> bool:
+    from packaging.requirements import Requirement
+
+    try:
+        req = Requirement(line)
+        return req.marker is None or req.marker.evaluate({**environment, "extra": ""})
+    except Exception:
+        return False
+
+
+def _source_hint(policy: CompiledPolicy) -> str:
+    if policy.find_links:
+        return f" --find-links {shlex.quote(policy.find_links[0])}"
+    if policy.indexes:
+        return f" --extra-index-url {shlex.quote(policy.indexes[0])}"
+    return ""
+
+
+def suggestions(
+    verdict: Verdict,
+    policy: CompiledPolicy,
+    python: str,
+    cmd: PipCommand,
+    constraints: Path,
+    env: dict[str, str],
+) -> list[str]:
+    out: list[str] = []
+    replaced_vendor = [
+        (name, old) for name, old, _new in verdict.replaced() if policy.vendor_build(name)
+    ]
+    requested = [p for p in verdict.plan.install if p.requested]
+    hint = _source_hint(policy)
+    vendor_names = {canonical(n) for n, _old in replaced_vendor}
+    for p in requested:
+        pin = policy.vendor_build(p.name)
+        if pin and pin != p.version:
+            out.append(f"use the vendor build: dtkpip install{hint} '{canonical(p.name)}=={pin}'")
+        own = [
+            spec
+            for spec in p.requires_dist
+            if _req_key(spec) in vendor_names and _applies(spec, verdict.plan.environment)
+        ]
+        if own:
+            have = ", ".join(
+                f"{n} {o}" for n, o in replaced_vendor if canonical(n) in {_req_key(s) for s in own}
+            )
+            out.append(
+                f"{p.name} {p.version} needs {'; '.join(own)}; the installed vendor builds are "
+                f"{have}: pick a {p.name} release whose requirements they satisfy"
+            )
+    probes = 0
+    options = _options_only(cmd.args)
+    for p in requested:
+        if policy.vendor_build(p.name) or probes >= _MAX_PROBES:
+            continue
+        needs = [
+            f"{who} requires {spec}"
+            for name, _old in replaced_vendor
+            for who, spec in requirements_on(verdict, name, verdict.plan.environment)
+        ]
+        probes += 1
+        alt = dry_run(python, cmd.global_args, [*options, canonical(p.name)], constraints, env)
+        found = next((q for q in alt.install if q.key == p.key), None) if alt.ok else None
+        if found is None and alt.ok:
+            dist = verdict.before.get(p.name)
+            found_version = dist.version if dist else None
+        else:
+            found_version = found.version if found else None
+        if found_version and found_version != p.version:
+            out.append(
+                f"{p.name}=={found_version} works with the installed vendor builds (pip resolved "
+                f"it with the vendor pins): dtkpip install '{p.name}=={found_version}'"
+            )
+        elif needs:
+            pins = ", ".join(
+                f"{name} {old}" for name, old in replaced_vendor if policy.vendor_build(name)
+            )
+            out.append(
+                f"no available version of {p.name} works with the vendor builds ({pins}); "
+                f"{'; '.join(needs[:4])}. Ask for a vendor build of {p.name}, or one made for "
+                f"DTK {policy.dtk or '?'}"
+            )
+    if not out:
+        names = sorted({name for name, _old in replaced_vendor})
+        if names:
+            out.append(
+                "keep the vendor builds of " + ", ".join(names) + ": install a version whose "
+                "requirements they satisfy"
+            )
+        denied = sorted({f.subject for f in verdict.blocking if f.rule == "denied-package"})
+        if denied:
+            out.append(
+                "do not install "
+                + ", ".join(denied[:6])
+                + ("..." if len(denied) > 6 else "")
+                + ": they are CUDA-only or denied by the policy"
+            )
+    return out

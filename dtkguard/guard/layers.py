@@ -1,0 +1,295 @@
+"""`dtkguard guard install|status|remove`: the files that guard one interpreter.
+
+Layers: the compiled policy and the constraints file (``<prefix>/dtkguard/``), the site-level
+``<prefix>/pip.conf`` (read even by ``pip --isolated``), the pip hook (a module and a ``.pth``
+line in the target's site-packages), optionally uv's config and a PEP 668 marker. A manifest
+(``<prefix>/dtkguard/manifest.json``) lists what was written, with the previous content of
+files that existed before, so that `remove` undoes exactly that. Every write is atomic.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import hashlib
+import io
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from dtkguard.errors import InputError
+from dtkguard.guard.compiled import constraints_text, hook_json
+from dtkguard.guard.target import Interpreter
+from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.util.atomic import atomic_write_text
+
+HOOK_MODULE = "_dtkguard_pip_hook.py"
+HOOK_PTH = "dtkguard-pip-hook.pth"
+MARKER = "EXTERNALLY-MANAGED"
+
+
+def hook_source(name: str) -> str:
+    """A file of the pip hook, from the installed package data or a source checkout."""
+    try:
+        return resources.files("dtkguard.plugins.pip").joinpath(name).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
+        return src.read_text(encoding="utf-8")
+
+
+def default_uv_config() -> Path:
+    """uv's system config when we may write it (root), else the user's (research §6)."""
+    if os.geteuid() == 0:
+        dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc").split(":")
+        return Path(dirs[0] or "/etc") / "uv" / "uv.toml"
+    home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(home) / "uv" / "uv.toml"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One file the guard owns (or edits), and what it should hold."""
+
+    name: str
+    path: Path
+    content: str
+
+
+def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -> str:
+    cfg = configparser.ConfigParser(interpolation=None)
+    if original:
+        cfg.read_string(original)
+    if not cfg.has_section("install"):
+        cfg.add_section("install")
+    cfg.set("install", "constraint", str(constraints))
+    if policy.find_links:
+        cfg.set("install", "find-links", "\n".join(policy.find_links))
+    if policy.indexes:
+        cfg.set("install", "extra-index-url", "\n".join(policy.indexes))
+    buf = io.StringIO()
+    if not original:
+        buf.write(
+            f"# dtkguard: vendor pins of policy {policy.name}; `dtkguard guard remove` undoes\n"
+        )
+    cfg.write(buf)
+    return buf.getvalue()
+
+
+def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
+    import tomlkit
+
+    doc = tomlkit.parse(original) if original else tomlkit.document()
+    if not original:
+        doc.add(tomlkit.comment(f"dtkguard: vendor pins of policy {policy.name}"))
+    pins = [f"{n}=={v}" for n, v in sorted(policy.vendor.items())]
+    existing = [str(x) for x in doc.get("constraint-dependencies", [])]
+    doc["constraint-dependencies"] = existing + [p for p in pins if p not in existing]
+    sources = [(u, "flat") for u in policy.find_links] + [(u, None) for u in policy.indexes]
+    if sources:
+        table = tomlkit.aot()
+        for i, (url, fmt) in enumerate(sources):
+            entry = tomlkit.table()
+            entry["name"] = f"dtk-vendor-{i + 1}"
+            entry["url"] = url
+            if fmt:
+                entry["format"] = fmt
+            table.append(entry)
+        for old in doc.get("index", []):
+            if not str(old.get("name", "")).startswith("dtk-vendor-"):
+                table.append(old)
+        doc["index"] = table
+    return tomlkit.dumps(doc)
+
+
+def _marker(policy: CompiledPolicy) -> str:
+    pins = ", ".join(f"{n} {v}" for n, v in sorted(policy.vendor.items()) if n == "torch")
+    return (
+        "[externally-managed]\n"
+        f"Error=This Python holds Hygon DCU vendor builds (policy {policy.name}"
+        + (f": {pins}" if pins else "")
+        + "). Install with `dtkpip install ...` (dtkguard checks the plan first and then installs "
+        "for you); `dtkguard policy explain torch` shows the rules.\n"
+    )
+
+
+def planned_layers(
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    originals: dict[str, str | None],
+    *,
+    uv_config: Path | None = None,
+    externally_managed: bool = False,
+) -> list[Layer]:
+    state = interp.state_dir
+    constraints = state / "constraints.txt"
+    pth = hook_source(HOOK_PTH).replace("__POLICY__", repr(str(interp.policy_file)))
+    layers = [
+        Layer("policy", interp.policy_file, hook_json(policy)),
+        Layer("constraints", constraints, constraints_text(policy)),
+        Layer(
+            "pip.conf",
+            interp.prefix / "pip.conf",
+            _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
+        ),
+        Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
+    ]
+    if uv_config is not None:
+        layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
+    if externally_managed:
+        if interp.in_venv:
+            raise InputError(
+                f"{interp.python} is a virtual environment: pip and uv ignore "
+                "EXTERNALLY-MANAGED inside venvs, use it for base or conda interpreters",
+                field="--externally-managed",
+            )
+        layers.append(Layer("externally-managed", interp.stdlib / MARKER, _marker(policy)))
+    return layers
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+class Manifest:
+    """``<prefix>/dtkguard/manifest.json``: {path: {layer, sha256, original}}."""
+
+    def __init__(self, interp: Interpreter) -> None:
+        self.path = interp.state_dir / "manifest.json"
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.files: dict[str, dict] = dict(data.get("files", {}))
+            self.options: dict = dict(data.get("options", {}))
+        except (OSError, ValueError, AttributeError):
+            self.files, self.options = {}, {}
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def originals(self) -> dict[str, str | None]:
+        return {p: e.get("original") for p, e in self.files.items()}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"files": self.files, "options": self.options}
+        atomic_write_text(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def install(
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    *,
+    uv_config: Path | None = None,
+    externally_managed: bool = False,
+) -> list[tuple[str, Path, str]]:
+    """Write every layer; returns (layer, path, "written" | "unchanged")."""
+    manifest = Manifest(interp)
+    originals = manifest.originals()
+    wanted = [uv_config] if uv_config else []
+    for path in [interp.prefix / "pip.conf", *wanted]:
+        if str(path) not in originals:
+            originals[str(path)] = _read(path)
+    layers = planned_layers(
+        interp, policy, originals, uv_config=uv_config, externally_managed=externally_managed
+    )
+    results = []
+    interp.state_dir.mkdir(parents=True, exist_ok=True)
+    for layer in layers:
+        if str(layer.path) not in manifest.files:
+            original = originals.get(str(layer.path), _read(layer.path))
+            if layer.name in ("hook", "hook.pth", "externally-managed") and original is not None:
+                if "dtkguard" not in original:
+                    raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
+                original = None
+            manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
+        current = _read(layer.path)
+        if current != layer.content:
+            layer.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(layer.path, layer.content)
+        manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
+        results.append(
+            (layer.name, layer.path, "unchanged" if current == layer.content else "written")
+        )
+        manifest.save()  # after every file: a crash never leaves an unlisted file behind
+    pyc = _compile(interp, interp.purelib / HOOK_MODULE)
+    if pyc is not None and str(pyc) not in manifest.files:
+        manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
+    manifest.options = {
+        "policy": policy.name,
+        "uv_config": str(uv_config) if uv_config else None,
+        "externally_managed": externally_managed,
+    }
+    manifest.save()
+    return results
+
+
+def _compile(interp: Interpreter, module: Path) -> Path | None:
+    """Byte-compile the hook with the target interpreter so its start-up cost stays tiny."""
+    code = "import py_compile,sys;print(py_compile.compile(sys.argv[1],doraise=True))"
+    try:
+        out = subprocess.run(
+            [interp.python, "-I", "-c", code, str(module)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(out) if out else None
+
+
+def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
+    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    manifest = Manifest(interp)
+    uv = manifest.options.get("uv_config")
+    layers = planned_layers(
+        interp,
+        policy,
+        manifest.originals(),
+        uv_config=Path(uv) if uv else None,
+        externally_managed=bool(manifest.options.get("externally_managed")),
+    )
+    out = []
+    for layer in layers:
+        current = _read(layer.path)
+        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        out.append((layer.name, layer.path, state))
+    return out
+
+
+def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
+    """Undo `install`: delete what it created, restore what it edited (unless edited since)."""
+    manifest = Manifest(interp)
+    results = []
+    for path_text, entry in sorted(
+        manifest.files.items(), key=lambda kv: kv[1].get("layer") == "policy"
+    ):
+        path = Path(path_text)
+        current = _read(path) if entry.get("layer") != "hook.pyc" else None
+        original = entry.get("original")
+        if entry.get("sha256") and current is not None and _sha(current) != entry["sha256"]:
+            results.append((entry["layer"], path, "kept (changed since install)"))
+            continue
+        if original is not None:
+            atomic_write_text(path, original)
+            results.append((entry["layer"], path, "restored"))
+        elif path.exists():
+            path.unlink()
+            results.append((entry["layer"], path, "removed"))
+    if manifest.exists:
+        manifest.path.unlink()
+    with contextlib.suppress(OSError):
+        interp.state_dir.rmdir()  # only when empty: overrides.jsonl is an audit record
+    return results

@@ -1,0 +1,50 @@
+"""Overrides: who installed past the guard, when, why, and what it let through."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import getpass
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+ENV_VAR = "DTKGUARD_OVERRIDE"
+#: set for the pip child of `dtkpip --override` so the hook does not record twice
+RECORDED_VAR = "DTKGUARD_OVERRIDE_RECORDED"
+
+
+def record(path: Path, reason: str, argv: list[str], allowed: list[str], tool: str) -> dict:
+    """Append one override to ``path`` (JSON lines; created with its folder)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    entry = {
+        "time": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "user": user,
+        "reason": reason,
+        "argv": argv,
+        "tool": tool,
+        "allowed": allowed,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:  # append-only log: one write per record
+        fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    return entry
+
+
+def read(path: Path) -> Iterator[tuple[int, dict | None]]:
+    """(line number, record or None when the line is not a JSON object)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        yield no, data if isinstance(data, dict) else None

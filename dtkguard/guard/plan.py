@@ -1,0 +1,143 @@
+"""Ask the target's own pip what an install would do: ``install --dry-run --report``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.env.dist import Dist
+from dtkguard.env.environment import Environment
+from dtkguard.policy.compiled import canonical
+
+#: pip's words when its resolver cannot satisfy the request (all supported versions)
+_CONFLICT_MARKERS = ("ResolutionImpossible", "conflicting dependencies", "Cannot install")
+
+
+@dataclass
+class Planned:
+    """One distribution pip would install, from the report."""
+
+    name: str
+    version: str
+    metadata: dict
+    requested: bool = False
+    is_direct: bool = False
+    url: str = ""
+
+    @property
+    def key(self) -> str:
+        return canonical(self.name)
+
+    @property
+    def requires_dist(self) -> list[str]:
+        return list(self.metadata.get("requires_dist") or ())
+
+    def headers(self) -> dict[str, list[str]]:
+        """The METADATA headers ``Dist`` and the rules read."""
+        out: dict[str, list[str]] = {"name": [self.name], "version": [self.version]}
+        if self.requires_dist:
+            out["requires-dist"] = self.requires_dist
+        if self.metadata.get("requires_python"):
+            out["requires-python"] = [self.metadata["requires_python"]]
+        return out
+
+
+@dataclass
+class Plan:
+    """The outcome of one dry run."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    install: list[Planned] = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+    constrained: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def conflict(self) -> bool:
+        """pip could not resolve (as opposed to: no such package, network error ...)."""
+        return not self.ok and any(m in self.stderr for m in _CONFLICT_MARKERS)
+
+    def satisfied_output(self) -> str:
+        """What the real pip would have printed for an empty plan (no "Would install")."""
+        return "".join(
+            line
+            for line in self.stdout.splitlines(keepends=True)
+            if not line.startswith("Would install")
+        )
+
+
+def run_pip(
+    python: str, args: list[str], env: dict[str, str] | None = None, capture: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [python, "-m", "pip", *args]
+    return subprocess.run(
+        cmd, env=env if env is not None else dict(os.environ), capture_output=capture, text=True
+    )
+
+
+def dry_run(
+    python: str,
+    global_args: list[str],
+    install_args: list[str],
+    constraints: Path | None,
+    env: dict[str, str] | None = None,
+) -> Plan:
+    """``pip [global] install --dry-run --report FILE [args] [-c constraints]``.
+
+    No ``--quiet``: stdout then holds pip's "Requirement already satisfied" lines, printed
+    as they are when the plan is empty; the report goes to a file so it never mixes with them.
+    """
+    with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
+        report = Path(tmp) / "report.json"
+        args = [*global_args, "install", "--dry-run", "--report", str(report), *install_args]
+        if constraints is not None:
+            args += ["-c", str(constraints)]
+        proc = run_pip(python, args, env)
+        plan = Plan(proc.returncode, proc.stdout, proc.stderr, constrained=constraints is not None)
+        if proc.returncode == 0:
+            try:
+                data = json.loads(report.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}
+            plan.environment = data.get("environment") or {}
+            for item in data.get("install") or ():
+                meta = item.get("metadata") or {}
+                plan.install.append(
+                    Planned(
+                        name=meta.get("name", "?"),
+                        version=str(meta.get("version", "")),
+                        metadata=meta,
+                        requested=bool(item.get("requested")),
+                        is_direct=bool(item.get("is_direct")),
+                        url=(item.get("download_info") or {}).get("url", ""),
+                    )
+                )
+    return plan
+
+
+def after_install(env: Environment, planned: list[Planned], site: Path) -> Environment:
+    """The environment as it would be once ``planned`` is installed into ``site``."""
+    keys = {p.key for p in planned}
+    kept = [d for d in env.dists if d.key not in keys]
+    new = [
+        Dist(
+            p.name,
+            p.version,
+            site / f"{p.name.replace('-', '_')}-{p.version}.dist-info",
+            site,
+            env.root,
+            "",
+            p.headers(),
+        )
+        for p in planned
+    ]
+    return Environment(dict(env.target), env.root, list(env.sites), kept + new, list(env.warnings))

@@ -1,0 +1,79 @@
+"""The interpreter the guard protects: where its prefix, site-packages and stdlib are."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dtkguard.errors import TargetError
+
+_CODE = (
+    "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
+    "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
+    "'stdlib'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
+)
+
+#: where the guard keeps its files inside an interpreter's prefix
+STATE_DIR = "dtkguard"
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    python: str
+    prefix: Path
+    base_prefix: Path
+    purelib: Path
+    stdlib: Path
+    version: str
+
+    @property
+    def in_venv(self) -> bool:
+        return self.prefix != self.base_prefix
+
+    @property
+    def state_dir(self) -> Path:
+        return self.prefix / STATE_DIR
+
+    @property
+    def policy_file(self) -> Path:
+        return self.state_dir / "policy.json"
+
+    @property
+    def overrides_file(self) -> Path:
+        return self.state_dir / "overrides.jsonl"
+
+
+def default_python() -> str:
+    """The activated venv/conda env's interpreter, else the one running dtkguard."""
+    from dtkguard.env.environment import active_python
+
+    return active_python() or sys.executable
+
+
+def interpreter(python: str | None = None) -> Interpreter:
+    """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
+    exe = python or default_python()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        proc = subprocess.run(
+            [exe, "-c", _CODE], capture_output=True, text=True, timeout=60, env=env, check=True
+        )
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except FileNotFoundError:
+        raise TargetError(f"no such interpreter: {exe}") from None
+    except PermissionError:
+        raise TargetError(f"cannot run interpreter: {exe}: permission denied") from None
+    except (subprocess.SubprocessError, ValueError, IndexError) as exc:
+        raise TargetError(f"{exe} did not report its paths: {exc}") from None
+    return Interpreter(
+        python=exe,
+        prefix=Path(data["prefix"]),
+        base_prefix=Path(data["base_prefix"]),
+        purelib=Path(data["purelib"]),
+        stdlib=Path(data["stdlib"]),
+        version=data["version"],
+    )

@@ -1,0 +1,104 @@
+"""drift-missing, drift-version, drift-extra: the installed set against a PEP 751 lock.
+
+The lock comes in ``ctx.extra["lock"]`` (a `dtkguard.lock.read.Lock`); without one the family
+yields nothing. Names compare canonically, versions as PEP 440 versions (local labels
+included: ``2.4.1+das.opt1.dtk25041`` is not ``2.4.1``). A replaced vendor build is also
+reported, as critical, by the ``vendor`` family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from dtkguard.env.dist import Dist
+from dtkguard.findings import Finding, Severity
+from dtkguard.rules.context import CheckContext
+
+#: installed by the environment's own bootstrap (venv seeds pip) or dtkguard itself
+NEVER_EXTRA = frozenset({"pip", "dtkguard"})
+
+
+def same(a: str, b: str) -> bool:
+    """PEP 440 equality (``1.0`` == ``1.0.0``, local labels significant)."""
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a.strip() == b.strip()
+
+
+def marker_applies(marker: str | None, python: str | None) -> bool:
+    """Whether a package's marker holds for the target; unknown facts count as True."""
+    if not marker:
+        return True
+    from packaging.markers import InvalidMarker, Marker
+
+    try:
+        env: dict[str, str] = {}
+        if python:
+            env = {"python_version": python, "python_full_version": python + ".0"}
+        return bool(Marker(marker).evaluate(env))
+    except (InvalidMarker, Exception):  # undefined names, odd markers: keep the package
+        return True
+
+
+def pick_group(ctx: CheckContext, names: set[str]) -> list[Dist]:
+    """The dists of the interpreter the lock describes: the group that holds most locked names."""
+    groups = ctx.env.groups()
+    if len(groups) <= 1:
+        return list(ctx.env.dists)
+    return max(groups.values(), key=lambda ds: sum(d.key in names for d in ds))
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    lock: Any = ctx.extra.get("lock")
+    if lock is None:
+        return
+    python = ctx.env.target.get("python_version")
+    where = str(lock.path)
+    locked = {p.key: p for p in lock.packages if marker_applies(p.marker, python)}
+    all_locked = {p.key for p in lock.packages}
+    dists = pick_group(ctx, set(locked))
+    installed = {d.key: d for d in dists}
+    for key, pkg in sorted(locked.items()):
+        dist = installed.get(key)
+        if dist is None:
+            yield Finding(
+                "drift-missing",
+                Severity.HIGH,
+                key,
+                f"{pkg.name} {pkg.version or ''} is in the lock but not installed".replace(
+                    "  ", " "
+                ),
+                f"reinstall from the lock: pip install --no-deps '{pkg.name}=={pkg.version}'"
+                if pkg.version
+                else f"reinstall {pkg.name} from the lock",
+                where,
+                {"locked": pkg.version, "lock": where},
+            )
+        elif pkg.version and not same(dist.version, pkg.version):
+            yield Finding(
+                "drift-version",
+                Severity.HIGH,
+                key,
+                f"{dist.name} {dist.version} is installed; the lock has {pkg.version}",
+                f"reinstall the locked version: pip install --no-deps --force-reinstall "
+                f"'{pkg.name}=={pkg.version}'",
+                f"{dist.location}/METADATA",
+                {"installed": dist.version, "locked": pkg.version, "lock": where},
+            )
+    severity = Severity.parse(ctx.policy.drift_extra_severity)
+    for key, dist in sorted(installed.items()):
+        if key in all_locked or key in NEVER_EXTRA:
+            continue
+        yield Finding(
+            "drift-extra",
+            severity,
+            key,
+            f"{dist.name} {dist.version} is installed but not in the lock",
+            f"uninstall it (pip uninstall {dist.name}) or relock with it",
+            f"{dist.location}/METADATA",
+            {"installed": dist.version, "lock": where, "installer": dist.installer},
+        )

@@ -1,0 +1,67 @@
+"""override-used: someone installed past the guard; the record inside the environment says so."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from dtkguard.env.root import ConfinementError
+from dtkguard.findings import Finding, Severity
+from dtkguard.guard.override import read
+from dtkguard.guard.target import STATE_DIR
+from dtkguard.rules.context import CheckContext
+
+_SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
+
+
+def _records(ctx: CheckContext) -> list[Path]:
+    """Host paths of the overrides files of the environment's interpreter prefixes."""
+    env = ctx.env
+    prefixes: set[str] = set()
+    if env.target.get("prefix"):
+        prefixes.add(env.target["prefix"])
+    for site in env.sites:
+        match = _SITE.match(env.root.inner(site))
+        if match:
+            prefixes.add(match.group(1) or "/")
+    out = []
+    for prefix in sorted(prefixes):
+        inner = f"{prefix.rstrip('/')}/{STATE_DIR}/overrides.jsonl"
+        try:
+            host = Path(inner) if env.root.is_host else env.root.resolve(inner)
+        except ConfinementError:
+            continue
+        if host.is_file() and host not in out:
+            out.append(host)
+    return out
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    for path in _records(ctx):
+        where = ctx.env.root.inner(path)
+        for no, entry in read(path):
+            if entry is None:
+                yield Finding(
+                    "override-used",
+                    Severity.HIGH,
+                    "guard",
+                    f"unreadable override record (line {no})",
+                    "inspect the override log; it should only be appended to by dtkguard",
+                    f"{where}:{no}",
+                    {},
+                )
+                continue
+            allowed = entry.get("allowed") or []
+            what = "; ".join(map(str, allowed)) if allowed else "nothing the guard would stop"
+            yield Finding(
+                "override-used",
+                Severity.HIGH,
+                "guard",
+                f"{entry.get('user', '?')} overrode the guard on {entry.get('time', '?')} "
+                f"({entry.get('reason', '')!s}): {what}",
+                "check that the environment still holds the vendor builds (dtkguard check), "
+                "then remove or archive the record",
+                f"{where}:{no}",
+                {k: entry.get(k) for k in ("time", "user", "reason", "argv", "tool", "allowed")},
+            )

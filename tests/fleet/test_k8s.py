@@ -1,0 +1,183 @@
+"""Kubernetes: the manifests' structure, and the per-node entry on real and built /proc trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dtkguard.fleet import node
+from dtkguard.fleet.merge import merge
+from tests.fleet.yaml_subset import load
+
+REPO = Path(__file__).resolve().parents[2]
+K8S = REPO / "plugins" / "k8s"
+SITE = "usr/local/lib/python3.10/dist-packages"
+
+
+def _pod(doc: dict) -> dict:
+    return doc["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(("name", "kind"), [("daemonset.yaml", "DaemonSet"), ("job.yaml", "Job")])
+def test_manifest_structure(name, kind):
+    doc = load((K8S / name).read_text())
+    assert doc["kind"] == kind and doc["metadata"]["namespace"] == "dtkguard"
+    pod = _pod(doc)
+    assert pod["hostPID"] is True
+    (container,) = pod["containers"]
+    argv = " ".join(container["command"])
+    assert "-m dtkguard.fleet.node --proc /host/proc --out /reports" in argv
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    # every host path is mounted read-only, except the report directory
+    for mount in mounts.values():
+        host = volumes[mount["name"]].get("hostPath")
+        if host and host["path"] != "/var/lib/dtkguard/reports":
+            assert mount.get("readOnly") is True, mount
+    assert volumes[mounts["/host/proc"]["name"]]["hostPath"]["path"] == "/proc"
+    assert volumes[mounts["/reports"]["name"]]["hostPath"]["type"] == "DirectoryOrCreate"
+    sec = container["securityContext"]
+    assert sec["readOnlyRootFilesystem"] is True and "privileged" not in sec
+    assert sec["capabilities"]["drop"] == ["ALL"]
+    assert "/" not in container["image"].split(":")[0]  # no registry host in the example
+
+
+def test_job_is_one_pod_per_node_and_never_restarts():
+    doc = load((K8S / "job.yaml").read_text())
+    spec = doc["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
+    assert spec["backoffLimit"] == 0 and _pod(doc)["restartPolicy"] == "Never"
+    (term,) = _pod(doc)["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == doc["spec"]["template"]["metadata"]["labels"]
+
+
+def test_yaml_subset_reader_is_strict():
+    with pytest.raises(ValueError):
+        load("a: &anchor 1\n")
+    with pytest.raises(ValueError):
+        load("a:\n  b: 1\n  b: 2\n")
+    with pytest.raises(ValueError):
+        load("a: 1\n---\nb: 2\n")
+    assert load('a:\n  - x\n  - b: "1"\n    c: true\n') == {"a": ["x", {"b": "1", "c": True}]}
+
+
+def _dist(site: Path, name: str, version: str) -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def _image(path: Path, torch: str) -> Path:
+    _dist(path / SITE, "torch", torch)
+    _dist(path / SITE, "numpy", "1.26.4")
+    return path
+
+
+def _proc(tmp_path: Path, table: dict[int, tuple[int, Path]]) -> Path:
+    """A /proc-like tree: pid -> (ppid, root); cgroup and environ name the container."""
+    proc = tmp_path / "proc"
+    for pid, (ppid, root) in table.items():
+        d = proc / str(pid)
+        d.mkdir(parents=True)
+        (d / "root").symlink_to(root)
+        comm = "python3" if pid % 2 else "sh"  # odd pids are Python processes
+        (d / "comm").write_text(comm + "\n")
+        (d / "stat").write_text(f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1\n")
+        cid = f"{pid:064x}"
+        (d / "cgroup").write_text(f"0::/kubepods/burstable/pod1/cri-containerd-{cid}.scope\n")
+        (d / "environ").write_bytes(b"PATH=/usr/bin\0HOSTNAME=vllm-" + str(pid).encode() + b"\0")
+    return proc
+
+
+def test_container_processes_one_per_root(tmp_path):
+    clean, drifted = (
+        _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041"),
+        _image(tmp_path / "b", "2.4.1"),
+    )
+    proc = _proc(
+        tmp_path,
+        {
+            1: (0, Path("/")),
+            40: (1, Path("/")),  # containerd-shim on the host
+            100: (40, clean),  # container init (a shell)
+            101: (100, clean),  # its Python worker: audited for the container
+            102: (100, clean),  # same root: not audited twice
+            200: (40, drifted),  # a container without Python: its init, by root
+            202: (200, drifted),
+        },
+    )
+    found = node.container_processes(proc)
+    assert [(c.pid, c.root, c.pod, c.python) for c in found] == [
+        (101, str(clean), "vllm-101", True),
+        (200, str(drifted), "vllm-200", False),
+    ]
+    assert found[0].id == f"{101:064x}" and found[0].label == f"vllm-101/{found[0].id[:12]}"
+
+
+def test_node_report_from_built_proc(tmp_path, capsys):
+    clean, drifted = (
+        _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041"),
+        _image(tmp_path / "b", "2.4.1"),
+    )
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, clean), 200: (1, drifted)})
+    out = tmp_path / "reports"
+    argv = ["--proc", str(proc), "--out", str(out), "--node", "dcu-07", "--command", "check"]
+    assert node.main(argv) == 1
+    report = json.loads((out / "dcu-07.json").read_text())
+    assert report["schema_version"] == 1 and report["node"] == "dcu-07"
+    assert [c["verdict"] for c in report["target"]["containers"]] == ["pass", "fail"]
+    (finding,) = report["findings"]
+    assert finding["rule"] == "vendor-replaced" and finding["evidence"]["pid"] == 200
+    assert finding["message"].startswith("[vllm-200/")
+    fleet = merge([out / "dcu-07.json"])
+    assert fleet.nodes[0].name == "dcu-07" and fleet.nodes[0].status == "fail"
+    assert "dcu-07: FAIL (2 containers, 1 findings)" in capsys.readouterr().out
+
+
+def test_unaudited_container_fails_the_node_unless_it_exited(tmp_path):
+    proc = _proc(tmp_path, {1: (0, Path("/")), 100: (1, tmp_path / "a")})
+    c = node.Container(100, str(tmp_path / "a"))
+    failed = node.combine("n", [(c, 2, None, "policy error")], proc=proc)
+    assert failed["verdict"] == "fail" and "not audited (exit 2)" in failed["warnings"][0]
+    gone = node.combine("n", [(node.Container(999, "/x"), 3, None, "")], proc=proc)
+    assert gone["verdict"] == "pass" and "exited during the audit" in gone["warnings"][0]
+    empty = node.combine("n", [])
+    assert empty["verdict"] == "pass" and empty["warnings"] == [
+        "no container processes found on this node"
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")
+def test_real_proc_finds_a_chrooted_process(tmp_path):
+    """A real process in another root (a chroot, like a container's), found through /proc."""
+    image = _image(tmp_path / "image", "2.4.1")
+    code = "import os, sys, time; os.chroot(sys.argv[1]); print('in', flush=True); time.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", code, str(image)], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"in\n"
+        found = {c.pid: c for c in node.container_processes("/proc")}
+        assert found[child.pid].root == str(image)
+        out = tmp_path / "reports"
+        argv = [
+            "--out",
+            str(out),
+            "--node",
+            "real",
+        ]  # audit --pid, else --root; check without audit
+        assert node.main(argv) == 1
+        report = json.loads((out / "real.json").read_text())
+        mine = [f for f in report["findings"] if f["evidence"]["pid"] == child.pid]
+        assert [f["rule"] for f in mine] == ["vendor-replaced"]
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,162 @@
+"""Guard fixtures: real venvs holding the fake DAS vendor builds, guarded by `guard install`.
+
+``guarded`` (module scope, one per pip version) is shared by every case that must not change
+the environment (each asserts that with a snapshot); ``fresh`` is a new guarded venv for cases
+that install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, find_wheel
+from tests.support.reports import DAS_25041
+from tests.support.venvs import Venv, hermetic_env, make_venv
+from tests.support.wheels import build_sdist, build_wheel
+
+REPO = Path(__file__).resolve().parents[2]
+VENDOR = ("torch", "torchvision", "torchaudio", "triton")
+TORCH = DAS_25041["torch"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "pip_version" in metafunc.fixturenames:
+        expr = metafunc.config.getoption("-m") or ""
+        matrix = "pip_matrix" in expr and "not pip_matrix" not in expr
+        # the default run: oldest and newest pip; `pytest -m pip_matrix`: one pip per major
+        versions = (
+            [pytest.param(v, marks=pytest.mark.pip_matrix) for v in MATRIX_PIP_VERSIONS]
+            if matrix
+            else list(PIP_VERSIONS)
+        )
+        metafunc.parametrize("pip_version", versions, scope="module")
+
+
+@dataclass
+class Guarded:
+    venv: Venv
+    policy: Path
+    index_args: list[str]
+    extra: Path
+
+    def pip(self, *args: str, env: dict[str, str] | None = None, module: bool = False):
+        """Plain pip of the venv (its ``bin/pip`` script, or ``python -m pip``)."""
+        cmd = [self.venv.python, "-m", "pip"] if module else [self.venv.bin / "pip"]
+        return subprocess.run(
+            [*map(str, cmd), *args], env=env or hermetic_env(), capture_output=True, text=True
+        )
+
+    def dtkguard(self, *args: str, env: dict[str, str] | None = None):
+        """``python -m dtkguard ARGS`` from this checkout (the dev interpreter)."""
+        environ = env or hermetic_env()
+        environ["PYTHONPATH"] = str(REPO)
+        return subprocess.run(
+            [sys.executable, "-m", "dtkguard", *args], env=environ, capture_output=True, text=True
+        )
+
+    def dtkpip(self, *args: str, env: dict[str, str] | None = None):
+        return self.dtkguard("pip", "--python", str(self.venv.python), *args, env=env)
+
+
+@pytest.fixture(scope="session")
+def extra_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Packages of the matrix that no report has: one pinning torch 2.6.0 (and an older
+    release that takes any torch >= 2.0), and an sdist that builds under build isolation."""
+    dest = tmp_path_factory.mktemp("extra-wheels")
+    build_wheel(dest, "pins-torch", "1.0", requires_dist=["torch>=2.0"])
+    build_wheel(dest, "pins-torch", "2.0", requires_dist=["torch==2.6.0"])
+    build_sdist(dest, "sdist-needs-torch", "1.0", requires_dist=["torch>=2.0"])
+    return dest
+
+
+@pytest.fixture(scope="session")
+def public_dir(
+    tmp_path_factory: pytest.TempPathFactory, community_wheelhouse: Path, wheel_cache: Path
+) -> Path:
+    """The community wheels as find-links, with the real setuptools/wheel of the wheel cache
+    in place of the metadata-only ones (pip's build isolation needs working ones)."""
+    dest = tmp_path_factory.mktemp("public")
+    for wheel in community_wheelhouse.glob("*.whl"):
+        if not wheel.name.startswith(("setuptools-", "wheel-")):
+            (dest / wheel.name).symlink_to(wheel)
+    for name in ("setuptools", "wheel"):
+        wheel = find_wheel(name)
+        (dest / wheel.name).symlink_to(wheel)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def guard_policy(tmp_path_factory: pytest.TempPathFactory, vendor_wheelhouse: Path) -> Path:
+    path = tmp_path_factory.mktemp("policy") / "site.toml"
+    path.write_text(
+        '[policy]\nname = "site-das"\nextends = ["dtk-25.04.1"]\n\n'
+        f"[sources]\nfind-links = [{str(vendor_wheelhouse)!r}]\n".replace("'", '"')
+    )
+    return path
+
+
+def _build(
+    path: Path, pip_version: str, policy: Path, vendor: Path, community: Path, extra: Path
+) -> Guarded:
+    venv = make_venv(path, pip_version=pip_version)
+    index = ["--no-index", "-f", str(community), "-f", str(extra)]
+    pins = [f"{n}=={DAS_25041[n]}" for n in VENDOR]
+    venv.pip("install", *index, "-f", str(vendor), *pins)
+    venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", f"vllm=={DAS_25041['vllm']}")
+    guarded = Guarded(venv, policy, index, extra)
+    proc = guarded.dtkguard(
+        "guard", "install", "--python", str(venv.python), "--policy", str(policy)
+    )
+    assert proc.returncode == 0, proc.stderr
+    return guarded
+
+
+@pytest.fixture(scope="module")
+def guarded(
+    pip_version: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    guard_policy: Path,
+    vendor_wheelhouse: Path,
+    public_dir: Path,
+    extra_wheelhouse: Path,
+) -> Guarded:
+    """A guarded venv shared by the cases that must leave it unchanged."""
+    path = tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv"
+    return _build(path, pip_version, guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse)
+
+
+@pytest.fixture
+def fresh(
+    pip_version: str,
+    tmp_path: Path,
+    guard_policy: Path,
+    vendor_wheelhouse: Path,
+    public_dir: Path,
+    extra_wheelhouse: Path,
+) -> Guarded:
+    """A new guarded venv for a case that installs."""
+    return _build(
+        tmp_path / "venv",
+        pip_version,
+        guard_policy,
+        vendor_wheelhouse,
+        public_dir,
+        extra_wheelhouse,
+    )
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Paths added, removed or modified between two snapshots."""
+    keys = set(before) | set(after)
+    return sorted(k for k in keys if before.get(k) != after.get(k))
+
+
+os.environ.setdefault(
+    "DTKGUARD_CACHE_DIR", str(Path("/tmp") / f"dtkguard-test-cache-{os.getuid()}")
+)

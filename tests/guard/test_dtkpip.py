@@ -1,0 +1,101 @@
+"""dtkpip end to end: the plan is judged with the check rules and explained; safe installs run
+pip once with pip's exit code; overrides are recorded and reported by `dtkguard check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.guard.conftest import TORCH, Guarded, changed
+
+pytestmark = pytest.mark.wheel_cache
+
+
+def test_vllm_092_is_explained(guarded: Guarded) -> None:
+    before = guarded.venv.snapshot()
+    proc = guarded.dtkpip("install", *guarded.index_args, "vllm==0.9.2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = proc.stderr
+    assert "nothing was installed or removed" in text
+    assert (
+        f"replace the vendor build torch {TORCH} with torch 2.7.0 (a community CUDA build)" in text
+    )
+    assert "triton 3.0.0+das.opt1.dtk25041 with triton 3.3.0" in text
+    assert "add 14 nvidia-* CUDA wheel(s)" in text
+    assert "vendor-replaced (critical)" in text and "denied-package" in text
+    assert "dtkpip install --find-links" in text
+    assert "'vllm==0.8.5.post1+das.opt1.dtk25041'" in text
+    assert "vllm 0.9.2 needs torch==2.7.0" in text
+    assert changed(before, guarded.venv.snapshot()) == []
+
+
+def test_other_release_that_keeps_vendor_torch_is_suggested(guarded: Guarded) -> None:
+    before = guarded.venv.snapshot()
+    proc = guarded.dtkpip("install", *guarded.index_args, "pins-torch==2.0")
+    assert proc.returncode == 1
+    assert "pins-torch 2.0 needs torch==2.6.0" in proc.stderr
+    assert "dtkpip install 'pins-torch==1.0'" in proc.stderr
+    assert changed(before, guarded.venv.snapshot()) == []
+
+
+def test_denied_package_is_stopped(guarded: Guarded) -> None:
+    before = guarded.venv.snapshot()
+    proc = guarded.dtkpip("install", *guarded.index_args, "nvidia-cublas-cu12")
+    assert proc.returncode == 1
+    assert "denied-package (critical)" in proc.stderr and "nvidia-cublas-cu12" in proc.stderr
+    assert changed(before, guarded.venv.snapshot()) == []
+
+
+def test_uninstall_of_vendor_build_is_stopped(guarded: Guarded) -> None:
+    before = guarded.venv.snapshot()
+    proc = guarded.dtkpip("uninstall", "-y", "torch")
+    assert proc.returncode == 1 and "nothing was removed" in proc.stderr
+    assert changed(before, guarded.venv.snapshot()) == []
+
+
+def test_satisfied_runs_pip_once_and_passes_through(guarded: Guarded, tmp_path: Path) -> None:
+    before = guarded.venv.snapshot()
+    log = tmp_path / "pip.log"
+    proc = guarded.dtkpip("install", "--log", str(log), *guarded.index_args, "torch")
+    assert proc.returncode == 0, proc.stderr
+    assert "Requirement already satisfied: torch in" in proc.stdout
+    # pip ran once (the dry run): a second, real run would have logged a second resolution
+    assert log.read_text().count("Requirement already satisfied: torch") == 1
+    assert changed(before, guarded.venv.snapshot()) == []
+    # other subcommands: pip untouched, with its exit code
+    assert guarded.dtkpip("list").returncode == 0
+    assert guarded.dtkpip("show", "no-such-package-here").returncode == 1
+
+
+def test_safe_install_and_override(fresh: Guarded) -> None:
+    g = fresh
+    proc = g.dtkpip("install", *g.index_args, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "Successfully installed" in proc.stdout and g.venv.installed()["accelerate"] == "1.6.0"
+    assert g.venv.installed()["torch"] == TORCH
+    proc = g.dtkpip(
+        "--override",
+        "cublas for a CPU test",
+        "install",
+        *g.index_args,
+        "--no-deps",
+        "nvidia-cublas-cu12",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = (g.venv.path / "dtkguard" / "overrides.jsonl").read_text().splitlines()
+    assert len(records) == 1  # recorded by dtkpip once, not again by the hook
+    entry = json.loads(records[0])
+    assert entry["reason"] == "cublas for a CPU test" and entry["tool"] == "dtkpip"
+    assert any("nvidia-cublas-cu12" in a for a in entry["allowed"])
+    check = g.dtkguard("check", "--python", str(g.venv.python), "--format", "json")
+    assert check.returncode == 1
+    rules = {f["rule"] for f in json.loads(check.stdout)["findings"]}
+    assert {"override-used", "denied-package"} <= rules
+
+
+def test_bad_override_is_usage_error(guarded: Guarded) -> None:
+    proc = guarded.dtkpip("--override", "", "install", "x")
+    assert proc.returncode == 2 and "--override" in proc.stderr
+    assert "Traceback" not in proc.stderr
