@@ -18,6 +18,8 @@ from dtkguard.errors import DtkguardError
 #: subcommand -> module in dtkguard.commands
 COMMANDS: dict[str, str] = {
     "check": "check",
+    "export": "export",
+    "lock": "lock",
     "policy": "policy",
     "audit": "audit",
     "scan-model": "scan_model",

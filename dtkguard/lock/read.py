@@ -97,13 +97,24 @@ def read_lock(path: str | Path) -> Lock:
                 entry.get("tool", {}),
             )
         )
+    dtk = dict(data.get("tool", {}).get("dtkguard", {}))
+    for item in dtk.get("installed", []):
+        # `lock --from-env`: installed dists without a known wheel (see lockfiles/README.md)
+        if isinstance(item, dict) and item.get("name"):
+            packages.append(
+                LockedPackage(
+                    item["name"],
+                    item.get("version"),
+                    tool={"dtkguard": {"installed-only": True, **item}},
+                )
+            )
     return Lock(
         path,
         tuple(packages),
         data.get("requires-python"),
         tuple(data.get("environments", [])),
         data.get("created-by", ""),
-        dict(data.get("tool", {}).get("dtkguard", {})),
+        dtk,
     )
 
 

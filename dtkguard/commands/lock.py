@@ -1,0 +1,185 @@
+"""`dtkguard lock`: resolve under the policy and write a PEP 751 ``pylock.<image>.toml``.
+
+Exit codes: 0 written; 1 the request cannot be met under the policy (the conflict is explained,
+nothing is written); 2 bad input (requirement, file, source, argument); 3 unreadable target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from dtkguard.commands.common import add_policy_option, add_target_options
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    p = sub.add_parser(
+        name, help="resolve under the policy and write a PEP 751 lock", description=__doc__
+    )
+    p.add_argument("requirements", nargs="*", metavar="REQ", help="requirements (PEP 508)")
+    p.add_argument(
+        "-r",
+        "--requirement",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="requirements file (repeatable)",
+    )
+    add_policy_option(p)
+    p.add_argument(
+        "--find-links",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a public folder of wheels, before the index (repeatable)",
+    )
+    p.add_argument(
+        "--vendor-find-links",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a vendor wheelhouse, besides the policy's (repeatable)",
+    )
+    p.add_argument(
+        "--vendor-index-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a vendor simple index, besides the policy's (repeatable)",
+    )
+    p.add_argument(
+        "--index-url", metavar="URL", help="the public index (default: pip's configured index-url)"
+    )
+    p.add_argument("--extra-index-url", action="append", default=[], metavar="URL")
+    p.add_argument("--no-index", action="store_true", help="no public index")
+    p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
+    p.add_argument(
+        "--platform",
+        action="append",
+        metavar="TAG",
+        help="target platform tag, e.g. manylinux_2_35_x86_64 (default: policy)",
+    )
+    p.add_argument(
+        "--from-env",
+        action="store_true",
+        help="lock the installed set of TARGET instead of resolving",
+    )
+    add_target_options(p)
+    p.add_argument("--note", help="free text recorded under [tool.dtkguard]")
+    p.add_argument("-o", "--output", required=True, metavar="pylock.NAME.toml")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(run=run)
+
+
+def _sources(args: argparse.Namespace, policy, fetcher):
+    from dtkguard.resolve.resolver import build_sources, default_index_url
+
+    index = None if args.no_index else (args.index_url or default_index_url(args.python))
+    sources = build_sources(
+        policy,
+        fetcher,
+        vendor_find_links=args.vendor_find_links,
+        vendor_indexes=args.vendor_index_url,
+        find_links=args.find_links,
+        index_url=index,
+        extra_index_urls=[] if args.no_index else args.extra_index_url,
+    )
+    return sources, index
+
+
+def _inputs(args: argparse.Namespace, reqs, index) -> dict:
+    return {
+        "requirements": [str(r) for r in reqs],
+        "requirement-files": list(args.requirement),
+        "vendor-find-links": list(args.vendor_find_links),
+        "vendor-indexes": list(args.vendor_index_url),
+        "find-links": list(args.find_links),
+        "index-url": index or "none",
+        "extra-index-urls": [] if args.no_index else list(args.extra_index_url),
+        "from-env": bool(args.from_env),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtkguard.errors import InputError
+    from dtkguard.lock.requirements import from_command_line, from_files
+    from dtkguard.lock.write import require_pylock
+    from dtkguard.policy.load import load_policy
+    from dtkguard.resolve.http import Fetcher
+    from dtkguard.resolve.target import target_from
+
+    started = time.perf_counter()
+    policy = load_policy(args.policy)
+    target = target_from(policy, args.python_version, args.platform)
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise InputError("output folder does not exist", str(out.parent), field="-o")
+    if not require_pylock().is_valid_pylock_path(out):
+        raise InputError(
+            "a PEP 751 lock must be named pylock.toml or pylock.NAME.toml", str(out), field="-o"
+        )
+    reqs = from_command_line(args.requirements) + from_files(args.requirement)
+    if args.from_env:
+        if reqs:
+            raise InputError("--from-env takes no requirements", field="REQ")
+        from dtkguard.commands.lock_env import lock_from_env
+
+        return lock_from_env(args, policy, target, out)
+    if not reqs:
+        raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
+    fetcher = Fetcher()
+    try:
+        sources, index = _sources(args, policy, fetcher)
+        return _lock(args, policy, target, out, reqs, sources, index, fetcher, started)
+    finally:
+        fetcher.close()
+
+
+def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
+    from dtkguard.lock.build import entry_for, tool_table
+    from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
+    from dtkguard.resolve.resolver import Unsatisfiable, resolve
+
+    try:
+        res = resolve(reqs, sources, policy, target)
+    except Unsatisfiable as exc:
+        print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
+        for line in exc.lines:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    entries = []
+    for pkg in res.packages:
+        entries.append(
+            entry_for(
+                pkg.link,
+                policy,
+                out.parent,
+                requires_dist=pkg.requires_dist,
+                requires_python=pkg.requires_python,
+                dependencies=pkg.dependencies,
+            )
+        )
+    problems = closure_problems(entries, target.markers)
+    if problems:
+        raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
+    doc = build_document(
+        entries,
+        requires_python=f"=={target.python}.*",
+        environments=[target.environment_marker()],
+        tool=tool_table(policy, target, _inputs(args, reqs, index), args.note),
+    )
+    write_lock(out, doc)
+    if not args.quiet:
+        vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
+        took = time.perf_counter() - started
+        print(
+            f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
+            f"{target.implementation}{target.python} {target.platforms[0]}; "
+            f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
+            f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
+            f"{took:.2f}s",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,83 @@
+"""`dtkguard lock --from-env [TARGET]`: the installed set of an image as its locked manifest.
+
+Each installed dist is matched to a wheel of the same name and version in the given sources;
+the wheel's RECORD must be contained in the installed RECORD (exact match). Dists without such a
+wheel go to ``[[tool.dtkguard.installed]]`` (name, version, location, RECORD sha256, reason):
+the lock stays a valid, installable PEP 751 file and drift audits still see every dist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path) -> int:
+    from dtkguard.commands.common import open_target
+    from dtkguard.commands.lock import _inputs, _sources
+    from dtkguard.lock.build import entry_for, match_installed, record_digest, tool_table
+    from dtkguard.lock.write import LockEntry, build_document, closure_problems, write_lock
+    from dtkguard.resolve.http import Fetcher
+    from dtkguard.resolve.provider import Metadata
+    from dtkguard.resolve.sources import InstalledEnv
+
+    env = open_target(args)
+    fetcher = Fetcher()
+    try:
+        sources, index = _sources(args, policy, fetcher)
+        entries, installed, unlocked = [], [], []
+        here = InstalledEnv(env)
+        seen: set[str] = set()
+        for dist in sorted(env.dists, key=lambda d: (d.key, d.version)):
+            if dist.key in seen:
+                continue
+            seen.add(dist.key)
+            link, how = match_installed(dist, sources, target)
+            if link is None:
+                item = {"name": dist.key, "version": dist.version, "location": dist.location}
+                digest = record_digest(dist)
+                if digest:
+                    item["record-sha256"] = digest
+                item["reason"] = how
+                installed.append(item)
+                own = here.links(dist.key)
+                if own:
+                    meta = Metadata(here.metadata(own[0]), own[0])
+                    unlocked.append(LockEntry(dist.key, dist.version, meta.requires_dist))
+                continue
+            meta = Metadata(link.source.metadata(link), link)
+            entry = entry_for(
+                link,
+                policy,
+                out.parent,
+                requires_dist=meta.requires_dist,
+                requires_python=str(meta.requires_python) if meta.requires_python else None,
+            )
+            entry.tool["match"] = how
+            entries.append(entry)
+    finally:
+        fetcher.close()
+    # every installed dist's requirements, checked against everything installed
+    problems = closure_problems(entries + unlocked, target.markers)
+    tool = tool_table(policy, target, _inputs(args, [], index), args.note)
+    tool["environment"] = {k: str(v) for k, v in sorted(env.target.items())}
+    if installed:
+        tool["installed"] = installed
+    doc = build_document(
+        entries,
+        requires_python=f"=={target.python}.*",
+        environments=[target.environment_marker()],
+        tool=tool,
+    )
+    write_lock(out, doc)
+    if not args.quiet:
+        print(
+            f"wrote {out}: {len(entries)} packages matched to wheels by RECORD, "
+            f"{len(installed)} recorded as installed-only",
+            file=sys.stderr,
+        )
+        for problem in problems[:10]:
+            print(f"dtkguard: warning: {problem}", file=sys.stderr)
+    return 0

@@ -1,0 +1,183 @@
+"""Fetch index pages, metadata files and wheels over http(s) and file:// (standard library only).
+
+Every URL is fetched at most once per run (responses are cached in memory) and may be prefetched
+on a small thread pool, so the resolver finds metadata waiting when it asks for it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit
+
+from dtkguard import __version__
+from dtkguard.errors import InputError
+
+JSON_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.01"
+)
+USER_AGENT = f"dtkguard/{__version__}"
+
+
+@dataclass(frozen=True)
+class Response:
+    url: str  # after redirects
+    status: int
+    content_type: str
+    body: bytes
+
+
+class Unreachable(InputError):
+    """A source could not be reached at all (connection refused, DNS, timeout): exit 2."""
+
+
+class Fetcher:
+    """A caching, prefetching fetcher. ``stats`` counts what went over the wire."""
+
+    def __init__(self, workers: int = 8, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self._pool: ThreadPoolExecutor | None = None
+        self._workers = workers
+        self._futures: dict[tuple[str, str], Future[Response]] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, url: str, accept: str) -> Future[Response]:
+        key = (url, accept)
+        with self._lock:
+            fut = self._futures.get(key)
+            if fut is None:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        self._workers, thread_name_prefix="dtkguard-fetch"
+                    )
+                fut = self._pool.submit(self._fetch, url, accept)
+                self._futures[key] = fut
+        return fut
+
+    def prefetch(self, urls: Iterable[str], accept: str = "*/*") -> None:
+        """Start fetching ``urls`` in the background (errors surface on :meth:`get`)."""
+        for url in urls:
+            self._submit(url, accept)
+
+    def get(self, url: str, accept: str = "*/*") -> Response:
+        """The response for ``url`` (404 and other HTTP errors are responses, not raised)."""
+        key = (url, accept)
+        with self._lock:
+            fut = self._futures.get(key)
+        if fut is None:
+            if url.startswith("file:"):
+                return self._fetch(url, accept)
+            fut = self._submit(url, accept)
+        return fut.result()
+
+    def _fetch(self, url: str, accept: str) -> Response:
+        if url.startswith("file:"):
+            return _fetch_file(url)
+        parts = urlsplit(url)
+        if not _proxied(parts.hostname or ""):
+            try:
+                return self._fetch_keepalive(url, parts, accept)
+            except (OSError, http.client.HTTPException):
+                self._drop_connection(parts)  # stale keep-alive connection: retry plainly
+        req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                body = resp.read()
+                status, ctype, final = resp.status, resp.headers.get("Content-Type", ""), resp.url
+        except urllib.error.HTTPError as exc:
+            body = b""
+            status, ctype, final = exc.code, exc.headers.get("Content-Type", ""), url
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise Unreachable(f"cannot reach {_origin(url)}: {reason}", field="index") from None
+        with self._lock:
+            self.stats["requests"] += 1
+            self.stats["bytes"] += len(body)
+            if urlsplit(url).path.endswith(".whl"):
+                self.stats["wheels"] += 1
+        return Response(final, status, ctype.split(";")[0].strip().lower(), body)
+
+    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        conns = getattr(self._local, "conns", None)
+        if conns is None:
+            conns = self._local.conns = {}
+        key = (parts.scheme, parts.netloc)
+        conn = conns.get(key)
+        if conn is None:
+            cls = (
+                http.client.HTTPSConnection
+                if parts.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = conns[key] = cls(parts.hostname or "", parts.port, timeout=self.timeout)
+        return conn
+
+    def _drop_connection(self, parts: SplitResult) -> None:
+        conns = getattr(self._local, "conns", {})
+        conn = conns.pop((parts.scheme, parts.netloc), None)
+        if conn is not None:
+            conn.close()
+
+    def _fetch_keepalive(self, url: str, parts: SplitResult, accept: str) -> Response:
+        """GET over a per-thread persistent connection, following redirects."""
+        for _ in range(5):
+            conn = self._connection(parts)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            conn.request("GET", path or "/", headers={"Accept": accept, "User-Agent": USER_AGENT})
+            resp = conn.getresponse()
+            body = resp.read()
+            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
+                url = urljoin(url, resp.getheader("Location"))
+                parts = urlsplit(url)
+                continue
+            if resp.getheader("Connection", "").lower() == "close":
+                self._drop_connection(parts)
+            with self._lock:
+                self.stats["requests"] += 1
+                self.stats["bytes"] += len(body)
+                if parts.path.endswith(".whl"):
+                    self.stats["wheels"] += 1
+            ctype = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            return Response(url, resp.status, ctype, body)
+        raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
+
+
+def _proxied(host: str) -> bool:
+    """True when urllib would use a proxy for ``host`` (then urllib does the request)."""
+    proxies = urllib.request.getproxies()
+    return bool(proxies) and not urllib.request.proxy_bypass(host)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def file_path(url: str) -> Path:
+    """The local path of a ``file://`` URL."""
+    return Path(unquote(urlsplit(url).path))
+
+
+def _fetch_file(url: str) -> Response:
+    path = file_path(url)
+    if path.is_dir():
+        path = path / "index.html"
+    try:
+        return Response(url, 200, "", path.read_bytes())
+    except FileNotFoundError:
+        return Response(url, 404, "", b"")
+    except OSError as exc:
+        raise Unreachable(f"cannot read {path}: {exc.strerror or exc}", field="index") from None

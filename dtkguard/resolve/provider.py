@@ -1,0 +1,416 @@
+"""The resolvelib provider: candidates under the policy, for the target, with pip's preferences.
+
+Policy inside resolution: a vendor package's only candidate is the vendor build, taken only from
+vendor sources; a denied package has no candidate (unless the rule allows DAS builds and the
+build carries a DAS label); a name that any vendor source carries is taken from vendor sources
+only (no dependency confusion). Requires-Python that excludes the target becomes a requirement on
+the pseudo-package ``<python>``, so conflicts can name it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from resolvelib import AbstractProvider, BaseReporter
+
+from dtkguard.env.dist import parse_headers
+from dtkguard.errors import InputError
+from dtkguard.resolve.sources import FileLink, Source
+from dtkguard.resolve.target import TargetEnv
+
+PYTHON = "<python>"
+
+
+class Req:
+    """A requirement as the resolver sees it (identity-hashed, interned per parent)."""
+
+    __slots__ = ("exact", "extras", "key", "marker", "name", "parent", "specifier", "text")
+
+    def __init__(
+        self,
+        name: str,
+        specifier: SpecifierSet,
+        extras: frozenset[str] = frozenset(),
+        parent: Candidate | None = None,
+        text: str = "",
+        exact: Version | None = None,
+    ) -> None:
+        self.name = name
+        self.extras = extras
+        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
+        self.specifier = specifier
+        self.parent = parent
+        self.text = text or f"{self.key}{specifier}"
+        self.exact = exact
+        self.marker: str | None = None
+
+    @property
+    def pinned(self) -> bool:
+        if self.exact is not None:
+            return True
+        return any(s.operator in ("==", "===") and "*" not in s.version for s in self.specifier)
+
+    @property
+    def upper_bounded(self) -> bool:
+        return any(
+            s.operator in ("<", "<=", "~=") or (s.operator == "==" and "*" in s.version)
+            for s in self.specifier
+        )
+
+    def __repr__(self) -> str:
+        return f"Req({self.text!r})"
+
+
+class Candidate:
+    """One version of one project (``extras`` set: the extras view of that version)."""
+
+    __slots__ = ("extras", "key", "link", "name", "version")
+
+    def __init__(
+        self, name: str, version: Version, link: FileLink | None, extras: frozenset[str]
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.link = link
+        self.extras = extras
+        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
+
+    def __repr__(self) -> str:
+        return f"{self.key} {self.version}"
+
+
+class Metadata:
+    """What the resolver needs from core metadata."""
+
+    __slots__ = ("name", "requires_dist", "requires_python", "version")
+
+    def __init__(self, raw: bytes, link: FileLink) -> None:
+        headers = parse_headers(raw)
+        self.name = (headers.get("name") or [link.project])[0]
+        self.version = (headers.get("version") or [str(link.version)])[0]
+        if canonicalize_name(self.name) != link.project:
+            raise InputError(
+                f"metadata names {self.name!r}, the file name says {link.project!r}",
+                link.url or str(link.path),
+            )
+        try:
+            self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
+            rp = (headers.get("requires-python") or [""])[0].strip()
+            self.requires_python = SpecifierSet(rp) if rp else None
+        except (InvalidRequirement, InvalidSpecifier) as exc:
+            raise InputError(
+                f"bad metadata in {link.filename}: {exc}", link.url or str(link.path)
+            ) from None
+
+
+class CountingReporter(BaseReporter):
+    """Counts rounds, backtracks and rejected candidates."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self.backtracks = 0
+        self.rejected = 0
+
+    def starting_round(self, index: int) -> None:
+        self.rounds = index + 1
+
+    def resolving_conflicts(self, causes: Any) -> None:
+        self.backtracks += 1
+
+    def rejecting_candidate(self, criterion: Any, candidate: Any) -> None:
+        self.rejected += 1
+
+
+class PolicyProvider(AbstractProvider):
+    """Candidates from ``sources`` (vendor sources first) under ``policy`` for ``target``."""
+
+    def __init__(self, sources: Sequence[Source], policy: Any, target: TargetEnv) -> None:
+        self.sources = list(sources)
+        self.vendor_sources = [s for s in self.sources if s.vendor]
+        self.policy = policy
+        self.target = target
+        self.python_version = Version(target.full_version)
+        self.python_candidate = Candidate(PYTHON, self.python_version, None, frozenset())
+        self.user_order: dict[str, int] = {}
+        self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
+        self._interned: dict[tuple[str, Version], Candidate] = {}
+        self._meta: dict[FileLink, Metadata] = {}
+        self._deps: dict[Candidate, list[Req]] = {}
+        self._sat: dict[tuple[Req, Candidate], bool] = {}
+        self._lock = threading.Lock()
+        self._warmed: set[str] = set()
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
+        self.markers = dict(target.markers)
+        self._markers_cache: dict[tuple[str, str], bool] = {}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- candidates -------------------------------------------------------------------------
+    def all_links(self, name: str, sources: Iterable[Source] | None = None) -> list[FileLink]:
+        """Every wheel of ``name`` in ``sources`` (default: all), policy not applied."""
+        out: list[FileLink] = []
+        for source in self.sources if sources is None else sources:
+            out += source.links(name)
+        return out
+
+    def _compute(self, name: str) -> list[tuple[Version, FileLink]]:
+        policy = self.policy
+        vendor = policy.vendor_build(name) if policy is not None else None
+        rule = policy.deny_rule(name) if policy is not None else None
+        if vendor is not None:
+            want = Version(vendor)
+            links = [lk for lk in self.all_links(name, self.vendor_sources) if lk.version == want]
+        elif rule is not None and not rule.vendor_builds_ok:
+            return []
+        else:
+            vendor_links = self.all_links(name, self.vendor_sources)
+            links = vendor_links or self.all_links(name)
+            if rule is not None:
+                from dtkguard.policy.labels import label_of
+
+                links = [lk for lk in links if _is_vendor_label(label_of, lk.version)]
+        best: dict[Version, tuple[int, int, FileLink]] = {}
+        order = {id(s): i for i, s in enumerate(self.sources)}
+        for link in links:
+            if link.yanked:
+                continue
+            rank = self.target.wheel_rank(link.tags)
+            if rank is None:
+                continue
+            if link.requires_python and not _python_ok(link.requires_python, self.python_version):
+                continue
+            key = (order.get(id(link.source), 0), rank, link)
+            cur = best.get(link.version)
+            if cur is None or key[:2] < cur[:2]:
+                best[link.version] = key
+        return sorted(((v, k[2]) for v, k in best.items()), key=lambda x: x[0], reverse=True)
+
+    def candidates_for(self, name: str) -> list[tuple[Version, FileLink]]:
+        """Versions allowed for ``name`` (newest first) with the wheel chosen for each."""
+        hit = self._cands.get(name)
+        if hit is None:
+            hit = self._compute(name)
+            with self._lock:
+                self._cands[name] = hit
+        return hit
+
+    def candidate(self, name: str, version: Version, link: FileLink | None, extras=frozenset()):
+        key = (f"{name}[{','.join(sorted(extras))}]" if extras else name, version)
+        cand = self._interned.get(key)
+        if cand is None:
+            cand = self._interned[key] = Candidate(name, version, link, frozenset(extras))
+        return cand
+
+    # -- metadata ---------------------------------------------------------------------------
+    def metadata(self, link: FileLink) -> Metadata:
+        hit = self._meta.get(link)
+        if hit is None:
+            hit = Metadata(link.source.metadata(link), link)
+            self._meta[link] = hit
+        return hit
+
+    def _warm(self, name: str) -> None:
+        """Background: list ``name``, read the newest candidate's metadata and warm its
+        dependencies in turn, so the whole likely graph is fetched ahead of the resolver."""
+        try:
+            cands = self.candidates_for(name)
+            if not cands:
+                return
+            meta = self.metadata(cands[0][1])
+            deps = [
+                str(canonicalize_name(r.name))
+                for r in meta.requires_dist
+                if r.marker is None or self._marker_ok(r.marker, "")
+            ]
+            self.warm(deps)
+        except Exception:  # surfaces again when the resolver asks
+            pass
+
+    def warm(self, names: Iterable[str]) -> None:
+        for name in names:
+            with self._lock:
+                if name in self._warmed or name == PYTHON:
+                    continue
+                self._warmed.add(name)
+            for source in self.sources:
+                source.prefetch(name)
+            self._pool.submit(self._warm, name)
+
+    def _marker_ok(self, marker: Marker, extra: str) -> bool:
+        key = (str(marker), extra)
+        hit = self._markers_cache.get(key)
+        if hit is None:
+            env = dict(self.markers)
+            env["extra"] = extra
+            hit = self._markers_cache[key] = marker.evaluate(env)
+        return hit
+
+    def make_req(self, req: Requirement, parent: Candidate | None) -> Req:
+        if req.url:
+            raise InputError(
+                f"direct URL requirements are not supported: {req}", field="requirement"
+            )
+        return Req(
+            str(canonicalize_name(req.name)),
+            req.specifier,
+            frozenset(canonicalize_name(e) for e in req.extras),
+            parent,
+            f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}"
+            f"{req.specifier}",
+        )
+
+    # -- resolvelib interface ---------------------------------------------------------------
+    def identify(self, requirement_or_candidate: Req | Candidate) -> str:
+        return requirement_or_candidate.key
+
+    def get_preference(
+        self,
+        identifier: str,
+        resolutions: Mapping[str, Candidate],
+        candidates: Mapping[str, Iterator[Candidate]],
+        information: Mapping[str, Iterator[Any]],
+        backtrack_causes: Sequence[Any],
+    ) -> tuple[Any, ...]:
+        if identifier == PYTHON:
+            return (False, False, False, 0, identifier)
+        pinned = upper = False
+        for info in information[identifier]:
+            req = info.requirement
+            pinned = pinned or req.pinned
+            upper = upper or req.upper_bounded
+        base = identifier.split("[", 1)[0]
+        vendor = self.policy is not None and self.policy.vendor_build(base) is not None
+        return (
+            not (pinned or vendor),
+            not upper,
+            base != identifier,
+            self.user_order.get(base, 1 << 30),
+            identifier,
+        )
+
+    def narrow_requirement_selection(
+        self,
+        identifiers: Iterable[str],
+        resolutions: Mapping[str, Candidate],
+        candidates: Mapping[str, Iterator[Candidate]],
+        information: Mapping[str, Iterator[Any]],
+        backtrack_causes: Sequence[Any],
+    ) -> Iterable[str]:
+        ids = list(identifiers)
+        if PYTHON in ids:
+            return [PYTHON]
+        if backtrack_causes:
+            names = set()
+            for cause in backtrack_causes:
+                names.add(cause.requirement.key)
+                if cause.parent is not None:
+                    names.add(cause.parent.key)
+            hit = [i for i in ids if i in names]
+            if hit:
+                return hit
+        return ids
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Mapping[str, Iterator[Req]],
+        incompatibilities: Mapping[str, Iterator[Candidate]],
+    ) -> list[Candidate]:
+        reqs = list(requirements[identifier])
+        bad = {c.version for c in incompatibilities[identifier]}
+        if identifier == PYTHON:
+            ok = all(self.python_version in r.specifier for r in reqs)
+            return [self.python_candidate] if ok and self.python_version not in bad else []
+        name = reqs[0].name if reqs else identifier.split("[", 1)[0]
+        extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
+        cands = self.candidates_for(name)
+        versions = [v for v, _ in cands if v not in bad]
+        for req in reqs:
+            if req.exact is not None:
+                versions = [v for v in versions if v == req.exact]
+            elif req.specifier:
+                versions = list(req.specifier.filter(versions))
+        allowed = set(versions)
+        return [self.candidate(name, v, link, extras) for v, link in cands if v in allowed]
+
+    def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
+        key = (requirement, candidate)
+        hit = self._sat.get(key)
+        if hit is None:
+            if requirement.exact is not None:
+                hit = candidate.version == requirement.exact
+            else:
+                hit = requirement.specifier.contains(candidate.version, prereleases=True)
+            self._sat[key] = hit
+        return hit
+
+    def dependencies_of(self, candidate: Candidate) -> list[Req]:
+        if candidate.name == PYTHON or candidate.link is None:
+            return []
+        cached = self._deps.get(candidate)
+        if cached is not None:
+            return cached
+        meta = self.metadata(candidate.link)
+        out: list[Req] = []
+        if meta.requires_python is not None and not meta.requires_python.contains(
+            self.python_version, prereleases=True
+        ):
+            out.append(
+                Req(
+                    PYTHON,
+                    meta.requires_python,
+                    parent=candidate,
+                    text=f"Python {meta.requires_python}",
+                )
+            )
+        if candidate.extras:
+            out.append(
+                Req(
+                    candidate.name,
+                    SpecifierSet(),
+                    parent=candidate,
+                    text=f"{candidate.name}=={candidate.version}",
+                    exact=candidate.version,
+                )
+            )
+        for req in meta.requires_dist:
+            if candidate.extras:
+                if req.marker is None or not any(
+                    self._marker_ok(req.marker, e) for e in candidate.extras
+                ):
+                    continue
+                if self._marker_ok(req.marker, ""):
+                    continue  # the base candidate brings it already
+            elif req.marker is not None and not self._marker_ok(req.marker, ""):
+                continue
+            out.append(self.make_req(req, candidate))
+        self._deps[candidate] = out
+        self.warm(r.name for r in out)
+        return out
+
+    def get_dependencies(self, candidate: Candidate) -> list[Req]:
+        return self.dependencies_of(candidate)
+
+
+def _python_ok(spec: str, version: Version) -> bool:
+    try:
+        return SpecifierSet(spec).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return True  # pip ignores a broken data-requires-python too
+
+
+def _is_vendor_label(label_of: Any, version: Version) -> bool:
+    try:
+        label = label_of(str(version))
+    except (InvalidVersion, ValueError):
+        return False
+    return label is not None and label.is_vendor

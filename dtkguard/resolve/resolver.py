@@ -1,0 +1,200 @@
+"""Resolve requirements under a policy for a target: the entry point of ``dtkguard lock``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from dtkguard.errors import DtkguardError, InputError
+from dtkguard.resolve.http import Fetcher
+from dtkguard.resolve.provider import PYTHON, Candidate, CountingReporter, PolicyProvider
+from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
+from dtkguard.resolve.target import TargetEnv
+
+MAX_ROUNDS = 200_000
+
+
+class Unsatisfiable(DtkguardError):
+    """The request cannot be met under the policy: a veto-like verdict, exit 1."""
+
+    exit_code = 1
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(lines[0] if lines else "no resolution")
+        self.lines = lines
+
+    def line(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class Resolved:
+    """One locked package: the chosen version and wheel, and its metadata."""
+
+    name: str
+    version: str
+    link: FileLink
+    requires_dist: list[Requirement]
+    requires_python: str | None
+    requested: bool
+    dependencies: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Resolution:
+    packages: list[Resolved]
+    rounds: int
+    backtracks: int
+    stats: dict[str, int]
+    provider: PolicyProvider
+
+
+def default_index_url(python: str | None = None) -> str:
+    """The public index as pip is configured: ``$PIP_INDEX_URL``, else the ``index-url`` that
+    ``pip config list`` shows (``install.`` over ``global.``, later files over earlier), else
+    pip's built-in default read from pip itself. Never a literal in dtkguard."""
+    env_url = os.environ.get("PIP_INDEX_URL")
+    if env_url:
+        return env_url.split()[0]
+    py = python or sys.executable
+    listed = _run([py, "-m", "pip", "config", "list"])
+    found: dict[str, str] = {}
+    for line in listed.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.endswith(".index-url"):
+            found[key.split(".", 1)[0]] = value.strip().strip("'\"")
+    for section in ("install", "global"):
+        if found.get(section):
+            return found[section]
+    code = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+    out = _run([py, "-c", code]).strip().splitlines()
+    if out and "://" in out[-1]:
+        return out[-1].strip()
+    raise InputError(
+        "no public index: pip cannot tell its index-url; pass --index-url or --no-index",
+        field="--index-url",
+    )
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def build_sources(
+    policy: Any,
+    fetcher: Fetcher,
+    *,
+    vendor_find_links: Sequence[str] = (),
+    vendor_indexes: Sequence[str] = (),
+    find_links: Sequence[str] = (),
+    index_url: str | None = None,
+    extra_index_urls: Sequence[str] = (),
+) -> list[Source]:
+    """Vendor sources (policy first, then the command line), then public ones."""
+    sources: list[Source] = []
+    policy_fl = tuple(policy.find_links) if policy is not None else ()
+    policy_ix = tuple(policy.indexes) if policy is not None else ()
+    for path in (*policy_fl, *vendor_find_links):
+        sources.append(FindLinks(path, vendor=True))
+    for url in (*policy_ix, *vendor_indexes):
+        sources.append(SimpleIndex(url, fetcher, vendor=True))
+    for path in find_links:
+        sources.append(FindLinks(path))
+    for url in ([index_url] if index_url else []) + list(extra_index_urls):
+        sources.append(SimpleIndex(url, fetcher))
+    return sources
+
+
+def parse_requirement(text: str, where: str | None = None, line: int | None = None) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        msg = str(exc).splitlines()[0]
+        raise InputError(
+            f"invalid requirement {text!r}: {msg}", where, line, field="requirement"
+        ) from None
+
+
+def resolve(
+    requirements: Sequence[Requirement],
+    sources: Sequence[Source],
+    policy: Any,
+    target: TargetEnv,
+    *,
+    explain: bool = True,
+) -> Resolution:
+    """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict."""
+    from resolvelib import Resolver
+    from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
+
+    provider = PolicyProvider(sources, policy, target)
+    try:
+        roots = [
+            provider.make_req(r, None)
+            for r in requirements
+            if r.marker is None or r.marker.evaluate(dict(target.markers))
+        ]
+        for i, req in enumerate(roots):
+            provider.user_order.setdefault(req.name, i)
+        provider.warm(r.name for r in roots)
+        reporter = CountingReporter()
+        try:
+            result = Resolver(provider, reporter).resolve(roots, max_rounds=MAX_ROUNDS)
+        except ResolutionImpossible as exc:
+            if not explain:
+                raise
+            from dtkguard.resolve.explain import explain_conflict
+
+            raise Unsatisfiable(explain_conflict(provider, exc.causes, requirements)) from None
+        except ResolutionTooDeep as exc:
+            raise Unsatisfiable(
+                [f"resolution did not finish within {exc.round_count} rounds"]
+            ) from None
+        return _collect(provider, result, roots, reporter)
+    finally:
+        provider.close()
+
+
+def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Resolution:
+    requested = {r.name for r in roots}
+    base: dict[str, Candidate] = {}
+    for key, cand in sorted(result.mapping.items()):
+        if key == PYTHON:
+            continue
+        if cand.name not in base or not cand.extras:
+            base[cand.name] = cand
+    children: dict[str, set[str]] = {}
+    for key, cand in result.mapping.items():
+        if key == PYTHON or cand.link is None:
+            continue
+        for req in provider.dependencies_of(cand):
+            if req.name != PYTHON and req.name != cand.name:
+                children.setdefault(cand.name, set()).add(req.name)
+    out = []
+    for name in sorted(base):
+        cand = base[name]
+        assert cand.link is not None
+        meta = provider.metadata(cand.link)
+        out.append(
+            Resolved(
+                name=name,
+                version=str(cand.version),
+                link=cand.link,
+                requires_dist=meta.requires_dist,
+                requires_python=str(meta.requires_python) if meta.requires_python else None,
+                requested=name in requested,
+                dependencies=sorted(children.get(name, ())),
+            )
+        )
+    stats = {"rounds": reporter.rounds, "backtracks": reporter.backtracks}
+    return Resolution(out, reporter.rounds, reporter.backtracks, stats, provider)

@@ -1,0 +1,354 @@
+"""Where candidates come from: find-links folders and simple indexes (PEP 503 HTML, PEP 691 JSON).
+
+Each source lists the wheels of a project (:class:`FileLink`) and serves their core metadata:
+from the wheel zip for a folder, from the PEP 658/714 ``.metadata`` file for an index that offers
+one (no wheel download), else by downloading the wheel. Only wheels are considered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import io
+import json
+import os
+import re
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from dtkguard.errors import InputError
+from dtkguard.resolve.http import JSON_ACCEPT, Fetcher
+
+_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+
+
+@dataclass(eq=False)
+class FileLink:
+    """One wheel file of one project version in one source."""
+
+    project: str
+    version: Version
+    filename: str
+    source: Source
+    url: str | None = None
+    path: Path | None = None
+    hashes: dict[str, str] = field(default_factory=dict)
+    size: int | None = None
+    upload_time: str | None = None
+    requires_python: str | None = None
+    tags: frozenset[str] = frozenset()
+    metadata_url: str | None = None
+    metadata_hashes: dict[str, str] | None = None
+    yanked: bool = False
+
+    @property
+    def vendor(self) -> bool:
+        return self.source.vendor
+
+    def __repr__(self) -> str:
+        return f"<{self.filename} from {self.source.label}>"
+
+
+def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    return str(name), version, frozenset(str(t) for t in tags)
+
+
+def read_zip_metadata(data: bytes | Path) -> bytes:
+    """The ``*.dist-info/METADATA`` of a wheel given as bytes or a path."""
+    src = io.BytesIO(data) if isinstance(data, bytes) else data
+    with zipfile.ZipFile(src) as zf:
+        names = [n for n in zf.namelist() if _METADATA.fullmatch(n)]
+        if len(names) != 1:
+            raise ValueError("expected exactly one .dist-info/METADATA")
+        return zf.read(names[0])
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Source:
+    """A place that lists wheels. ``vendor`` sources hold the policy's vendor builds."""
+
+    label: str = ""
+    vendor: bool = False
+    index_url: str | None = None
+
+    def links(self, project: str) -> list[FileLink]:
+        raise NotImplementedError
+
+    def prefetch(self, project: str) -> None:
+        """Start listing ``project`` in the background (no-op by default)."""
+
+    def metadata(self, link: FileLink) -> bytes:
+        raise NotImplementedError
+
+    def complete(self, link: FileLink) -> None:
+        """Fill in ``hashes`` and ``size`` when the listing did not carry them."""
+
+
+class FindLinks(Source):
+    """A flat folder of wheels (``--find-links DIR``); paths are kept as given for the lock."""
+
+    def __init__(self, path: str | os.PathLike[str], vendor: bool = False) -> None:
+        self.path = Path(path)
+        self.label = str(path)
+        self.vendor = vendor
+        self._projects: dict[str, list[FileLink]] | None = None
+        self._lock = threading.Lock()
+
+    def _scan(self) -> dict[str, list[FileLink]]:
+        with self._lock:
+            if self._projects is None:
+                projects: dict[str, list[FileLink]] = {}
+                try:
+                    names = sorted(os.listdir(self.path))
+                except OSError as exc:
+                    raise InputError(
+                        f"cannot read find-links folder: {exc.strerror or exc}",
+                        str(self.path),
+                        field="--find-links",
+                    ) from None
+                for name in names:
+                    if not name.endswith(".whl"):
+                        continue
+                    parsed = _parse_wheel(name)
+                    if parsed is None:
+                        continue
+                    project, version, tags = parsed
+                    projects.setdefault(project, []).append(
+                        FileLink(project, version, name, self, path=self.path / name, tags=tags)
+                    )
+                self._projects = projects
+            return self._projects
+
+    def links(self, project: str) -> list[FileLink]:
+        return self._scan().get(project, [])
+
+    def metadata(self, link: FileLink) -> bytes:
+        assert link.path is not None
+        return read_zip_metadata(link.path)
+
+    def complete(self, link: FileLink) -> None:
+        if link.path is not None and not link.hashes:
+            link.hashes = {"sha256": sha256_file(link.path)}
+            link.size = link.path.stat().st_size
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self._current: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._current = dict(attrs)
+            self._text = []
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._current is not None:
+            self.anchors.append((self._current, "".join(self._text).strip()))
+            self._current = None
+
+
+def _hash_attr(value: str | None) -> dict[str, str] | None:
+    """``data-core-metadata`` value: ``true`` -> {}, ``sha256=<hex>`` -> {"sha256": hex}."""
+    if value is None or value.lower() == "false":
+        return None
+    algo, sep, digest = value.partition("=")
+    return {algo.lower(): digest.lower()} if sep else {}
+
+
+class SimpleIndex(Source):
+    """A PEP 503/691 simple index over http(s) or ``file://`` (PEP 658/714 metadata files)."""
+
+    def __init__(self, url: str, fetcher: Fetcher, vendor: bool = False) -> None:
+        if "://" not in url:
+            url = Path(url).absolute().as_uri()
+        self.url = url if url.endswith("/") else url + "/"
+        self.index_url = self.url
+        self.label = self.url
+        self.vendor = vendor
+        self.fetcher = fetcher
+        self._pages: dict[str, list[FileLink]] = {}
+        self._lock = threading.Lock()
+
+    def _page_url(self, project: str) -> str:
+        return urljoin(self.url, f"{project}/")
+
+    def _accept(self) -> str:
+        return "*/*" if self.url.startswith("file:") else JSON_ACCEPT
+
+    def prefetch(self, project: str) -> None:
+        if not self.url.startswith("file:") and project not in self._pages:
+            self.fetcher.prefetch([self._page_url(project)], self._accept())
+
+    def links(self, project: str) -> list[FileLink]:
+        with self._lock:
+            hit = self._pages.get(project)
+        if hit is not None:
+            return hit
+        resp = self.fetcher.get(self._page_url(project), self._accept())
+        if resp.status == 404 or resp.status == 410:
+            links: list[FileLink] = []
+        elif resp.status != 200:
+            raise InputError(
+                f"index answered HTTP {resp.status} for {project}", self.url, field="index"
+            )
+        elif "json" in resp.content_type:
+            links = self._parse_json(resp.url, resp.body, project)
+        else:
+            links = self._parse_html(resp.url, resp.body, project)
+        links = [link for link in links if link.project == project]
+        with self._lock:  # a page parsed twice (prefetch race): the first list wins
+            return self._pages.setdefault(project, links)
+
+    def _link(self, page: str, href: str, filename: str | None) -> FileLink | None:
+        url, frag = urldefrag(urljoin(page, href))
+        filename = filename or url.rsplit("/", 1)[-1]
+        parsed = _parse_wheel(filename)
+        if parsed is None:
+            return None
+        link = FileLink(parsed[0], parsed[1], filename, self, url=url, tags=parsed[2])
+        algo, sep, digest = frag.partition("=")
+        if sep:
+            link.hashes = {algo.lower(): digest.lower()}
+        return link
+
+    def _parse_html(self, page: str, body: bytes, project: str) -> list[FileLink]:
+        parser = _Anchors()
+        parser.feed(body.decode("utf-8", "replace"))
+        out = []
+        for attrs, _text in parser.anchors:
+            href = attrs.get("href")
+            if not href:
+                continue
+            link = self._link(page, href, None)
+            if link is None:
+                continue
+            link.requires_python = attrs.get("data-requires-python") or None
+            meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+            link.metadata_hashes = _hash_attr(meta)
+            if link.metadata_hashes is not None:
+                link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
+            link.yanked = "data-yanked" in attrs
+            out.append(link)
+        return out
+
+    def _parse_json(self, page: str, body: bytes, project: str) -> list[FileLink]:
+        try:
+            doc = json.loads(body)
+        except ValueError as exc:
+            raise InputError(f"bad PEP 691 page for {project}: {exc}", page) from None
+        out = []
+        for item in doc.get("files", []):
+            link = self._link(page, item.get("url", ""), item.get("filename"))
+            if link is None:
+                continue
+            link.hashes = {k.lower(): v.lower() for k, v in (item.get("hashes") or {}).items()}
+            link.requires_python = item.get("requires-python") or None
+            link.size = item.get("size")
+            link.upload_time = item.get("upload-time")
+            meta = item.get("core-metadata", item.get("dist-info-metadata"))
+            if meta:
+                link.metadata_hashes = meta if isinstance(meta, dict) else {}
+                link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
+            link.yanked = bool(item.get("yanked"))
+            out.append(link)
+        return out
+
+    def prefetch_metadata(self, link: FileLink) -> None:
+        if link.metadata_url and not link.metadata_url.startswith("file:"):
+            self.fetcher.prefetch([link.metadata_url])
+
+    def metadata(self, link: FileLink) -> bytes:
+        if link.metadata_url:
+            resp = self.fetcher.get(link.metadata_url)
+            if resp.status == 200:
+                want = (link.metadata_hashes or {}).get("sha256")
+                if want and hashlib.sha256(resp.body).hexdigest() != want:
+                    raise InputError(
+                        f"metadata of {link.filename} does not match its sha256",
+                        link.metadata_url,
+                    )
+                return resp.body
+        return read_zip_metadata(self._wheel_bytes(link))
+
+    def _wheel_bytes(self, link: FileLink) -> bytes:
+        assert link.url is not None
+        resp = self.fetcher.get(link.url)
+        if resp.status != 200:
+            raise InputError(f"cannot download {link.filename}: HTTP {resp.status}", link.url)
+        if not link.hashes:
+            link.hashes = {"sha256": hashlib.sha256(resp.body).hexdigest()}
+        if link.size is None:
+            link.size = len(resp.body)
+        return resp.body
+
+    def complete(self, link: FileLink) -> None:
+        """Only a listing without a sha256 makes dtkguard download the wheel (size is optional)."""
+        if not link.hashes.get("sha256"):
+            body = self._wheel_bytes(link)
+            link.hashes["sha256"] = hashlib.sha256(body).hexdigest()
+
+    def wheel_bytes(self, link: FileLink) -> bytes:
+        return self._wheel_bytes(link)
+
+
+class InstalledEnv(Source):
+    """The dists of an installed environment (:mod:`dtkguard.env`): metadata without files.
+
+    Its links have no URL or path (``installed`` holds the dist); ``lock --from-env`` uses it
+    for the metadata of dists that no wheel source has, so their requirements still count in
+    the closure check.
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.label = f"installed:{env.target.get('python') or env.target.get('path') or '/'}"
+        self._by_name: dict[str, list[FileLink]] = {}
+        for dist in env.dists:
+            try:
+                version = Version(dist.version)
+            except ValueError:
+                continue
+            name = canonical_project(dist.name)
+            link = FileLink(name, version, Path(dist.location).name, self)
+            link.installed = dist  # type: ignore[attr-defined]
+            self._by_name.setdefault(name, []).append(link)
+
+    def links(self, project: str) -> list[FileLink]:
+        return self._by_name.get(project, [])
+
+    def metadata(self, link: FileLink) -> bytes:
+        dist = link.installed  # type: ignore[attr-defined]
+        lines = [f"Name: {dist.name}", f"Version: {dist.version}"]
+        if dist.requires_python:
+            lines.append(f"Requires-Python: {dist.requires_python}")
+        lines += [f"Requires-Dist: {r}" for r in dist.requires_dist]
+        return ("\n".join(lines) + "\n\n").encode()
+
+
+def canonical_project(name: str) -> str:
+    return str(canonicalize_name(name))

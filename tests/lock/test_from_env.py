@@ -1,0 +1,61 @@
+"""`dtkguard lock --from-env`: an installed set back into a lock, matched by RECORD."""
+
+from __future__ import annotations
+
+import shutil
+
+from dtkguard.lock.read import read_lock
+from tests.support.venvs import make_venv
+from tests.support.wheels import build_wheel
+
+from .conftest import run_cli
+
+
+def test_from_env_matches_wheels_by_record_and_keeps_the_rest(tmp_path, das_wheelhouses, das_index):
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(das_wheelhouses[1], work / "vendor")
+    args = ("--vendor-find-links", "vendor", "--index-url", das_index.url)
+    proc = run_cli("lock", "vllm", *args, "-o", "pylock.das.toml", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    venv = make_venv(tmp_path / "img", with_pip=False)
+    venv.uv_pip("sync", "--preview-features", "pylock", work / "pylock.das.toml")
+    # vllm is reinstalled from another build of the same version (its RECORD differs); an
+    # unknown dist is added by hand
+    other_build = tmp_path / "rebuild"
+    build_wheel(other_build, "vllm", "0.8.5.post1+das.opt1.dtk25041", files={"vllm/x.py": "1\n"})
+    venv.uv_pip("install", "--reinstall", "--no-deps", next(other_build.glob("*.whl")))
+    local = venv.site_packages / "site_tool-1.0.dist-info"
+    local.mkdir()
+    (local / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: site-tool\nVersion: 1.0\n"
+        "Requires-Dist: torch>=2\nRequires-Dist: not-installed\n\n"
+    )
+    (local / "RECORD").write_text("site_tool-1.0.dist-info/METADATA,,\n")
+
+    proc = run_cli(
+        "lock", "--from-env", "--path", venv.site_packages, *args, "-o", "pylock.env.toml", cwd=work
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the closure check reads installed-only dists too (site-tool's metadata from the env)
+    assert "warning: site-tool 1.0 requires not-installed, which the lock" in proc.stderr
+    assert "requires torch" not in proc.stderr
+    env_lock = read_lock(work / "pylock.env.toml")
+    orig = read_lock(work / "pylock.das.toml")
+    by_name = env_lock.by_name()
+    # every dist is in the lock, with the version installed
+    assert {k: p.version for k, p in by_name.items()} == {
+        **{p.key: p.version for p in orig.packages},
+        "site-tool": "1.0",
+    }
+    torch = by_name["torch"]
+    assert torch.files and torch.tool["dtkguard"]["match"] == "record"
+    assert torch.files[0].hashes == orig.by_name()["torch"].files[0].hashes
+    for name in ("vllm", "site-tool"):
+        assert by_name[name].tool["dtkguard"]["installed-only"] is True
+    assert "installed files differ" in by_name["vllm"].tool["dtkguard"]["reason"]
+    assert by_name["site-tool"].tool["dtkguard"]["reason"].startswith("no wheel")
+    # the lock stays installable: uv installs the matched part
+    other = make_venv(tmp_path / "again", with_pip=False)
+    other.uv_pip("install", "--preview-features", "pylock", "-r", work / "pylock.env.toml")
+    assert "vllm" not in other.installed() and other.installed()["torch"] == torch.version

@@ -1,0 +1,40 @@
+"""The committed image lock regenerates byte for byte and is a valid, closed PEP 751 lock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dtkguard.lock.read import read_lock
+from tests.support.venvs import hermetic_env
+
+REPO = Path(__file__).resolve().parents[2]
+LOCK = REPO / "lockfiles" / "pylock.das-25041-vllm.toml"
+
+
+def test_committed_lock_regenerates_identically():
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "lockfiles" / "regenerate.py"), "--check"],
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "pylock.das-25041-vllm.toml: identical" in proc.stdout
+
+
+def test_committed_lock_content():
+    lock = read_lock(LOCK)
+    versions = {p.key: p.version for p in lock.packages}
+    assert versions["vllm"] == "0.8.5.post1+das.opt1.dtk25041"
+    assert versions["torch"] == "2.4.1+das.opt1.dtk25041"
+    assert len(versions) > 130
+    vendor = {p.key for p in lock.packages if p.tool["dtkguard"].get("vendor-build")}
+    assert vendor == {"torch", "torchaudio", "torchvision", "triton", "vllm"}
+    assert all(
+        f.path.startswith("wheelhouse/vendor/") for k in vendor for f in lock.by_name()[k].files
+    )
+    assert "test wheelhouse" in lock.dtkguard["note"]
+    text = LOCK.read_text()
+    assert "://" not in text  # no registry, no machine path

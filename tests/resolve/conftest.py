@@ -1,0 +1,1 @@
+from tests.lock.conftest import das_index, das_wheelhouses  # noqa: F401
