@@ -31,8 +31,14 @@ NOTE = (
     "wheels: tiny wheels with the real metadata of the vLLM 0.8.5.post1 closure (tests/data)."
 )
 
-#: lock file name -> requirements
-LOCKS = {"pylock.das-25041-vllm.toml": ["vllm==0.8.5.post1+das.opt1.dtk25041"]}
+#: the 23 vendor builds of the image (`pip list | grep dtk`), kept verbatim as test data
+IMAGE_VENDOR_BUILDS = [
+    "==".join(line.split())
+    for line in (REPO / "tests/data/das-25.04.1-pip-list.txt").read_text().splitlines()
+]
+
+#: lock file name -> requirements: every vendor build the image ships (vllm among them)
+LOCKS = {"pylock.das-25041-vllm.toml": IMAGE_VENDOR_BUILDS}
 
 
 def build_wheelhouse(dest: Path) -> None:

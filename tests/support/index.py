@@ -96,7 +96,24 @@ def _scan_file(path: Path) -> _File | None:
     return entry
 
 
+_scans: dict[tuple[str, int], dict[str, list[_File]]] = {}
+
+
 def _scan(wheel_dir: Path) -> dict[str, list[_File]]:
+    """The folder's projects; rescanned only when the folder changes (a file added, removed or
+    renamed into place changes its mtime), so a page costs what a real index's would."""
+    key = (str(wheel_dir), Path(wheel_dir).stat().st_mtime_ns)
+    with _cache_lock:
+        hit = _scans.get(key)
+    if hit is not None:
+        return hit
+    projects = _scan_uncached(wheel_dir)
+    with _cache_lock:
+        _scans[key] = projects
+    return projects
+
+
+def _scan_uncached(wheel_dir: Path) -> dict[str, list[_File]]:
     projects: dict[str, list[_File]] = {}
     for path in sorted(Path(wheel_dir).iterdir()):
         if path.is_file():
