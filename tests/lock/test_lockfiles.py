@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from dtkguard.lock.read import read_lock
+from dtkguard.policy.compiled import canonical
 from tests.support.venvs import hermetic_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,12 @@ def test_committed_lock_content():
     assert versions["torch"] == "2.4.1+das.opt1.dtk25041"
     assert len(versions) > 130
     vendor = {p.key for p in lock.packages if p.tool["dtkguard"].get("vendor-build")}
-    assert vendor == {"torch", "torchaudio", "torchvision", "triton", "vllm"}
+    image = REPO / "tests" / "data" / "das-25.04.1-pip-list.txt"
+    assert vendor == {canonical(line.split()[0]) for line in image.read_text().splitlines()}
+    assert {k: versions[k] for k in vendor} == {
+        canonical(name): version
+        for name, version in (line.split() for line in image.read_text().splitlines())
+    }
     assert all(
         f.path.startswith("wheelhouse/vendor/") for k in vendor for f in lock.by_name()[k].files
     )
