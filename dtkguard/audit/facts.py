@@ -95,19 +95,6 @@ def device_facts(root: Root, environ: dict[str, str] | None = None, live: bool =
 
 def process_environ(pid: int | str) -> dict[str, str]:
     """The environment variables of a process (empty when not readable)."""
-    try:
-        fd = os.open(f"/proc/{int(pid)}/environ", os.O_RDONLY)
-    except (OSError, ValueError):
-        return {}
-    try:
-        raw = os.read(fd, 1 << 20)
-    except OSError:
-        return {}
-    finally:
-        os.close(fd)
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return out
+    from dtkguard.env import procfiles
+
+    return procfiles.environ(f"/proc/{int(pid)}") or {}

@@ -9,11 +9,11 @@ resolved inside ``/proc/N/root`` with `Root`, absolute symlinks included (syft#3
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from pathlib import Path
 
+from dtkguard.env import procfiles
 from dtkguard.env.environment import Environment, _collect
 from dtkguard.env.root import ConfinementError, Root, read_capped
 from dtkguard.errors import TargetError
@@ -21,34 +21,6 @@ from dtkguard.errors import TargetError
 _PY_NAME = re.compile(r"^python(\d(?:\.\d+)?)?$")
 _LIBPY = re.compile(r"/libpython(\d\.\d+)[^/]*\.so")
 _SITE_IN_MAPS = re.compile(r"(/\S*/(?:site|dist)-packages)/")
-
-
-def _read(path: str, limit: int = 1 << 20) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _environ(proc: str) -> dict[str, str]:
-    try:
-        raw = _read(f"{proc}/environ")
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return out
 
 
 def _cfg(root: Root, prefix: str) -> dict[str, str] | None:
@@ -78,12 +50,9 @@ def _versions(root: Root, prefix: str, hint: str | None) -> list[str]:
 def _interpreters(proc: str, cwd: str, environ: dict[str, str]) -> list[str]:
     """Inner paths the process's interpreter may have been started as, best first."""
     out: list[str] = []
-    try:
-        argv = _read(f"{proc}/cmdline").split(b"\0")
-    except OSError:
-        argv = []
+    argv = procfiles.cmdline(proc)
     if argv and argv[0]:
-        arg0 = argv[0].decode("utf-8", "replace")
+        arg0 = argv[0]
         if "/" in arg0:
             out.append(arg0 if arg0.startswith("/") else os.path.normpath(f"{cwd}/{arg0}"))
         elif _PY_NAME.match(arg0):
@@ -92,17 +61,18 @@ def _interpreters(proc: str, cwd: str, environ: dict[str, str]) -> list[str]:
                     out.append(f"{entry}/{arg0}")
     if environ.get("VIRTUAL_ENV"):
         out.append(environ["VIRTUAL_ENV"].rstrip("/") + "/bin/python")
-    with contextlib.suppress(OSError):
-        out.append(os.readlink(f"{proc}/exe").removesuffix(" (deleted)"))
+    exe = procfiles.link(proc, "exe")
+    if exe:
+        out.append(exe)
     return out
 
 
 def _maps(proc: str) -> tuple[str | None, list[str]]:
     """The libpython version and the site directories of files mapped by the process."""
-    try:
-        text = _read(f"{proc}/maps", 8 << 20).decode("utf-8", "replace")
-    except OSError:
+    raw = procfiles.read(proc, "maps", 8 << 20)
+    if raw is None:
         return None, []
+    text = raw.decode("utf-8", "replace")
     lib = _LIBPY.search(text)
     sites = list(dict.fromkeys(m.group(1) for m in _SITE_IN_MAPS.finditer(text)))
     return (lib.group(1) if lib else None), sites
@@ -129,11 +99,8 @@ def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: st
         ) from None
     except OSError as exc:
         raise TargetError(f"cannot read process {pid}: {exc.strerror or exc}") from None
-    environ = _environ(proc)
-    try:
-        cwd = os.readlink(f"{proc}/cwd")
-    except OSError:
-        cwd = "/"
+    environ = procfiles.environ(proc) or {}
+    cwd = procfiles.link(proc, "cwd") or "/"
     libver, mapped_sites = _maps(proc)
     prefix = python = version = None
     for exe in _interpreters(proc, cwd, environ):

@@ -224,33 +224,19 @@ def resolve_model(
     return None
 
 
-def _read(path: str, cap: int = 1 << 20) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(cap)
-    except OSError:
-        return None
-
-
 def read_process(pid: int, proc_root: str = "/proc") -> ServingProcess | None:
     """The serving command of ``pid``, or None when it is gone or not readable."""
+    from dtkguard.env import procfiles
+
     base = os.path.join(proc_root, str(pid))
-    raw = _read(os.path.join(base, "cmdline"))
-    if not raw:
+    argv = procfiles.cmdline(base)
+    if not argv:
         return None
-    argv = [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")]
-    env_raw = _read(os.path.join(base, "environ"), cap=4 << 20)
-    environ: dict[str, str] = {}
-    for item in (env_raw or b"").split(b"\0"):
-        key, eq, value = item.decode("utf-8", "replace").partition("=")
-        if eq and key:
-            environ[key] = value
-    try:
-        cwd: str | None = os.readlink(os.path.join(base, "cwd"))
-    except OSError:
-        cwd = None
+    env = procfiles.environ(base)
+    environ = env or {}
+    cwd = procfiles.link(base, "cwd")
     cmd = parse_command(argv, environ)
-    proc = ServingProcess(pid=pid, command=cmd, cwd=cwd, environ_readable=env_raw is not None)
+    proc = ServingProcess(pid=pid, command=cmd, cwd=cwd, environ_readable=env is not None)
     proc.model_path = resolve_model(cmd.model, cwd, environ, root=os.path.join(base, "root"))
     return proc
 
