@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dtkguard.env.dist import Dist, scan_site
 from dtkguard.env.root import ConfinementError, Root
@@ -91,21 +92,30 @@ def from_paths(
     return _collect(Environment(label, Root(), []), sites)
 
 
-def python_sys_path(python: str) -> tuple[list[str], str]:
-    """Ask an interpreter for ``sys.path`` and ``sys.prefix``; nothing else runs."""
-    code = "import json,sys;print(json.dumps([sys.path,sys.prefix]))"
+def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
+    """Run ``python -c code`` (code prints one JSON value) and return the value.
+
+    This is the only thing dtkguard runs of a target: a short snippet of its own.
+    """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
         out = subprocess.run(
             [python, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True
         ).stdout
-        paths, prefix = json.loads(out.strip().splitlines()[-1])
+        return json.loads(out.strip().splitlines()[-1])
     except FileNotFoundError:
         raise TargetError(f"no such interpreter: {python}") from None
     except PermissionError:
         raise TargetError(f"cannot run interpreter: {python}: permission denied") from None
     except (subprocess.SubprocessError, ValueError, IndexError) as exc:
-        raise TargetError(f"{python} did not report its sys.path: {exc}") from None
+        raise TargetError(f"{python} did not report {what}: {exc}") from None
+
+
+def python_sys_path(python: str) -> tuple[list[str], str]:
+    """Ask an interpreter for ``sys.path`` and ``sys.prefix``; nothing else runs."""
+    paths, prefix = ask_interpreter(
+        python, "import json,sys;print(json.dumps([sys.path,sys.prefix]))"
+    )
     return [p for p in paths if p], prefix
 
 

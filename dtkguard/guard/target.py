@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-from dtkguard.errors import TargetError
 
 _CODE = (
     "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
@@ -57,18 +52,9 @@ def default_python() -> str:
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    try:
-        proc = subprocess.run(
-            [exe, "-c", _CODE], capture_output=True, text=True, timeout=60, env=env, check=True
-        )
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
-    except FileNotFoundError:
-        raise TargetError(f"no such interpreter: {exe}") from None
-    except PermissionError:
-        raise TargetError(f"cannot run interpreter: {exe}: permission denied") from None
-    except (subprocess.SubprocessError, ValueError, IndexError) as exc:
-        raise TargetError(f"{exe} did not report its paths: {exc}") from None
+    from dtkguard.env.environment import ask_interpreter
+
+    data = ask_interpreter(exe, _CODE, "its paths")
     return Interpreter(
         python=exe,
         prefix=Path(data["prefix"]),
