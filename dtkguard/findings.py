@@ -5,7 +5,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Severity(str, enum.Enum):

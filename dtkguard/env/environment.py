@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dtkguard.env.dist import Dist, scan_site
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 #: where interpreters live inside an image, relative to its root
 _ROOT_SITE_GLOBS = (
@@ -97,6 +99,8 @@ def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
 
     This is the only thing dtkguard runs of a target: a short snippet of its own.
     """
+    import subprocess
+
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
         out = subprocess.run(

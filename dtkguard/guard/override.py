@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import getpass
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,12 +15,14 @@ RECORDED_VAR = "DTKGUARD_OVERRIDE_RECORDED"
 
 def record(path: Path, reason: str, argv: list[str], allowed: list[str], tool: str) -> dict:
     """Append one override to ``path`` (JSON lines; created with its folder)."""
+    import getpass
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = str(os.getuid())
     entry = {
-        "time": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "user": user,
         "reason": reason,
         "argv": argv,

@@ -6,13 +6,16 @@ Loading a TOML policy (pydantic, tomlkit) happens once; the result is cached as 
 
 from __future__ import annotations
 
-import datetime as _dt
 import fnmatch
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from dtkguard.findings import Severity
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    import datetime as _dt
+    from typing import Any
 
 FP8_ACTIONS = ("deny", "warn", "allow")
 #: how an fp8 action maps onto a finding severity (allow: no finding)
@@ -53,6 +56,8 @@ class PolicyException:
 
     @property
     def expiry(self) -> _dt.date:
+        import datetime as _dt
+
         return _dt.date.fromisoformat(self.expires)
 
     def covers(self, rule: str, subject: str) -> bool:

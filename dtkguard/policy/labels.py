@@ -124,6 +124,15 @@ def parse_label(local: str | None) -> DtkLabel | None:
     return DtkLabel(raw, bool(das), opt, dtk, torch, stamp, git, tuple(tags))
 
 
+_RELEASE = re.compile(r"\s*v?(?:\d+!)?(\d+(?:\.\d+)*)")
+
+
+def release_of(version: str) -> tuple[int, ...] | None:
+    """The release numbers of a PEP 440 version (``2.4.1.post1+das`` -> (2, 4, 1)), or None."""
+    m = _RELEASE.match(version.lower())
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
 def label_of(version: str) -> DtkLabel | None:
     """The DTK label of a full version string such as ``2.4.1+das.opt1.dtk25041``."""
     _, plus, local = version.partition("+")

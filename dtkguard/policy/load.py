@@ -6,15 +6,17 @@ keyed by the files' paths, sizes and mtimes; later reads load that JSON only.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from dtkguard import __version__
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import CompiledPolicy
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_POLICY = "dtk-25.04.1"
 SYSTEM_POLICY = Path("/etc/dtkguard/policy.toml")
@@ -55,6 +57,8 @@ def resolve_policy_path(ref: str | None = None, *, base: Path | None = None) -> 
         named = bundled_dir() / f"{ref}.toml"
         if named.is_file():
             return named
+        import difflib
+
         close = difflib.get_close_matches(ref, bundled_names(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise PolicyError(f"no policy file or bundled policy named {ref!r}{hint}")

@@ -7,14 +7,17 @@ code the findings call for.
 
 from __future__ import annotations
 
-import datetime as _dt
 import importlib
 import os
 import sys
+import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtkguard.findings import Finding, Severity, sort_key
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -43,9 +46,7 @@ class Report:
     #: what the target holds (`dtkguard.audit.inventory.components`), for SBOM formats only
     inventory: list[dict[str, Any]] = field(default_factory=list, repr=False)
     created: str = field(
-        default_factory=lambda: (
-            _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-        )
+        default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     )
     host: str = field(default_factory=lambda: os.uname().nodename)
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from dtkguard import __version__
 from dtkguard.findings import Severity
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:

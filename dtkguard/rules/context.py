@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtkguard.env.environment import Environment
 from dtkguard.policy.compiled import CompiledPolicy
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    import datetime as _dt
+    from typing import Any
 
 
 @dataclass
 class CheckContext:
     env: Environment
     policy: CompiledPolicy
-    today: _dt.date = field(default_factory=_dt.date.today)
+    #: the date exceptions are judged at; None: today
+    today: _dt.date | None = None
     #: extra inputs of optional checks (a lock, device facts, model scans ...)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from packaging.version import InvalidVersion, Version
-
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
-from dtkguard.policy.labels import DtkRelease, label_of
+from dtkguard.policy.labels import DtkRelease, label_of, release_of
 from dtkguard.rules.context import CheckContext
 
 
@@ -72,9 +70,8 @@ def _abi(dists: list[Dist]) -> Iterator[Finding]:
     torch = next((d for d in dists if d.key == "torch"), None)
     if torch is None:
         return
-    try:
-        release = Version(torch.version).release
-    except InvalidVersion:
+    release = release_of(torch.version)
+    if release is None:
         return
     for dist in dists:
         label = label_of(dist.version)

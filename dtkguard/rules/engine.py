@@ -104,6 +104,12 @@ def apply_exceptions(
     ctx: CheckContext, findings: list[Finding], *, housekeeping: bool = True
 ) -> Iterator[Finding]:
     """Drop findings an unexpired exception covers; report expired and unused exceptions."""
+    if not ctx.policy.exceptions:
+        yield from findings
+        return
+    import datetime as _dt
+
+    today = ctx.today or _dt.date.today()
     used: set[int] = set()
     for finding in findings:
         waiver = next(
@@ -114,7 +120,7 @@ def apply_exceptions(
             ),
             None,
         )
-        if waiver is not None and ctx.policy.exceptions[waiver].expiry >= ctx.today:
+        if waiver is not None and ctx.policy.exceptions[waiver].expiry >= today:
             used.add(waiver)
             continue
         yield finding
@@ -123,7 +129,7 @@ def apply_exceptions(
     where = ctx.policy.files[0] if ctx.policy.files else None
     for i, exc in enumerate(ctx.policy.exceptions):
         subject = f"{exc.rule}:{exc.package}"
-        if exc.expiry < ctx.today:
+        if exc.expiry < today:
             yield Finding(
                 "exception-expired",
                 Severity.MEDIUM,

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.version import InvalidVersion, Version
-
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import label_of
 from dtkguard.rules.context import CheckContext
 
 
 def same_version(a: str, b: str) -> bool:
+    """PEP 440 equality, local labels included (``2.4.1+DAS.opt1`` is ``2.4.1+das.opt1``)."""
+    if a == b:
+        return True
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(a) == Version(b)
     except InvalidVersion:

@@ -1,16 +1,31 @@
-"""Atomic file writes: write a temporary file beside the target, fsync, rename."""
+"""Atomic file writes: write a temporary file beside the target, fsync, rename.
+
+Only regular files are replaced: a symlink is followed to the file it names, and a device,
+FIFO or socket (``-o /dev/null``, ``-o /dev/stdout``, a pipe) is written through, never
+replaced by a regular file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import stat
 from pathlib import Path
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half."""
-    target = Path(path)
+    target = Path(os.path.realpath(path))
+    try:
+        current = target.stat()
+    except FileNotFoundError:
+        current = None
+    if current is not None and not stat.S_ISREG(current.st_mode):
+        with open(target, "wb") as fh:  # a device or pipe: there is nothing to replace
+            fh.write(data)
+        return
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -19,8 +34,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
             os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        elif target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        elif current is not None:
+            os.chmod(tmp, current.st_mode & 0o7777)
         else:
             os.chmod(tmp, 0o644)
         os.replace(tmp, target)
