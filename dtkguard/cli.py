@@ -37,14 +37,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; when ``argv`` names a command, only that command's module is imported."""
     parser = _Parser(prog="dtkguard", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dtkguard {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, module in COMMANDS.items():
-        importlib.import_module(f"dtkguard.commands.{module}").register(sub, name)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    names = [first] if first in COMMANDS else list(COMMANDS)
+    for name in names:
+        importlib.import_module(f"dtkguard.commands.{COMMANDS[name]}").register(sub, name)
     return parser
 
 
@@ -52,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         return int(args.run(args))
     except DtkguardError as exc:
         if debug:
