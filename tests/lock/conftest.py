@@ -32,6 +32,20 @@ def das_index(das_wheelhouses):
         yield server
 
 
+@pytest.fixture(scope="session")
+def portable_index(tmp_path_factory: pytest.TempPathFactory):
+    """The same community packages as pure-Python wheels, for tests that install a lock with
+    the interpreter running the tests (which need not be the policy's CPython 3.10)."""
+    community = tmp_path_factory.mktemp("das-portable")
+    build_community(community, ("vllm085",), tag="py3-none-any")
+    with serve_index(community) as server:
+        yield server
+
+
+#: lock for the interpreter running the tests (the policy's target is Python 3.10)
+HERE = ("--python-version", f"{sys.version_info.major}.{sys.version_info.minor}")
+
+
 def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m dtkguard ARGS`` hermetically, with this checkout first on the path."""
     env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(REPO / ".cache" / "dtkguard"))

@@ -8,15 +8,17 @@ from dtkguard.lock.read import read_lock
 from tests.support.venvs import make_venv
 from tests.support.wheels import build_wheel
 
-from .conftest import run_cli
+from .conftest import HERE, run_cli
 
 
-def test_from_env_matches_wheels_by_record_and_keeps_the_rest(tmp_path, das_wheelhouses, das_index):
+def test_from_env_matches_wheels_by_record_and_keeps_the_rest(
+    tmp_path, das_wheelhouses, portable_index
+):
     work = tmp_path / "work"
     work.mkdir()
     shutil.copytree(das_wheelhouses[1], work / "vendor")
-    args = ("--vendor-find-links", "vendor", "--index-url", das_index.url)
-    proc = run_cli("lock", "vllm", *args, "-o", "pylock.das.toml", cwd=work)
+    args = ("--vendor-find-links", "vendor", "--index-url", portable_index.url)
+    proc = run_cli("lock", "vllm", *args, *HERE, "-o", "pylock.das.toml", cwd=work)
     assert proc.returncode == 0, proc.stderr
     venv = make_venv(tmp_path / "img", with_pip=False)
     venv.uv_pip("sync", "--preview-features", "pylock", work / "pylock.das.toml")
@@ -34,7 +36,15 @@ def test_from_env_matches_wheels_by_record_and_keeps_the_rest(tmp_path, das_whee
     (local / "RECORD").write_text("site_tool-1.0.dist-info/METADATA,,\n")
 
     proc = run_cli(
-        "lock", "--from-env", "--path", venv.site_packages, *args, "-o", "pylock.env.toml", cwd=work
+        "lock",
+        "--from-env",
+        "--path",
+        venv.site_packages,
+        *args,
+        *HERE,
+        "-o",
+        "pylock.env.toml",
+        cwd=work,
     )
     assert proc.returncode == 0, proc.stderr
     # the closure check reads installed-only dists too (site-tool's metadata from the env)

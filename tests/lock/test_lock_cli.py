@@ -7,10 +7,9 @@ import shutil
 import pytest
 
 from dtkguard.lock.read import read_lock
-from tests.support.cache import CacheMissing, uv_binary
 from tests.support.venvs import make_venv
 
-from .conftest import run_cli
+from .conftest import HERE, run_cli
 
 VENDOR = {
     "torch": "2.4.1+das.opt1.dtk25041",
@@ -43,7 +42,16 @@ def _lock(tmp_path, das_wheelhouses, index, name="pylock.das.toml", *extra):
 
 @pytest.fixture()
 def locked(tmp_path, das_wheelhouses, das_index):
+    """The lock for the policy's target (Python 3.10, manylinux_2_35 x86_64)."""
     path, proc = _lock(tmp_path, das_wheelhouses, das_index)
+    assert proc.returncode == 0, proc.stderr
+    return path, proc
+
+
+@pytest.fixture()
+def locked_here(tmp_path, das_wheelhouses, portable_index):
+    """The lock for the Python that runs the tests, so that pip and uv can install it here."""
+    path, proc = _lock(tmp_path, das_wheelhouses, portable_index, "pylock.das.toml", *HERE)
     assert proc.returncode == 0, proc.stderr
     return path, proc
 
@@ -79,22 +87,15 @@ def _installed_matches(venv, lock, ignore=("pip",)):
     assert got == want
 
 
-def test_pip_installs_the_lock_unmodified(locked, tmp_path, das_index):
-    path, _ = locked
-    try:
-        venv = make_venv(tmp_path / "pipvenv", pip_version="26.3")
-    except CacheMissing as exc:
-        pytest.skip(str(exc))
+def test_pip_installs_the_lock_unmodified(locked_here, tmp_path, das_index):
+    path, _ = locked_here
+    venv = make_venv(tmp_path / "pipvenv", pip_version="26.3")
     venv.pip("install", "-r", path)
     _installed_matches(venv, read_lock(path))
 
 
-def test_uv_installs_the_lock_unmodified(locked, tmp_path, das_index):
-    path, _ = locked
-    try:
-        uv_binary()
-    except CacheMissing as exc:
-        pytest.skip(str(exc))
+def test_uv_installs_the_lock_unmodified(locked_here, tmp_path, das_index):
+    path, _ = locked_here
     venv = make_venv(tmp_path / "uvvenv", with_pip=False)
     venv.uv_pip("sync", "--preview-features", "pylock", path)
     _installed_matches(venv, read_lock(path), ignore=())

@@ -46,8 +46,13 @@ def real_tag(pkg: PackageMeta) -> str:
     return "-".join(pkg.filename[: -len(".whl")].split("-")[-3:])
 
 
-def build_community(dest: Path, reports: tuple[str, ...] = ("vllm085",)) -> list[Path]:
-    """The public side: the reports' packages, community torch 2.4.1 and the backports."""
+def build_community(
+    dest: Path, reports: tuple[str, ...] = ("vllm085",), *, tag: str | None = None
+) -> list[Path]:
+    """The public side: the reports' packages, community torch 2.4.1 and the backports.
+
+    Wheels carry their real tags (CPython 3.10, manylinux x86_64); ``tag="py3-none-any"``
+    gives wheels any interpreter here can install."""
     pkgs: list[PackageMeta] = []
     for name in reports:
         pkgs += load_report(name)
@@ -59,7 +64,7 @@ def build_community(dest: Path, reports: tuple[str, ...] = ("vllm085",)) -> list
         if (pkg.key, pkg.version) in seen:
             continue
         seen.add((pkg.key, pkg.version))
-        out += make_wheelhouse(dest, [pkg], tag=real_tag(pkg))
+        out += make_wheelhouse(dest, [pkg], tag=tag or real_tag(pkg))
     return sorted(out)
 
 
