@@ -101,14 +101,15 @@ def run(args: argparse.Namespace) -> int:
         result = verify(env.dists, env.root, workers=args.workers, progress_stream=sys.stderr)
         extra["verification"] = result
         facts["verification"] = result.summary()
+    if args.models or args.processes:
+        extra["fp8"], extra["card"] = fp8_inputs(args, policy, facts)
     findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS))
-    rules = [r for r in RULES if not r.startswith(("fp", "override"))]
+    rules = [r for r in RULES if not r.startswith("fp")]
     if not lock:
         rules = [r for r in rules if not r.startswith("drift")]
     if not args.verify_files:
         rules = [r for r in rules if not r.startswith(("file", "record"))]
     if args.models or args.processes:
-        findings += fp8(args, policy, facts)
         rules += [r for r in RULES if r.startswith("fp")]
     inventory = []
     if args.format == "cyclonedx":
@@ -128,10 +129,10 @@ def run(args: argparse.Namespace) -> int:
     return emit(report, args.format, args.output, fail_on=threshold)
 
 
-def fp8(args: argparse.Namespace, policy, facts: dict) -> list:
-    """FP8/FP4 findings of ``--models`` and ``--processes`` (the fp8 library does the work)."""
+def fp8_inputs(args: argparse.Namespace, policy, facts: dict) -> tuple[list, str | None]:
+    """The scans of ``--models`` and ``--processes`` and the card that sets their severity."""
     from dtkguard.errors import InputError
-    from dtkguard.rules.fp8 import fp8_findings, pick_card, problem_lines
+    from dtkguard.rules.fp8 import pick_card, problem_lines
 
     cards = facts["device"].get("cards") or []
     card = pick_card(cards, policy)
@@ -157,4 +158,4 @@ def fp8(args: argparse.Namespace, policy, facts: dict) -> list:
         procs = scan_processes()
         items += procs
         facts["processes"] = [{"pid": p.pid, "engine": p.command.engine} for p in procs]
-    return list(fp8_findings(items, policy, card))
+    return items, card

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from dtkguard.commands.common import add_policy_option
+from dtkguard.commands.common import add_policy_option, fail_on
 
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -23,9 +23,10 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
-    from dtkguard.findings import Severity, sort_key
+    from dtkguard.findings import sort_key
     from dtkguard.models.serving import ServingProcess, parse_command, resolve_model
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import pick_card, serving_findings
 
     cmd = list(args.cmd)
@@ -33,10 +34,7 @@ def run(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise InputError("exec needs a command: dtkguard exec [OPTIONS] -- CMD...")
-    try:
-        fail_on = Severity.parse(args.fail_on)
-    except ValueError as exc:
-        raise InputError(str(exc), field="--fail-on") from None
+    threshold = fail_on(args)
     policy = load_policy(args.policy)
     card = pick_card([args.card] if args.card else read_card_series(), policy)
     command = parse_command(cmd, os.environ)
@@ -44,14 +42,17 @@ def run(args: argparse.Namespace) -> int:
     proc = ServingProcess(
         pid=0, command=command, cwd=cwd, model_path=resolve_model(command.model, cwd, os.environ)
     )
-    findings = sorted(serving_findings(proc, policy, card), key=sort_key)
+    findings = sorted(
+        apply_exceptions(policy, serving_findings(proc, policy, card), housekeeping=False),
+        key=sort_key,
+    )
     for f in findings:
         print(f"dtkguard: {f.severity.value}: {f.rule}: {f.message}", file=sys.stderr)
         print(f"  evidence: {f.evidence.get('summary', '')}", file=sys.stderr)
         print(f"  fix: {f.remediation}", file=sys.stderr)
-    if any(f.severity >= fail_on for f in findings):
+    if any(f.severity >= threshold for f in findings):
         print(
-            f"dtkguard: veto: not starting {cmd[0]} (findings at or above {fail_on.value})",
+            f"dtkguard: veto: not starting {cmd[0]} (findings at or above {threshold.value})",
             file=sys.stderr,
         )
         return 1

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.models.scan import scan
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
+    from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import RULES, fp8_findings, pick_card, problem_lines
 
     threshold = fail_on(args)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     cards = [args.card] if args.card else read_card_series()
     card = pick_card(cards, policy)
     scans = scan(args.paths)
-    findings = list(fp8_findings(scans, policy, card))
+    findings = apply_exceptions(policy, fp8_findings(scans, policy, card), housekeeping=False)
     problems = problem_lines(scans)
     for line in problems:
         print(f"dtkguard: error: {line}", file=sys.stderr)

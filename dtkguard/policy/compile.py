@@ -176,7 +176,12 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         if m.drift:
             fields["drift_extra_severity"] = m.drift.extra_severity
         exceptions += [
-            PolicyException(e.rule, e.package.lower(), e.reason, e.expires.isoformat())
+            PolicyException(
+                e.rule,
+                e.package.lower() if "/" in e.package else canonical(e.package),
+                e.reason,
+                e.expires.isoformat(),
+            )
             for e in m.exceptions
         ]
     return CompiledPolicy(

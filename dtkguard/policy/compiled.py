@@ -61,7 +61,12 @@ class PolicyException:
         return _dt.date.fromisoformat(self.expires)
 
     def covers(self, rule: str, subject: str) -> bool:
-        return rule == self.rule and fnmatch.fnmatchcase(canonical(subject), self.package)
+        """``package`` matches a package name (normalised) or a path (a model folder)."""
+        if rule != self.rule:
+            return False
+        if "/" in self.package:
+            return fnmatch.fnmatchcase(subject.lower(), self.package)
+        return fnmatch.fnmatchcase(canonical(subject), self.package)
 
 
 @dataclass(frozen=True)

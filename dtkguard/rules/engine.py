@@ -12,6 +12,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dtkguard.findings import Finding, Severity, sort_key
 from dtkguard.rules.context import CheckContext
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import datetime as _dt
+
+    from dtkguard.policy.compiled import CompiledPolicy
+
 Check = Callable[[CheckContext], Iterable[Finding]]
 
 #: family -> "module:function"; `check` runs ENVIRONMENT_CHECKS, `audit` adds more
@@ -23,6 +29,7 @@ CHECKS: dict[str, str] = {
     "override": "dtkguard.rules.override:check",
     "drift": "dtkguard.rules.drift:check",
     "files": "dtkguard.rules.files:check",
+    "fp8": "dtkguard.rules.fp8:check",
 }
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
 
@@ -96,38 +103,47 @@ def run_checks(
     if plugins:
         checks += plugin_checks()
     raw = [finding for check in checks for finding in check(ctx)]
-    findings = list(apply_exceptions(ctx, raw, housekeeping=housekeeping))
+    findings = apply_exceptions(ctx.policy, raw, today=ctx.today, housekeeping=housekeeping)
     return sorted(findings, key=sort_key)
 
 
 def apply_exceptions(
-    ctx: CheckContext, findings: list[Finding], *, housekeeping: bool = True
+    policy: CompiledPolicy,
+    findings: Iterable[Finding],
+    *,
+    today: _dt.date | None = None,
+    housekeeping: bool = True,
+) -> list[Finding]:
+    """Drop findings an unexpired exception covers; report expired and unused exceptions.
+
+    Every command that reports findings passes them through here, so a waiver in the policy
+    means the same to `check`, `audit`, `scan-model`, `exec` and dtkpip.
+    """
+    if not policy.exceptions:
+        return list(findings)
+    return list(_waive(policy, findings, today, housekeeping))
+
+
+def _waive(
+    policy: CompiledPolicy, findings: Iterable[Finding], today: _dt.date | None, housekeeping: bool
 ) -> Iterator[Finding]:
-    """Drop findings an unexpired exception covers; report expired and unused exceptions."""
-    if not ctx.policy.exceptions:
-        yield from findings
-        return
     import datetime as _dt
 
-    today = ctx.today or _dt.date.today()
+    today = today or _dt.date.today()
     used: set[int] = set()
     for finding in findings:
         waiver = next(
-            (
-                i
-                for i, e in enumerate(ctx.policy.exceptions)
-                if e.covers(finding.rule, finding.subject)
-            ),
+            (i for i, e in enumerate(policy.exceptions) if e.covers(finding.rule, finding.subject)),
             None,
         )
-        if waiver is not None and ctx.policy.exceptions[waiver].expiry >= today:
+        if waiver is not None and policy.exceptions[waiver].expiry >= today:
             used.add(waiver)
             continue
         yield finding
     if not housekeeping:
         return
-    where = ctx.policy.files[0] if ctx.policy.files else None
-    for i, exc in enumerate(ctx.policy.exceptions):
+    where = policy.files[0] if policy.files else None
+    for i, exc in enumerate(policy.exceptions):
         subject = f"{exc.rule}:{exc.package}"
         if exc.expiry < today:
             yield Finding(

@@ -127,6 +127,11 @@ def fp8_findings(
             yield from model_findings(item, policy, card)
 
 
+def check(ctx: Any) -> Iterator[Finding]:
+    """The ``fp8`` check family: the scans `audit --models/--processes` put in ``ctx.extra``."""
+    return fp8_findings(ctx.extra.get("fp8", ()), ctx.policy, ctx.extra.get("card"))
+
+
 def problem_lines(scans: Iterable[ModelScan]) -> list[str]:
     """One line per unreadable or hostile file: ``PATH: what is wrong``."""
     return [f"{path}: {msg}" for s in scans for path, msg in s.problems]

@@ -142,3 +142,18 @@ def test_exec_without_command_and_missing_command():
         "exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--", "no-such-command-xyz"
     )
     assert out.returncode == 127 and "no-such-command-xyz" in out.stderr
+
+
+def test_policy_exception_waives_a_model_like_any_finding(tmp_path):
+    fp8 = deepseek_model(tmp_path / "DeepSeek-V3", layers=2, shards=1)
+    policy = tmp_path / "site.toml"
+    policy.write_text(
+        '[policy]\nextends = ["dtk-25.04.1"]\n\n[[exceptions]]\nrule = "fp8-weights"\n'
+        'package = "*/deepseek-v3"\nreason = "dequantized at load by the site loader"\n'
+        "expires = 2999-12-31\n"
+    )
+    args = ("scan-model", str(fp8), "--card", "K100_AI", "--format", "json")
+    waived = dtkguard(*args, "--policy", str(policy))
+    assert waived.returncode == 0, waived.stderr
+    assert json.loads(waived.stdout)["findings"] == []
+    assert dtkguard(*args, "--policy", "dtk-25.04.1").returncode == 1

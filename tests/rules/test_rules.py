@@ -132,3 +132,14 @@ def test_exceptions_waive_expire_and_go_unused(tmp_path):
     # after its expiry the first waiver stops applying
     later = by_rule(findings(site, policy, dt.date(2027, 2, 1)))
     assert ("denied-package", "nvidia-nccl-cu12") in later
+
+
+def test_exception_names_are_normalised(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[policy]\nextends = ["dtk-25.04.1"]\n[[exceptions]]\nrule = "vendor-mismatch"\n'
+        'package = "Flash_Attn"\nreason = "hotfix build"\nexpires = 2999-01-01\n'
+    )
+    site = vendor_site(tmp_path / "site")
+    add_dist(site, "flash_attn", "2.6.1+das.opt4.dtk25041")
+    assert findings(site, compile_policy(path)) == []
