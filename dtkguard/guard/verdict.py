@@ -46,8 +46,10 @@ class Verdict:
         return [p for p in self.plan.install if self.before.get(p.name) is None]
 
 
-def _key(f: Finding) -> tuple[str, str, str]:
-    return (f.rule, f.subject, f.message)
+def _key(f: Finding) -> tuple[str, str, str | None]:
+    """What a finding is about; not its wording, which may mention other packages (a denied
+    package "required by" one more dist is the same finding)."""
+    return (f.rule, f.subject, f.location)
 
 
 def judge(before: Environment, plan: Plan, policy: CompiledPolicy, site: Path) -> Verdict:
