@@ -16,9 +16,16 @@ from dtkguard.models.serving import ServingProcess
 from dtkguard.models.verdict import KIND, detect
 from dtkguard.policy.compiled import Fp8Rule
 
-RULES = ("fp8-weights", "fp8-scales", "fp4-weights", "fp8-kv-cache", "fp8-serving")
-#: a config that claims FP8 over BF16 weights fails to load on every card
-STALE_SEVERITY = Severity.MEDIUM
+RULES = (
+    "fp8-weights",
+    "fp8-scales",
+    "fp4-weights",
+    "fp8-activations",
+    "fp8-kv-cache",
+    "fp8-serving",
+)
+#: a config whose scheme the tensors contradict fails to load on every card, FP8 or not
+CONFIG_SEVERITY = {"stale-config": Severity.MEDIUM, "config-mismatch": Severity.MEDIUM}
 
 SERVING_REMEDIATION = (
     "Drop the FP8 requests: serve the BF16 model without --quantization/-q/--quantize fp8 (or "
@@ -52,10 +59,7 @@ def model_findings(
     rule = _rule(policy)
     for det in detect(model):
         kind = KIND[det.kind]
-        if det.kind == "stale-config":
-            severity: Severity | None = STALE_SEVERITY
-        else:
-            severity = rule.severity(kind, card)
+        severity: Severity | None = CONFIG_SEVERITY.get(det.kind) or rule.severity(kind, card)
         if severity is None:
             continue
         if det.weak:
@@ -69,7 +73,7 @@ def model_findings(
             **(extra or {}),
         }
         yield Finding(
-            rule="fp8-weights" if det.kind == "stale-config" else det.kind,
+            rule=det.rule,
             severity=severity,
             subject=model.path,
             message=det.message,
