@@ -30,7 +30,8 @@ CONFIG_SEVERITY = {"stale-config": Severity.MEDIUM, "config-mismatch": Severity.
 SERVING_REMEDIATION = (
     "Drop the FP8 requests: serve the BF16 model without --quantization/-q/--quantize fp8 (or "
     "--model-format fp8); use --kv-cache-dtype auto (LMDeploy: --quant-policy 0 or 8); unset "
-    "QUANTIZE, KV_CACHE_DTYPE and *FP8* switches. FP8 needs a BW1100 card."
+    "QUANTIZE and KV_CACHE_DTYPE; with vLLM's AITER set VLLM_ROCM_USE_AITER_FP8BMM=0 and "
+    "VLLM_ROCM_USE_AITER_FP4BMM=0. FP8 needs a BW1100 card."
 )
 
 
@@ -84,9 +85,15 @@ def model_findings(
 
 
 def serving_findings(
-    proc: ServingProcess, policy: Any, card: str | None = None
+    proc: ServingProcess,
+    policy: Any,
+    card: str | None = None,
+    models: list[ModelScan] | None = None,
 ) -> Iterator[Finding]:
-    """``fp8-serving`` for a process (or a command about to run), then its model's findings."""
+    """``fp8-serving`` for a process (or a command about to run), then its model's findings.
+
+    ``models``: the scans of ``proc.model_path`` when the caller already has them.
+    """
     rule = _rule(policy)
     cmd = proc.command
     who = f"pid {proc.pid}" if proc.pid else "command"
@@ -116,7 +123,7 @@ def serving_findings(
         )
     if proc.model_path:
         extra = {"served_by": {"pid": proc.pid or None, "engine": cmd.engine}}
-        for model in scan([proc.model_path]):
+        for model in models if models is not None else scan([proc.model_path]):
             yield from model_findings(model, policy, card, extra)
 
 

@@ -157,3 +157,79 @@ def test_policy_exception_waives_a_model_like_any_finding(tmp_path):
     assert waived.returncode == 0, waived.stderr
     assert json.loads(waived.stdout)["findings"] == []
     assert dtkguard(*args, "--policy", "dtk-25.04.1").returncode == 1
+
+
+def _server(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in server that records that it started."""
+    marker = tmp_path / "started"
+    script = tmp_path / "vllm"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    return script, marker
+
+
+def _deny_policy(tmp_path: Path) -> Path:
+    policy = tmp_path / "strict.toml"
+    policy.write_text(
+        '[policy]\nextends = ["dtk-25.04.1"]\n\n[fp8]\nunresolved-model = "deny"\n'
+        '\n[fp8.cards]\nBW1100 = "warn"\n'
+    )
+    return policy
+
+
+def test_exec_warns_by_default_when_the_model_cannot_be_found(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    base = ("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--", str(script), "serve")
+    for model in (str(tmp_path / "no-such-model"), "org/not-downloaded"):
+        marker.unlink(missing_ok=True)
+        out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
+        assert out.returncode == 0, out.stderr
+        assert marker.exists()
+        assert "warning: model not checked for FP8" in out.stderr
+        assert 'unresolved-model = "warn"' in out.stderr and model in out.stderr
+
+
+def test_exec_deny_refuses_a_model_it_cannot_resolve(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    # a cache repo without any snapshot: the id resolves to a folder with nothing to read
+    (hub / "models--org--empty" / "snapshots").mkdir(parents=True)
+    policy = str(_deny_policy(tmp_path))
+    base = ("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
+    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty"):
+        out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
+        assert out.returncode == 1, (model, out.stderr)
+        assert not marker.exists()
+        assert "error: model not checked for FP8" in out.stderr and "veto" in out.stderr
+    # `vllm serve` with no model at all is not checkable either
+    out = dtkguard("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
+    assert out.returncode == 1 and "names no model" in out.stderr and not marker.exists()
+
+
+def test_exec_deny_still_starts_a_model_it_found(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    snap = hub / "models--org--clean" / "snapshots" / ("a" * 40)
+    deepseek_model(snap, layers=1, shards=1, fp8=False)
+    (hub / "models--org--clean" / "refs").mkdir()
+    (hub / "models--org--clean" / "refs" / "main").write_text("a" * 40)
+    policy = str(_deny_policy(tmp_path))
+    out = dtkguard(
+        "exec",
+        "--policy",
+        policy,
+        "--card",
+        "K100_AI",
+        "--",
+        str(script),
+        "serve",
+        "org/clean",
+        env={"HF_HUB_CACHE": str(hub)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert marker.exists() and "not checked" not in out.stderr
+    # a plain python command names no model: nothing to resolve, nothing to refuse
+    out = dtkguard("exec", "--policy", policy, "--", sys.executable, "-c", "print('ok')")
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
