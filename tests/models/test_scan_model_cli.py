@@ -233,3 +233,39 @@ def test_exec_deny_still_starts_a_model_it_found(tmp_path):
     # a plain python command names no model: nothing to resolve, nothing to refuse
     out = dtkguard("exec", "--policy", policy, "--", sys.executable, "-c", "print('ok')")
     assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
+
+
+def test_scan_model_cyclonedx_lists_each_model_with_its_quantisation(tmp_path):
+    fp8 = deepseek_model(tmp_path / "models" / "DeepSeek-V3", layers=1, shards=1)
+    clean = deepseek_model(tmp_path / "models" / "bf16", fp8=False)
+    out = dtkguard(
+        "scan-model",
+        str(tmp_path / "models"),
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--format",
+        "cyclonedx",
+    )
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["bomFormat"] == "CycloneDX" and doc["specVersion"] == "1.6"
+    comps = {c["name"]: c for c in doc["components"]}
+    assert set(comps) == {"DeepSeek-V3", "bf16"}
+    assert {c["type"] for c in comps.values()} == {"machine-learning-model"}
+    assert doc["dependencies"][0]["dependsOn"] == [c["bom-ref"] for c in doc["components"]]
+    props = {p["name"]: p["value"] for p in comps["DeepSeek-V3"]["properties"]}
+    assert props["dtkguard:location"] == str(fp8)
+    assert props["dtkguard:quantization:method"] == "fp8"
+    assert props["dtkguard:quantization:weights"] == "fp8"
+    assert props["dtkguard:quantization:detections"] == "fp8-weights"
+    assert "F8_E4M3:" in props["dtkguard:weights:dtypes"]
+    assert props["dtkguard:finding:fp8-weights"].startswith("high: ")
+    clean_props = {p["name"]: p["value"] for p in comps["bf16"]["properties"]}
+    assert clean_props["dtkguard:location"] == str(clean)
+    assert clean_props["dtkguard:quantization:weights"] == "none"
+    assert not any(k.startswith("dtkguard:finding") for k in clean_props)
+    # the findings sit on their model, not loose on the BOM's subject
+    meta = {p["name"] for p in doc["metadata"]["component"]["properties"]}
+    assert not any(name.startswith("dtkguard:finding") for name in meta)
