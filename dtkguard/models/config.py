@@ -157,6 +157,7 @@ MODELOPT_ALGOS: dict[str, tuple[str | None, str | None]] = {
     "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", "fp8"),
     "FP8_PB_WO": ("fp8", None),
     "FP8_PB_REAL": ("fp8", "fp8"),
+    "FP8_BLOCK_SCALES": ("fp8", "fp8"),
     "MXFP8": ("fp8", "fp8"),
     "NVFP4": ("fp4", "fp4"),
     "NVFP4_AWQ": ("fp4", "fp4"),
@@ -168,9 +169,11 @@ MODELOPT_ALGOS: dict[str, tuple[str | None, str | None]] = {
     "INT4_AWQ": ("int", None),
     "W4A16_AWQ": ("int", None),
     "INT8_SQ": ("int", None),
+    "W8A8_SQ_PER_CHANNEL": ("int", None),
     "INT8_WO": ("int", None),
     "INT4_WO": ("int", None),
     "MIXED_PRECISION": (None, None),
+    "UNQUANTIZED": (None, None),
     "NONE": (None, None),
 }
 

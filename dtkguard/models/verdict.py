@@ -275,7 +275,7 @@ def _fp8_weights(ev: Evidence) -> Detection | None:
 
 def _fp8_scales(ev: Evidence) -> Detection | None:
     s = ev.scan
-    if ev.fp8_n or not (s.fp8_scales or s.e8m0 or ev.e8m0_u8):
+    if ev.fp8_n or s.markers or not (s.fp8_scales or s.e8m0 or ev.e8m0_u8):
         return None
     hist = Counter(s.fp8_scales)
     if s.e8m0:
@@ -290,8 +290,8 @@ def _fp8_scales(ev: Evidence) -> Detection | None:
 def _fp8_activations(ev: Evidence) -> Detection | None:
     """FP8 activations over weights that are not FP8/FP4 (int4 W4AFP8, W4A8_AWQ)."""
     cfg = ev.scan.config
-    if not cfg.activations or ev.fp8_n or ev.fp4_n or ev.index_scale_inv:
-        return None
+    if not cfg.activations or cfg.weights or ev.fp8_n or ev.fp4_n or ev.index_scale_inv:
+        return None  # FP8/FP4 weights: their detection already says the card needs FP8
     if ev.read_tensors and not ev.float_tensors and not ev.quantised_otherwise:
         return None  # plain tensors: the stale-config detector speaks
     fam = "/".join(sorted(cfg.activations)).upper()
