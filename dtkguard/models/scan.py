@@ -87,14 +87,15 @@ def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
     for marker in MARKER_TENSORS:
         if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
             scan.markers.append(marker)
-    wanted = {d for d in counts if d in _INTERESTING or dtypes.family(d) != "other"}
+    wanted = {d: dtypes.family(d) for d in counts}
+    wanted = {d: f for d, f in wanted.items() if d in _INTERESTING or f != "other"}
     if not wanted:
         return
     for name, info in items.items():
-        dtype = info.dtype
-        if dtype not in wanted:
+        fam = wanted.get(info.dtype)
+        if fam is None:
             continue
-        fam = dtypes.family(dtype)
+        dtype = info.dtype
         if fam == "fp8":
             (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
         elif fam == "e8m0":
