@@ -233,6 +233,11 @@ def _parse_environ(cmd: ServingCommand, environ: Mapping[str, str]) -> None:
         cmd.model = next((environ[k] for k in MODEL_ENV if environ.get(k)), None)
 
 
+def is_hub_id(model: str) -> bool:
+    """``org/name``: a Hugging Face hub id (also tried as a path relative to the cwd)."""
+    return model.count("/") == 1 and not model.startswith((".", "/", "~"))
+
+
 def env_switches(engine: str | None) -> tuple[EnvSwitch, ...]:
     """The FP8 switches of ``engine``; for a wrapper (python, unknown) those of every engine."""
     if engine in FP8_ENV:
@@ -255,7 +260,7 @@ def resolve_model(
         candidates.append(model)
     elif cwd:
         candidates.append(os.path.join(cwd, model))
-    if model.count("/") == 1 and not model.startswith((".", "/")):
+    if is_hub_id(model):
         hub = (
             env.get("HF_HUB_CACHE")
             or (os.path.join(env["HF_HOME"], "hub") if env.get("HF_HOME") else None)
@@ -282,9 +287,7 @@ def unresolved(cmd: ServingCommand, model_path: str | None) -> str | None:
     if model_path:
         return None
     if cmd.model:
-        if os.path.isabs(cmd.model) or cmd.model.startswith((".", "~")):
-            return f"{cmd.model}: no such file or folder"
-        if cmd.model.count("/") == 1:
+        if is_hub_id(cmd.model):
             return (
                 f"{cmd.model}: not a local path, and not in the local Hugging Face cache "
                 "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from modelkit import write_json, write_safetensors
+from modelkit import DEEPSEEK_FP8_QC, write_json, write_safetensors
 
 Tensors = dict[str, tuple[str, list[int]]]
 L0 = "model.layers.0"
@@ -182,17 +182,7 @@ SCHEMES: tuple[Scheme, ...] = (
         "transformers FineGrainedFP8Config, vLLM Fp8Config",
         "quant_method=fp8, weight_block_size, fmt",
         "deepseek-ai/DeepSeek-V3 config.json",
-        {
-            "config.json": {
-                "model_type": "deepseek_v3",
-                "quantization_config": {
-                    "activation_scheme": "dynamic",
-                    "fmt": "e4m3",
-                    "quant_method": "fp8",
-                    "weight_block_size": [128, 128],
-                },
-            }
-        },
+        {"config.json": {"model_type": "deepseek_v3", "quantization_config": DEEPSEEK_FP8_QC}},
         {**_bf16(), **_linear(f"{L0}.mlp.down_proj", "F8_E4M3", weight_scale_inv="F32")},
         frozenset({"fp8-weights"}),
     ),
@@ -204,13 +194,7 @@ SCHEMES: tuple[Scheme, ...] = (
         {
             "config.json": {
                 "model_type": "deepseek_v3",
-                "quantization_config": {
-                    "activation_scheme": "dynamic",
-                    "fmt": "e4m3",
-                    "quant_method": "fp8",
-                    "scale_fmt": "ue8m0",
-                    "weight_block_size": [128, 128],
-                },
+                "quantization_config": {**DEEPSEEK_FP8_QC, "scale_fmt": "ue8m0"},
             }
         },
         {**_bf16(), **_linear(f"{L0}.mlp.down_proj", "F8_E4M3", weight_scale_inv="F8_E8M0")},
