@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from modelkit import deepseek_model, write_raw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -269,3 +270,19 @@ def test_scan_model_cyclonedx_lists_each_model_with_its_quantisation(tmp_path):
     # the findings sit on their model, not loose on the BOM's subject
     meta = {p["name"] for p in doc["metadata"]["component"]["properties"]}
     assert not any(name.startswith("dtkguard:finding") for name in meta)
+
+
+@pytest.mark.parametrize("name", ["ct-w4afp8", "modelopt-w4a8-awq"])
+def test_exec_vetoes_fp8_activations_over_int4_on_a_card_without_fp8(tmp_path, name):
+    from schemes import SCHEMES
+
+    model = next(s for s in SCHEMES if s.id == name).build(tmp_path)
+    script, marker = _server(tmp_path)
+    base = ("exec", "--policy", "dtk-25.04.1", "--", str(script), "serve", str(model))
+    out = dtkguard(*base[:3], "--card", "BW1000", *base[3:])
+    assert out.returncode == 1 and not marker.exists(), out.stderr
+    assert "fp8-activations" in out.stderr and "Keep quantization_config" in out.stderr
+    assert "stale config" not in out.stderr
+    # BW1100 has FP8: a warning (medium), below the default --fail-on high
+    out = dtkguard(*base[:3], "--card", "BW1100", *base[3:])
+    assert out.returncode == 0 and marker.exists(), out.stderr

@@ -163,3 +163,46 @@ def test_every_modelopt_quant_algo(tmp_path, algo, weights, activations):
     scheme = Scheme("m", "", "", "", files)
     (model,) = scan([str(scheme.build(tmp_path))])
     assert (model.config.weights, model.config.activations) == (weights, activations)
+
+
+@pytest.mark.parametrize(
+    "qc",
+    [
+        {"quant_method": "modelopt", "quant_algo": 7, "quantized_layers": {"a": 1, "b": None}},
+        {"quant_method": "quark", "export": "x", "layer_quant_config": []},
+        {"quant_method": "quark", "export": {"kv_cache_group": [1, None, "*"]}},
+        {"quant_method": "quark", "export": {"kv_cache_group": ["*"]}, "layer_quant_config": {}},
+        {"quant_method": "auto-round", "data_type": 8, "bits": "8", "act_data_type": ["fp"]},
+        {"quant_method": "auto-round", "data_type": "fp", "act_bits": "8", "act_data_type": "fp"},
+        {"quant_method": "compressed-tensors", "config_groups": [[[[{"weights": {}}]]]]},
+        {"kv_cache_scheme": {"type": "float", "num_bits": "8"}, "kv_cache_quant_algo": 8},
+        {"config_groups": {"g": {"weights": {"type": "float", "num_bits": True}}}},
+    ],
+)
+def test_malformed_configs_declare_nothing_and_do_not_crash(tmp_path, qc):
+    """Wrong types where the producers write strings and integers: read as no declaration."""
+    scheme = Scheme("m", "", "", "", {"config.json": {"quantization_config": qc}}, _bf16_only())
+    (model,) = scan([str(scheme.build(tmp_path))])
+    cfg = model.config
+    assert not (cfg.weights or cfg.activations or cfg.kv), cfg
+    assert not model.problems
+
+
+def _bf16_only():
+    return {"lm_head.weight": ("BF16", [8, 8])}
+
+
+def test_fp8_kv_wins_over_an_int_kv_declared_elsewhere(tmp_path):
+    """Two KV declarations that disagree: the FP8 one is reported (unknown is not clean)."""
+    qc = {"kv_cache_scheme": {"type": "int", "num_bits": 8}, "kv_cache_quant_algo": "FP8"}
+    scheme = Scheme("m", "", "", "", {"config.json": {"quantization_config": qc}}, _bf16_only())
+    assert set(detections(scheme.build(tmp_path))) == {"fp8-kv-cache"}
+
+
+def test_a_deep_config_is_read_to_a_bound(tmp_path):
+    deep: dict = {"weights": {"type": "float", "num_bits": 8}}
+    for _ in range(40):
+        deep = {"nested": deep}
+    scheme = Scheme("m", "", "", "", {"config.json": {"quantization_config": deep}}, None)
+    (model,) = scan([str(scheme.build(tmp_path))])
+    assert not model.problems and model.config.weights == set()
