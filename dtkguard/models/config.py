@@ -219,6 +219,10 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
     for key in ("dtype", "quant_dtype", "expert_dtype", "weight_dtype"):
         if isinstance(d.get(key), str):
             _add(out, role, dtype_family(d[key]))
+    for key, sub in (("weights", "weights"), ("activations", "activations")):
+        if isinstance(d.get(key), str):  # quanto: ``weights: "float8"``
+            _add(out, sub, dtype_family(d[key]))
+            out.note(f"{key}={d[key]}")
     if "data_type" in d:  # auto-round, top level and per layer (extra_config)
         _add(out, "weights", autoround_family(d.get("data_type"), d.get("bits")))
         if isinstance(d["data_type"], str):

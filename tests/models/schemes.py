@@ -251,6 +251,29 @@ SCHEMES: tuple[Scheme, ...] = (
         frozenset({"fp8-weights"}),
     ),
     Scheme(
+        "quanto-float8",
+        "transformers QuantoConfig (optimum-quanto)",
+        "weights: float8 / activations: float8 (strings)",
+        "transformers QuantoConfig.to_dict",
+        {
+            "config.json": {
+                "model_type": "llama",
+                "quantization_config": {
+                    "quant_method": "quanto",
+                    "weights": "float8",
+                    "activations": None,
+                    "modules_to_not_convert": ["lm_head"],
+                },
+            }
+        },
+        {
+            **_bf16(),
+            f"{L0}.mlp.up_proj.weight._data": ("F8_E4M3", [32, 32]),
+            f"{L0}.mlp.up_proj.weight._scale": ("BF16", [32, 1]),
+        },
+        frozenset({"fp8-weights"}),
+    ),
+    Scheme(
         "mxfp4-gpt-oss",
         "transformers Mxfp4Config, vLLM mxfp4",
         "quant_method=mxfp4 (U8 *_blocks, U8 E8M0 *_scales)",
