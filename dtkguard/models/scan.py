@@ -87,8 +87,8 @@ def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
     for marker in MARKER_TENSORS:
         if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
             scan.markers.append(marker)
-    wanted = {d: dtypes.family(d) for d in counts}
-    wanted = {d: f for d, f in wanted.items() if d in _INTERESTING or f != "other"}
+    families = {d: dtypes.family(d) for d in counts}
+    wanted = {d: f for d, f in families.items() if d in _INTERESTING or f != "other"}
     if not wanted:
         return
     for name, info in items.items():
