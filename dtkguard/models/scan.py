@@ -52,7 +52,8 @@ class ModelScan:
     u8_weights: int = 0
     scale_inv: int = 0
     kv_scales: int = 0
-    #: tensors only a quantised checkpoint has (scales, zero points, packed values)
+    #: tensors only a quantised checkpoint has (scales, zero points, packed values), counted
+    #: in shards without FP8/FP4 tensors (it matters only to a model without them)
     quant_tensors: int = 0
     #: U8 scale tensors: E8M0 microscaling exponents stored as bytes (gpt-oss, MXFP4/MXFP8)
     u8_scales: int = 0
@@ -83,11 +84,13 @@ def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
     names = list(items)
     scan.scale_inv += sum(map(methodcaller("endswith", "_scale_inv"), names))
     scan.kv_scales += sum(map(methodcaller("endswith", dtypes.KV_SCALE_SUFFIXES), names))
-    scan.quant_tensors += sum(map(methodcaller("endswith", dtypes.QUANT_SUFFIXES), names))
     for marker in MARKER_TENSORS:
         if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
             scan.markers.append(marker)
     families = {d: dtypes.family(d) for d in counts}
+    if not any(f != "other" for f in families.values()):
+        # other quantisation matters only to a model without FP8/FP4 tensors (stale config)
+        scan.quant_tensors += sum(map(methodcaller("endswith", dtypes.QUANT_SUFFIXES), names))
     wanted = {d: f for d, f in families.items() if d in _INTERESTING or f != "other"}
     if not wanted:
         return

@@ -300,7 +300,7 @@ def _fp8_activations(ev: Evidence) -> Detection | None:
     return ev.made(
         "fp8-activations",
         f"{ev.name}: {fam} activations over {weights} weights ({cfg.evidence()}): needs {fam} "
-        f"compute{_suffix(ev) if not ev.read_tensors else ''}",
+        f"compute{_suffix(ev)}",
         part,
     )
 

@@ -103,3 +103,10 @@ def test_pick_card_takes_the_most_restrictive():
     assert pick_card([], POLICY) is None
     assert pick_card(["BW1100", "BW1100"], POLICY) == "BW1100"
     assert pick_card(["BW1100", "K100_AI"], POLICY) == "K100_AI"
+
+
+def test_every_fp8_rule_is_in_the_catalog():
+    from dtkguard.rules.catalog import is_known
+    from dtkguard.rules.fp8 import RULES
+
+    assert all(is_known(rule) for rule in RULES)
