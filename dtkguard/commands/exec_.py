@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"warning: {line}")
     reason = unresolved(command, model_path)
     if reason is None and model_path and not any(m.weight_files or m.config.source for m in models):
-        reason = f"{model_path}: no config and no weight file could be read"
+        reason = f"{model_path}: no weight file and no quantisation config could be read"
     proc = ServingProcess(pid=0, command=command, cwd=cwd, model_path=model_path)
     findings = sorted(
         apply_exceptions(policy, serving_findings(proc, policy, card, models), housekeeping=False),

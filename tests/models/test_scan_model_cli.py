@@ -199,7 +199,10 @@ def test_exec_deny_refuses_a_model_it_cannot_resolve(tmp_path):
     (hub / "models--org--empty" / "snapshots").mkdir(parents=True)
     policy = str(_deny_policy(tmp_path))
     base = ("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
-    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty"):
+    config_only = tmp_path / "config-only"  # weights not downloaded, nothing declared
+    config_only.mkdir()
+    (config_only / "config.json").write_text('{"model_type": "llama"}')
+    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty", str(config_only)):
         out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
         assert out.returncode == 1, (model, out.stderr)
         assert not marker.exists()
