@@ -253,6 +253,10 @@ def test_scan_model_cyclonedx_lists_each_model_with_its_quantisation(tmp_path):
         "cyclonedx",
     )
     assert out.returncode == 1, out.stderr
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(out.stdout) is None
     doc = json.loads(out.stdout)
     assert doc["bomFormat"] == "CycloneDX" and doc["specVersion"] == "1.6"
     comps = {c["name"]: c for c in doc["components"]}
