@@ -256,8 +256,11 @@ def test_scan_model_cyclonedx_lists_each_model_with_its_quantisation(tmp_path):
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(out.stdout) is None
+    validator = JsonStrictValidator(SchemaVersion.V1_6)
+    assert validator.validate_str(out.stdout) is None
     doc = json.loads(out.stdout)
+    bad = json.dumps({**doc, "components": [{**doc["components"][0], "type": "model"}]})
+    assert validator.validate_str(bad) is not None  # the validator does reject a wrong type
     assert doc["bomFormat"] == "CycloneDX" and doc["specVersion"] == "1.6"
     comps = {c["name"]: c for c in doc["components"]}
     assert set(comps) == {"DeepSeek-V3", "bf16"}
