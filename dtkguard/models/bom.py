@@ -15,20 +15,15 @@ from dtkguard.models.verdict import detect
 MODEL_TYPE = "machine-learning-model"
 
 
-def _families(found: set[str], integer: bool) -> str:
-    names = sorted(found | ({"int"} if integer else set()))
-    return ",".join(names) or "none"
-
-
 def model_item(scan: ModelScan) -> dict[str, Any]:
     """One inventory item for ``scan``: name, location and quantisation properties."""
     cfg = scan.config
     props: dict[str, str] = {
         "dtkguard:location": scan.path,
         "dtkguard:quantization:method": cfg.method or "none",
-        "dtkguard:quantization:weights": _families(cfg.weights, cfg.int_weights),
-        "dtkguard:quantization:activations": _families(cfg.activations, False),
-        "dtkguard:quantization:kv-cache": _families(cfg.kv, cfg.kv_int),
+        "dtkguard:quantization:weights": ",".join(cfg.families("weights")) or "none",
+        "dtkguard:quantization:activations": ",".join(cfg.families("activations")) or "none",
+        "dtkguard:quantization:kv-cache": ",".join(cfg.families("kv")) or "none",
         "dtkguard:quantization:detections": ",".join(d.kind for d in detect(scan)) or "none",
         "dtkguard:weights:files": str(scan.weight_files),
         "dtkguard:weights:tensors": str(scan.tensors),

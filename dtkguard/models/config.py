@@ -77,6 +77,12 @@ class QuantConfig:
     def evidence(self) -> str:
         return " ".join(self.details)
 
+    def families(self, role: str) -> list[str]:
+        """Families declared for ``role`` (``weights``, ``activations``, ``kv``), ``int`` too."""
+        found = {"weights": self.weights, "activations": self.activations, "kv": self.kv}[role]
+        integer = {"weights": self.int_weights, "kv": self.kv_int}.get(role, False)
+        return sorted(found | ({"int"} if integer else set()))
+
     def note(self, text: str) -> None:
         if text not in self.details:
             self.details.append(text)

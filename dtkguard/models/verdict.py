@@ -132,20 +132,23 @@ def _facts(scan: ModelScan) -> dict[str, Any]:
         facts["config"] = {
             "source": cfg.source,
             "quant_method": cfg.method,
-            "weights": sorted(cfg.weights | ({"int"} if cfg.int_weights else set())),
-            "activations": sorted(cfg.activations),
-            "kv_cache": sorted(cfg.kv | ({"int"} if cfg.kv_int else set())),
+            "weights": cfg.families("weights"),
+            "activations": cfg.families("activations"),
+            "kv_cache": cfg.families("kv"),
             "details": cfg.details,
         }
     if scan.pickle_globals:
         facts["pickle_globals"] = dict(scan.pickle_globals)
     if scan.gguf_types:
         facts["gguf_types"] = dict(scan.gguf_types)
-    for key in ("scale_inv", "kv_scales", "u8_scales", "quant_tensors", "missing_shards"):
-        if getattr(scan, key):
-            facts[f"{key}_tensors" if key in ("scale_inv", "kv_scales") else key] = getattr(
-                scan, key
-            )
+    counts = {
+        "scale_inv_tensors": scan.scale_inv,
+        "kv_scale_tensors": scan.kv_scales,
+        "u8_scales": scan.u8_scales,
+        "quant_tensors": scan.quant_tensors,
+        "missing_shards": scan.missing_shards,
+    }
+    facts.update({k: n for k, n in counts.items() if n})
     return facts
 
 
