@@ -165,6 +165,8 @@ class Evidence:
     fp8_n: int
     fp4_n: int
     u8_fp4: int
+    #: U8 ``weight_packed``/``*_blocks`` taken as packed FP4
+    packed_fp4: int
     #: U8 scale tensors that are E8M0 exponents (beside FP4/FP8 values or an MX config)
     e8m0_u8: int
     #: index tensor names standing in for shards that are missing
@@ -193,9 +195,11 @@ class Evidence:
         fp8_n = sum(scan.fp8_values.values()) + sum(fp8_pickle.values())
         # ModelOpt NVFP4 keeps packed FP4 in U8 ``weight`` tensors next to F8_E4M3 block scales
         u8_fp4 = scan.u8_weights if ("fp4" in cfg.weights or scan.fp8_scales) else 0
+        # U8 ``weight_packed``/``*_blocks`` are FP4 unless the config says integer weights only
+        packed = 0 if cfg.int_weights and "fp4" not in cfg.weights else scan.packed_u8
         fp4_n = (
             sum(scan.fp4_values.values())
-            + scan.packed_u8
+            + packed
             + u8_fp4
             + sum(fp4_pickle.values())
             + sum(gguf_fp4.values())
@@ -212,6 +216,7 @@ class Evidence:
             fp8_n=fp8_n,
             fp4_n=fp4_n,
             u8_fp4=u8_fp4,
+            packed_fp4=packed,
             e8m0_u8=scan.u8_scales if mx_context else 0,
             index_scale_inv=max(0, index.scale_inv - scan.scale_inv) if index else 0,
             index_packed=index.packed if index else 0,
@@ -252,8 +257,8 @@ def _fp4_weights(ev: Evidence) -> Detection | None:
     if not (ev.fp4_n or ev.index_packed or ("fp4" in cfg.weights and not ev.read_tensors)):
         return None
     hist = ev.scan.fp4_values + ev.gguf_fp4
-    if ev.scan.packed_u8 + ev.u8_fp4:
-        hist["U8 (packed FP4)"] = ev.scan.packed_u8 + ev.u8_fp4
+    if ev.packed_fp4 + ev.u8_fp4:
+        hist["U8 (packed FP4)"] = ev.packed_fp4 + ev.u8_fp4
     part = _histogram(hist) + "".join(f"; pickle global {g}" for g in ev.fp4_pickle)
     if ev.index_packed and not ev.fp4_n:
         hint = f"index names {ev.index_packed:,} packed FP4 tensors (*_blocks, weight_packed)"

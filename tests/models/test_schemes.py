@@ -206,3 +206,13 @@ def test_a_deep_config_is_read_to_a_bound(tmp_path):
     scheme = Scheme("m", "", "", "", {"config.json": {"quantization_config": deep}}, None)
     (model,) = scan([str(scheme.build(tmp_path))])
     assert not model.problems and model.config.weights == set()
+
+
+def test_u8_packed_weights_follow_an_integer_config(tmp_path):
+    """U8 ``weight_packed`` is FP4 (NVFP4/MXFP4) unless the config says integer weights only."""
+    files = _by_id("ct-w4afp8").files
+    tensors = {**_bf16_only(), "m.up_proj.weight_packed": ("U8", [8, 4])}
+    found = detections(Scheme("int4-u8", "", "", "", files, tensors).build(tmp_path))
+    assert set(found) == {"fp8-activations"}
+    found = detections(Scheme("no-config", "", "", "", {}, tensors).build(tmp_path))
+    assert set(found) == {"fp4-weights"}
