@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_CONFIG = 16 * 1024 * 1024
+#: evidence notes kept per model (a per-layer config can name thousands of layers)
+MAX_DETAILS = 64
 
 FP8_METHODS = frozenset(
     {"fp8", "fbgemm_fp8", "ptpc_fp8", "deepgemm_fp8", "mxfp8", "modelopt_fp8", "w8a8_fp8"}
@@ -69,6 +71,7 @@ class QuantConfig:
     #: the config names integer weights (``type: int``, ``W4A8_AWQ``, ``data_type: int``)
     int_weights: bool = False
     details: list[str] = field(default_factory=list)
+    _noted: set[str] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def declared(self) -> bool:
@@ -84,7 +87,9 @@ class QuantConfig:
         return sorted(found | ({"int"} if integer else set()))
 
     def note(self, text: str) -> None:
-        if text not in self.details:
+        """Add ``text`` to the evidence once; at most ``MAX_DETAILS`` notes are kept."""
+        if text not in self._noted and len(self._noted) < MAX_DETAILS:
+            self._noted.add(text)
             self.details.append(text)
 
 
@@ -277,9 +282,12 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
     for d, role in _walk(qc, "weights"):
         if id(d) not in kv_tensors:
             _visit(d, role, out, algos)
-    per_layer = {k: n for k, n in algos.items() if k != algo}
+    per_layer = Counter({k: n for k, n in algos.items() if k != algo})
     if per_layer:
-        out.note("per-layer quant_algo " + ", ".join(f"{n}x {k}" for k, n in per_layer.items()))
+        shown = [f"{n}x {k}" for k, n in per_layer.most_common(8)]
+        if len(per_layer) > 8:
+            shown.append(f"{len(per_layer) - 8} more")
+        out.note("per-layer quant_algo " + ", ".join(shown))
     _classify_kv(qc, out)
 
 

@@ -216,3 +216,14 @@ def test_u8_packed_weights_follow_an_integer_config(tmp_path):
     assert set(found) == {"fp8-activations"}
     found = detections(Scheme("no-config", "", "", "", {}, tensors).build(tmp_path))
     assert set(found) == {"fp4-weights"}
+
+
+def test_a_config_with_many_distinct_values_stays_fast_and_short(tmp_path):
+    """16 MB of per-layer entries, each with its own spelling: linear work, capped evidence."""
+    layers = {f"l{i}": {"format": f"fmt-{i}", "quant_algo": f"ALGO_{i}"} for i in range(60_000)}
+    layers["l0"] = {"quant_algo": "NVFP4"}
+    qc = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers}
+    scheme = Scheme("big", "", "", "", {"config.json": {"quantization_config": qc}}, None)
+    (model,) = scan([str(scheme.build(tmp_path))])
+    assert model.config.weights == {"fp4"}
+    assert len(model.config.details) <= 64 and len(model.config.evidence()) < 2000
