@@ -365,6 +365,12 @@ def classify_config(config: dict[str, Any], out: QuantConfig | None = None) -> Q
     return out
 
 
+def is_mla(config: dict[str, Any]) -> bool:
+    """The model uses multi-head latent attention (``kv_lora_rank``, nested VLM configs too)."""
+    holders = [config, *(config.get(k) for k in _NESTED)]
+    return any(isinstance(h, dict) and h.get("kv_lora_rank") for h in holders)
+
+
 def classify_hf_quant_config(data: dict[str, Any], out: QuantConfig | None = None) -> QuantConfig:
     """Classify ModelOpt's hf_quant_config.json (``{"quantization": {"quant_algo": ...}}``)."""
     out = out or QuantConfig()

@@ -19,6 +19,7 @@ from dtkguard.models.config import (
     classify_config,
     classify_hf_quant_config,
     classify_sidecar,
+    is_mla,
     load_json,
 )
 from dtkguard.models.gguf import GgufError, read_gguf
@@ -59,6 +60,8 @@ class ModelScan:
     u8_scales: int = 0
     #: shards the index names that are not in the folder
     missing_shards: int = 0
+    #: config.json describes multi-head latent attention (DeepSeek, Kimi: ``kv_lora_rank``)
+    mla: bool = False
     markers: list[str] = field(default_factory=list)
     pickles: int = 0
     pickle_globals: Counter[str] = field(default_factory=Counter)
@@ -158,7 +161,9 @@ def scan_source(src: ModelSource) -> ModelScan:
         base = os.path.basename(path)
         try:
             if base == "config.json" and _top(path, src):
-                classify_config(load_json(path), scan.config)
+                data = load_json(path)
+                classify_config(data, scan.config)
+                scan.mla = is_mla(data)
             elif base == "hf_quant_config.json":
                 classify_hf_quant_config(load_json(path), scan.config)
             elif base == "quantization_config.json" and _top(path, src):

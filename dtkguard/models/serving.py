@@ -41,6 +41,7 @@ class EnvSwitch:
     kind: str = "weights"
     default_on: bool = False
     requires: str | None = None
+    scope: str | None = None
 
     def on(self, environ: Mapping[str, str]) -> bool:
         if self.requires and environ.get(self.requires, "").strip().lower() not in _TRUE:
@@ -58,8 +59,8 @@ class EnvSwitch:
 FP8_ENV: dict[str, tuple[EnvSwitch, ...]] = {
     "vllm": (
         # MLA: W_K/W_V re-quantised to FP8 (FP4) for a batched matmul; default on under AITER
-        EnvSwitch("VLLM_ROCM_USE_AITER_FP8BMM", default_on=True, requires="VLLM_ROCM_USE_AITER"),
-        EnvSwitch("VLLM_ROCM_USE_AITER_FP4BMM", default_on=True, requires="VLLM_ROCM_USE_AITER"),
+        EnvSwitch("VLLM_ROCM_USE_AITER_FP8BMM", "weights", True, "VLLM_ROCM_USE_AITER", "mla"),
+        EnvSwitch("VLLM_ROCM_USE_AITER_FP4BMM", "weights", True, "VLLM_ROCM_USE_AITER", "mla"),
     ),
     "sglang": (),
     "lmdeploy": (),
@@ -85,6 +86,8 @@ class Request:
     source: str
     text: str
     value: str
+    #: the request acts only on models of this kind (``mla``: multi-head latent attention)
+    scope: str | None = None
 
 
 @dataclass
@@ -228,7 +231,8 @@ def _parse_environ(cmd: ServingCommand, environ: Mapping[str, str]) -> None:
             text = f"{switch.name}={value}" if value is not None else f"{switch.name} (default on)"
             if switch.requires:
                 text += f" with {switch.requires}={environ[switch.requires]}"
-            cmd.requests.append(Request(switch.kind, "env", text, value or "default"))
+            req = Request(switch.kind, "env", text, value or "default", switch.scope)
+            cmd.requests.append(req)
     if cmd.model is None and cmd.engine == "tgi":
         cmd.model = next((environ[k] for k in MODEL_ENV if environ.get(k)), None)
 

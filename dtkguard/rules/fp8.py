@@ -12,7 +12,7 @@ from typing import Any
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.models.scan import ModelScan, scan
-from dtkguard.models.serving import ServingProcess
+from dtkguard.models.serving import Request, ServingProcess
 from dtkguard.models.verdict import KIND, detect
 from dtkguard.policy.compiled import Fp8Rule
 
@@ -99,8 +99,11 @@ def serving_findings(
     who = f"pid {proc.pid}" if proc.pid else "command"
     engine = cmd.engine or "process"
     severity = rule.severity("serving", card)
-    if cmd.requests and severity is not None:
-        asks = ", ".join(r.text for r in cmd.requests)
+    if models is None and proc.model_path:
+        models = scan([proc.model_path])
+    requests = applicable(cmd.requests, models)
+    if requests and severity is not None:
+        asks = ", ".join(r.text for r in requests)
         yield Finding(
             rule="fp8-serving",
             severity=severity,
@@ -117,14 +120,21 @@ def serving_findings(
                 "card": card,
                 "action": rule.action("serving", card),
                 "requests": [
-                    {"kind": r.kind, "source": r.source, "text": r.text} for r in cmd.requests
+                    {"kind": r.kind, "source": r.source, "text": r.text} for r in requests
                 ],
             },
         )
     if proc.model_path:
         extra = {"served_by": {"pid": proc.pid or None, "engine": cmd.engine}}
-        for model in models if models is not None else scan([proc.model_path]):
+        for model in models or ():
             yield from model_findings(model, policy, card, extra)
+
+
+def applicable(requests: list[Request], models: list[ModelScan] | None) -> list[Request]:
+    """The requests that act on the served model; an unknown model keeps them all."""
+    if not models:
+        return list(requests)
+    return [r for r in requests if r.scope != "mla" or any(m.mla for m in models)]
 
 
 def fp8_findings(
