@@ -307,8 +307,7 @@ def _fp8_activations(ev: Evidence) -> Detection | None:
     part = _histogram(Counter({d: n for d, n in ev.scan.dtypes.items() if d in dtypes.INT_DTYPES}))
     return ev.made(
         "fp8-activations",
-        f"{ev.name}: {fam} activations over {weights} weights ({cfg.evidence()}): needs {fam} "
-        f"compute{_suffix(ev)}",
+        f"{ev.name}: {fam} activations over {weights} weights: needs {fam} compute{_suffix(ev)}",
         part,
     )
 
