@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "pip": "pip",
     "guard": "guard",
+    "doctor": "doctor",
 }
 
 

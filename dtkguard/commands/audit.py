@@ -13,9 +13,11 @@ import sys
 from dtkguard.commands.common import (
     add_policy_option,
     add_report_options,
+    add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    stack_inputs,
 )
 
 
@@ -45,6 +47,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument(
         "--processes", action="store_true", help="scan running serving processes for FP8 requests"
     )
+    add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
 
@@ -86,12 +89,13 @@ def run(args: argparse.Namespace) -> int:
     env.target = target
     pid = target.get("pid")
     live = target.get("kind") != "root"
-    facts = {
-        "dists": len(env.dists),
-        "sites": [env.root.inner(s) for s in env.sites],
-        "device": device_facts(env.root, process_environ(pid) if pid else None, live=live),
-    }
-    extra: dict = {"device": facts["device"]}
+    extra: dict = stack_inputs(args, env, run_hy_smi=live)
+    stack = extra["stack"]
+    series = [c.series for c in stack.cards or [] if c.series]  # hy-smi already ran, if any
+    device = device_facts(env.root, process_environ(pid) if pid else None, live, series)
+    device["stack"] = stack.to_json()
+    facts = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
+    facts["device"] = extra["device"] = device
     if lock is not None:
         extra["lock"] = lock
         facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}

@@ -7,9 +7,11 @@ import argparse
 from dtkguard.commands.common import (
     add_policy_option,
     add_report_options,
+    add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    stack_inputs,
 )
 
 
@@ -20,6 +22,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     add_target_options(parser)
     add_policy_option(parser)
     parser.add_argument("--lock", metavar="L", help="also report drift against a PEP 751 lock")
+    add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
 
@@ -39,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
         lock = read_lock(args.lock)
     env = open_target(args)
-    families = ENVIRONMENT_CHECKS + (("drift",) if lock else ())
-    findings = run_checks(CheckContext(env, policy, extra={"lock": lock}), families)
+    families = ENVIRONMENT_CHECKS + ("stack",) + (("drift",) if lock else ())
+    extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
+    findings = run_checks(CheckContext(env, policy, extra=extra), families)
     skip = ("file", "fp", "record") + (() if lock else ("drift",))
     rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(

@@ -88,6 +88,21 @@ def render_html(fleet: Fleet) -> str:
                 for c in fleet.common
             ],
         )
+    stacks = fleet.by_stack()
+    if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
+        body.append('<h2 id="stack">By DTK release and driver</h2>')
+        body += _table(
+            ["DTK", "driver", "nodes", "names"],
+            [
+                [
+                    _e(dtk),
+                    _e(driver),
+                    f'<span class="num">{len(nodes)}</span>',
+                    _e(", ".join(n.name for n in nodes)),
+                ]
+                for (dtk, driver), nodes in stacks.items()
+            ],
+        )
     body.append('<h2 id="nodes">Nodes</h2>')
     body += _table(
         ["node", "verdict", "findings", "lock", "target", "report"],

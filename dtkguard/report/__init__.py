@@ -85,15 +85,29 @@ def use_color(stream: Any = None) -> bool:
 
 
 def emit(
-    report: Report, fmt: str, output: str | None = None, *, fail_on: Severity = Severity.HIGH
+    report: Report,
+    fmt: str,
+    output: str | None = None,
+    *,
+    fail_on: Severity = Severity.HIGH,
+    renderer: Any = None,
 ) -> int:
-    """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1)."""
+    """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1).
+
+    ``renderer`` replaces the one ``fmt`` names (a command's own screen, e.g. doctor's).
+    """
+
+    def rendered(color: bool) -> str:
+        if renderer is not None:
+            return renderer(report, fail_on=fail_on, color=color)
+        return render(report, fmt, fail_on=fail_on, color=color)
+
     if output and output != "-":
         from dtkguard.util.atomic import atomic_write_text
 
-        atomic_write_text(output, render(report, fmt, fail_on=fail_on, color=False))
+        atomic_write_text(output, rendered(False))
     else:
-        text = render(report, fmt, fail_on=fail_on, color=use_color())
+        text = rendered(use_color())
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
     return report.exit_code(fail_on)

@@ -123,6 +123,52 @@ RULES: dict[str, RuleInfo] = {
             "A serving process asks for FP8 quantization on its command line or environment.",
         ),
         RuleInfo(
+            "dtk-runtime-mismatch",
+            _H,
+            "Vendor builds made for another DTK than the one installed",
+            "The DTK release in the vendor builds' labels is not the DTK installed in the "
+            "target (/opt/dtk/.info/version). Use matching DTK and wheels.",
+        ),
+        RuleInfo(
+            "torch-hip-mismatch",
+            _H,
+            "torch built against another HIP than the DTK provides",
+            "torch/version.py's hip is not the HIP of the installed DTK (hip_version.h).",
+        ),
+        RuleInfo(
+            "driver-too-old",
+            _H,
+            "DCU driver older than the card series needs",
+            "The driver hy-smi reports is below the minimum of the policy's support table "
+            "for that card series. Upgrade the driver.",
+        ),
+        RuleInfo(
+            "dtk-too-old",
+            _H,
+            "DTK older than the card series needs",
+            "The installed DTK release is below the minimum of the policy's support table "
+            "for the node's card series.",
+        ),
+        RuleInfo(
+            "driver-inconsistent",
+            _H,
+            "Cards of one node report different drivers",
+            "hy-smi (or the kernel module) reports more than one driver version on one node.",
+        ),
+        RuleInfo(
+            "cards-mixed",
+            _M,
+            "Card series mixed in one node",
+            "The node holds card series that the policy's [stack] no-mix keeps apart.",
+        ),
+        RuleInfo(
+            "device-unreachable",
+            _H,
+            "DCUs unreachable from the target",
+            "Asked with --expect-devices: no /dev/kfd, no render node, no card seen by "
+            "hy-smi, or no DTK runtime in a target that should use DCUs.",
+        ),
+        RuleInfo(
             "exception-expired",
             _M,
             "Policy exception expired",

@@ -30,6 +30,7 @@ CHECKS: dict[str, str] = {
     "drift": "dtkguard.rules.drift:check",
     "files": "dtkguard.rules.files:check",
     "fp8": "dtkguard.rules.fp8:check",
+    "stack": "dtkguard.rules.stack:check",
 }
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
 
