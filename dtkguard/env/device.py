@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 DEFAULT_PATHS = ("/opt/hyhal/bin/hy-smi", "/usr/local/hyhal/bin/hy-smi")
@@ -146,6 +144,8 @@ def parse_json(text: str) -> list[str]:
 
 
 def find_hy_smi() -> str | None:
+    import shutil
+
     found = shutil.which("hy-smi")
     if found:
         return found
@@ -154,6 +154,8 @@ def find_hy_smi() -> str | None:
 
 def run_hy_smi(hy_smi: str | None = None) -> str | None:
     """The output of one live run with :data:`FLAGS` (then ``--json``); None without hy-smi."""
+    import subprocess
+
     exe = hy_smi or find_hy_smi()
     if not exe:
         return None
