@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         facts["verification"] = result.summary()
     if args.models or args.processes:
         extra["fp8"], extra["card"] = fp8_inputs(args, policy, facts)
-    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS))
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
     rules = [r for r in RULES if not r.startswith("fp")]
     if not lock:
         rules = [r for r in rules if not r.startswith("drift")]
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         rules=rules,
         facts=facts,
         inventory=inventory,
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)
 

@@ -40,7 +40,10 @@ def run(args: argparse.Namespace) -> int:
         lock = read_lock(args.lock)
     env = open_target(args)
     families = ENVIRONMENT_CHECKS + (("drift",) if lock else ())
-    findings = run_checks(CheckContext(env, policy, extra={"lock": lock}), families)
+    timings: dict[str, float] = {}
+    findings = run_checks(
+        CheckContext(env, policy, extra={"lock": lock}), families, timings=timings
+    )
     skip = ("file", "fp", "record") + (() if lock else ("drift",))
     rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(
@@ -51,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
         warnings=env.warnings,
         rules=rules,
         facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)

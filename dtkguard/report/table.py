@@ -9,14 +9,17 @@ from dtkguard.findings import Severity
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
 
+def target_text(target: dict) -> str:
+    """What a person calls the target: the container, process, interpreter, folder or image."""
+    for key in ("container", "pid", "python", "path", "root"):
+        if target.get(key):
+            return f"{key}={target[key]}" if key in ("container", "pid") else str(target[key])
+    return str(target.get("kind", ""))
+
+
 def _summary(report: Any, fail_on: Severity) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n) or "no findings"
-    target = (
-        report.target.get("root")
-        or report.target.get("python")
-        or report.target.get("path")
-        or report.target.get("kind", "")
-    )
+    target = target_text(report.target)
     return (
         f"dtkguard {report.command}: {report.verdict(fail_on).upper()} ({counts}) "
         f"policy={report.policy} target={target}"
