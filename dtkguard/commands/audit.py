@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="audit an environment: drift, tampered files, device facts, FP8",
-        description=__doc__,
+        description="Audit a target in depth: drift against a lock, installed files against "
+        "their RECORD (--verify-files), the DTK and cards, FP8 models (--models) and FP8 "
+        "serving processes (--processes). Every format; cyclonedx gives an SBOM.",
     )
     add_target_options(parser)
     add_policy_option(parser)

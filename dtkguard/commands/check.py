@@ -15,7 +15,11 @@ from dtkguard.commands.common import (
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
-        name, help="check an environment against the policy", description=__doc__
+        name,
+        help="check an environment against the policy",
+        description="Does the target still hold the vendor builds its policy names, and nothing "
+        "the policy denies? The build gate of Dockerfiles and CI: exit 1 on findings at or above "
+        "--fail-on.",
     )
     add_target_options(parser)
     add_policy_option(parser)

@@ -16,7 +16,8 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#1d232a}
 h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.6em 0 .5em}
 .sum{color:#49525c;margin:.2em 0 1em}
-.badge{display:inline-block;white-space:nowrap;padding:.1em .6em;border-radius:.3em;font-weight:600;color:#fff}
+.badge{display:inline-block;white-space:nowrap;padding:.1em .6em;border-radius:.3em;
+font-weight:600;color:#fff}
 .pass,.ok{background:#1f7a3a}.fail{background:#b3261e}.warn{background:#a15c00}
 .scroll{overflow-x:auto;margin-bottom:1em}
 table{border-collapse:collapse;width:100%}

@@ -96,3 +96,39 @@ def test_required_by_names_each_parent_once(clobbered: Path) -> None:
     denied = next(f for f in result.json()["findings"] if f["rule"] == "denied-package")
     assert denied["evidence"]["required_by"] == ["ray 2.60.0"]
     assert denied["message"].count("ray 2.60.0") == 1
+
+
+def test_merge_names_other_tools_json(tmp_path: Path) -> None:
+    from dtkguard.fleet.merge import merge
+
+    sarif = tmp_path / "node1.json"
+    sarif.write_text(render(report(), "sarif"))
+    bom = tmp_path / "node2.json"
+    bom.write_text(json.dumps({"bomFormat": "CycloneDX", "specVersion": "1.6"}))
+    nodes = {n.name: n for n in merge([sarif, bom]).nodes}
+    assert nodes["node1"].status == "unreadable"
+    assert nodes["node1"].detail == "not a dtkguard report (a SARIF log)"
+    assert nodes["node2"].detail == "not a dtkguard report (a CycloneDX BOM)"
+
+
+def test_target_is_named_as_given(clobbered: Path) -> None:
+    result = run_cli("audit", "--path", str(clobbered), "--format", "table")
+    assert result.out.splitlines()[-1].endswith(f"target={clobbered}")
+
+
+def test_pid_is_an_integer_in_json() -> None:
+    import os
+
+    result = run_cli("check", "--pid", str(os.getpid()), "--format", "json")
+    assert result.code in (0, 1), result.err
+    assert result.json()["target"]["pid"] == os.getpid()
+
+
+def test_file_modified_points_at_the_file(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    vendor_site(site)
+    (site / "torch" / "version.py").write_text("cuda = '12.4'\n")
+    result = run_cli("audit", "--path", str(site), "--verify-files", "--format", "json")
+    finding = next(f for f in result.json()["findings"] if f["rule"] == "file-modified")
+    assert finding["location"].endswith("/torch/version.py")
+    assert finding["evidence"]["record"].endswith(".dist-info/RECORD")
