@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="audit an environment: drift, tampered files, device facts, FP8",
-        description=__doc__,
+        description="Audit a target in depth: drift against a lock, installed files against "
+        "their RECORD (--verify-files), the DTK and cards, FP8 models (--models) and FP8 "
+        "serving processes (--processes). Every format; cyclonedx gives an SBOM.",
     )
     add_target_options(parser)
     add_policy_option(parser)
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         facts["verification"] = result.summary()
     if args.models or args.processes:
         extra["fp8"], extra["card"] = fp8_inputs(args, policy, facts)
-    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS))
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
     rules = [r for r in RULES if not r.startswith("fp")]
     if not lock:
         rules = [r for r in rules if not r.startswith("drift")]
@@ -129,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         rules=rules,
         facts=facts,
         inventory=inventory,
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)
 

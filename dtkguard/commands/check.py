@@ -17,7 +17,11 @@ from dtkguard.commands.common import (
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
-        name, help="check an environment against the policy", description=__doc__
+        name,
+        help="check an environment against the policy",
+        description="Does the target still hold the vendor builds its policy names, and nothing "
+        "the policy denies? The build gate of Dockerfiles and CI: exit 1 on findings at or above "
+        "--fail-on.",
     )
     add_target_options(parser)
     add_policy_option(parser)
@@ -44,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     env = open_target(args)
     families = ENVIRONMENT_CHECKS + ("stack",) + (("drift",) if lock else ())
     extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
-    findings = run_checks(CheckContext(env, policy, extra=extra), families)
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), families, timings=timings)
     skip = ("file", "fp", "record") + (() if lock else ("drift",))
     rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(
@@ -55,5 +60,6 @@ def run(args: argparse.Namespace) -> int:
         warnings=env.warnings,
         rules=rules,
         facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)

@@ -58,6 +58,15 @@ def add_policy_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_fail_on_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fail-on",
+        default="high",
+        metavar="SEV",
+        help="exit 1 on findings at or above SEV (critical|high|medium|low|info; default high)",
+    )
+
+
 def add_report_options(parser: argparse.ArgumentParser) -> None:
     from dtkguard.report import FORMATS
 
@@ -68,12 +77,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="output format (default: table)",
     )
-    parser.add_argument(
-        "--fail-on",
-        default="high",
-        metavar="SEV",
-        help="exit 1 on findings at or above SEV (critical|high|medium|low|info; default high)",
-    )
+    add_fail_on_option(parser)
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
 
 

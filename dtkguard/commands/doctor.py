@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     live = env.target.get("kind") != "root"
     extra = stack_inputs(args, env, run_hy_smi=live)
     extra["expect_devices"] = live or args.expect_devices  # doctor is asked of a DCU target
-    findings = run_checks(CheckContext(env, policy, extra=extra), FAMILIES)
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), FAMILIES, timings=timings)
     report = Report(
         findings,
         target=env.target,
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         command="doctor",
         warnings=env.warnings,
         facts={"doctor": doctor_facts(env, policy, extra["stack"])},
+        timings=timings,
     )
     renderer = None
     if args.format == "table":

@@ -272,6 +272,10 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
     if not isinstance(data, dict):
         node.detail = f"a json {type(data).__name__}, not a dtkguard report"
         return node
+    foreign = _foreign(data)
+    if foreign:
+        node.detail = f"not a dtkguard report ({foreign})"
+        return node
     _identify(node, data)
     if data.get("kind") == "fleet":
         node.detail = "a merged fleet view (report merge output), not a node report"
@@ -298,6 +302,20 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
         if node.status == OK:
             node.status = NEW_SCHEMA
     return node
+
+
+def _foreign(data: dict[str, Any]) -> str:
+    """What another tool's json is ("" for something that claims to be a dtkguard report)."""
+    if "schema_version" in data or "findings" in data or data.get("kind") == "fleet":
+        return ""
+    if "runs" in data and "sarif" in str(data.get("$schema", "") or data.get("version", "")):
+        return "a SARIF log"
+    if "runs" in data and str(data.get("version")) == "2.1.0":
+        return "a SARIF log"
+    if data.get("bomFormat") == "CycloneDX":
+        return "a CycloneDX BOM"
+    keys = ", ".join(sorted(map(str, data))[:5])
+    return f"a json object with keys {keys}" if keys else "an empty json object"
 
 
 def _identify(node: NodeResult, data: dict[str, Any]) -> None:

@@ -49,6 +49,9 @@ class Report:
         default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     )
     host: str = field(default_factory=lambda: os.uname().nodename)
+    #: seconds since dtkguard started, and per check family (`run_checks(timings=...)`)
+    elapsed: float = field(default_factory=lambda: _elapsed())
+    timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.findings = sorted(self.findings, key=sort_key)
@@ -64,6 +67,12 @@ class Report:
 
     def exit_code(self, fail_on: Severity) -> int:
         return 1 if self.verdict(fail_on) == "fail" else 0
+
+
+def _elapsed() -> float:
+    from dtkguard import STARTED
+
+    return time.monotonic() - STARTED
 
 
 def render(
