@@ -269,6 +269,9 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
     elif method in FP8_ACT_METHODS:
         out.activations.add("fp8")
         out.int_weights = True
+    elif method == "deepspeedfp":  # vLLM DeepSpeedFPConfig: FP8 or FP6 weights by ``bits``
+        bits = qc.get("bits")
+        _add(out, "weights", "fp8" if bits == 8 else "fp4" if bits == 6 else None)
     if algo:
         out.note(f"quant_algo={algo}")
     for key in ("fmt", "scale_fmt", "expert_dtype", "quant_dtype", "packing_format"):

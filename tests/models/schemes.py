@@ -577,6 +577,20 @@ SCHEMES: tuple[Scheme, ...] = (
         frozenset({"fp8-activations"}),
     ),
     Scheme(
+        "deepspeedfp",
+        "vLLM DeepSpeedFPConfig",
+        "quant_method=deepspeedfp, bits=8 (FP8) or 6 (FP6)",
+        "vLLM deepspeedfp.py (weights quantised at load)",
+        {
+            "config.json": {
+                "model_type": "llama",
+                "quantization_config": {"quant_method": "deepspeedfp", "bits": 6},
+            }
+        },
+        None,
+        frozenset({"fp4-weights"}),
+    ),
+    Scheme(
         "sglang-w8a8-fp8",
         "SGLang W8A8Fp8Config",
         "quant_method=w8a8_fp8",
