@@ -30,6 +30,8 @@ FP8_METHODS = frozenset(
 FP4_METHODS = frozenset(
     {"mxfp4", "nvfp4", "fp_quant", "fouroversix", "petit_nvfp4", "modelopt_fp4", "quark_mxfp4"}
 )
+#: methods that quantise BF16/FP16 weights at load (vLLM ``PTPCFp8Config``, ``DeepSpeedFPConfig``)
+ONLINE_METHODS = frozenset({"ptpc_fp8", "deepspeedfp"})
 #: methods whose weights are integers but whose activations are FP8 (vLLM and SGLang ``w4afp8``)
 FP8_ACT_METHODS = frozenset({"w4afp8", "mxfp_w4a8", "quark_int4fp8_moe"})
 _QUANT_KEYS = ("quantization_config", "compression_config")
@@ -70,6 +72,8 @@ class QuantConfig:
     kv_int: bool = False
     #: the config names integer weights (``type: int``, ``W4A8_AWQ``, ``data_type: int``)
     int_weights: bool = False
+    #: the method quantises at load: FP8/FP4 compute whatever the tensors hold
+    online: bool = False
     details: list[str] = field(default_factory=list)
     _noted: set[str] = field(default_factory=set, repr=False, compare=False)
 
@@ -262,6 +266,7 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
     out.method = out.method or method or (algo.lower() or None)
     if method:
         out.note(f"quant_method={method}")
+    out.online = out.online or method in ONLINE_METHODS
     if method in FP8_METHODS:
         out.weights.add("fp8")
     elif method in FP4_METHODS:

@@ -245,6 +245,8 @@ class Evidence:
 
 
 def _suffix(ev: Evidence) -> str:
+    if ev.scan.config.online:
+        return " (quantised at load by the engine)"
     if ev.read_tensors:
         return ""
     if ev.scan.missing_shards:
@@ -254,7 +256,8 @@ def _suffix(ev: Evidence) -> str:
 
 def _fp4_weights(ev: Evidence) -> Detection | None:
     cfg = ev.scan.config
-    if not (ev.fp4_n or ev.index_packed or ("fp4" in cfg.weights and not ev.read_tensors)):
+    declared = "fp4" in cfg.weights and (not ev.read_tensors or cfg.online)
+    if not (ev.fp4_n or ev.index_packed or declared):
         return None
     hist = ev.scan.fp4_values + ev.gguf_fp4
     if ev.packed_fp4 + ev.u8_fp4:
@@ -268,7 +271,7 @@ def _fp4_weights(ev: Evidence) -> Detection | None:
 
 def _fp8_weights(ev: Evidence) -> Detection | None:
     s, cfg = ev.scan, ev.scan.config
-    declared = "fp8" in cfg.weights and not ev.read_tensors and not ev.fp4_n
+    declared = "fp8" in cfg.weights and (not ev.read_tensors or cfg.online) and not ev.fp4_n
     if not (ev.fp8_n or s.markers or declared or ev.index_scale_inv):
         return None
     part = _histogram(s.fp8_values)
@@ -315,7 +318,7 @@ def _fp8_activations(ev: Evidence) -> Detection | None:
 def _stale_config(ev: Evidence) -> Detection | None:
     """Declared FP8/FP4 (weights or activations), but every tensor read is plain float."""
     cfg = ev.scan.config
-    if not (cfg.weights or cfg.activations) or not ev.read_tensors:
+    if not (cfg.weights or cfg.activations) or not ev.read_tensors or cfg.online:
         return None
     if ev.float_tensors or ev.quantised_otherwise or ev.scan.missing_shards:
         return None

@@ -577,17 +577,26 @@ SCHEMES: tuple[Scheme, ...] = (
         frozenset({"fp8-activations"}),
     ),
     Scheme(
+        "ptpc-fp8-online",
+        "vLLM PTPCFp8Config",
+        "quant_method=ptpc_fp8 over BF16 tensors: FP8 at load, not a stale config",
+        "vLLM ptpc_fp8.py (per-token-per-channel dynamic FP8 on ROCm)",
+        {"config.json": {"quantization_config": {"quant_method": "ptpc_fp8"}}},
+        {**_bf16(), f"{L0}.mlp.up_proj.weight": ("BF16", [32, 32])},
+        frozenset({"fp8-weights"}),
+    ),
+    Scheme(
         "deepspeedfp",
         "vLLM DeepSpeedFPConfig",
         "quant_method=deepspeedfp, bits=8 (FP8) or 6 (FP6)",
-        "vLLM deepspeedfp.py (weights quantised at load)",
+        "vLLM deepspeedfp.py (BF16 weights quantised at load)",
         {
             "config.json": {
                 "model_type": "llama",
                 "quantization_config": {"quant_method": "deepspeedfp", "bits": 6},
             }
         },
-        None,
+        {**_bf16(), f"{L0}.mlp.up_proj.weight": ("BF16", [32, 32])},
         frozenset({"fp4-weights"}),
     ),
     Scheme(
