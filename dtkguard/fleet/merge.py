@@ -84,10 +84,13 @@ class NodeResult:
     replaced_by: str = ""
     #: the whole target identity (json), for telling duplicates from other targets on one host
     target_key: str = ""
+    #: the scheduler's node name the report carries (`dtkguard.fleet.identity`)
+    node_id: str = ""
 
     @property
     def identity(self) -> tuple[str, str]:
-        return (self.host, self.target_key or self.target)
+        """Same identity = the same target audited twice: the scheduler's node, else the host."""
+        return (self.node_id or self.host, self.target_key or self.target)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -293,6 +296,7 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     node.created = str(data.get("created") or "")
     node.lock = _lock_text(data)
     explicit = data.get("node") or (target.get("node") if isinstance(target, dict) else None)
+    node.node_id = str(explicit or "")
     node.name = str(explicit or node.host or node.name)
 
 

@@ -2,7 +2,10 @@
 
 Run with the host's PID namespace (``hostPID: true``)::
 
-    python -m dtkguard.fleet.node --proc /host/proc --out /reports --node "$NODE_NAME"
+    python -m dtkguard.fleet.node --proc /host/proc --out /reports
+
+The node's name is the scheduler's (``$DTKGUARD_NODE``, which the manifests set from
+``spec.nodeName``; see `dtkguard.fleet.identity`), else the host name.
 
 Container processes are those whose ``/proc/PID/root`` is another filesystem than the host's
 (``/proc/1/root``); one process per distinct root is audited: its Python process when it has one,
@@ -26,6 +29,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from dtkguard.fleet.identity import scheduler_node
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 
@@ -194,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dtkguard.fleet.node", description=__doc__)
     parser.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
     parser.add_argument("--out", required=True, help="report directory (one NODE.json)")
-    parser.add_argument("--node", default=os.environ.get("NODE_NAME") or socket.gethostname())
+    parser.add_argument("--node", default=scheduler_node() or socket.gethostname())
     parser.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
     parser.add_argument("--dtkguard", default=f"{sys.executable} -m dtkguard")
     parser.add_argument("--fail-on", default="high", help="severity that fails (default high)")

@@ -33,7 +33,7 @@ def test_manifest_structure(name, kind):
     argv = " ".join(container["command"])
     assert "-m dtkguard.fleet.node --proc /host/proc --out /reports" in argv
     env = {e["name"]: e for e in container["env"]}
-    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert env["DTKGUARD_NODE"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     # every host path is mounted read-only, except the report directory
