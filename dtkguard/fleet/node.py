@@ -12,8 +12,9 @@ Container processes are those whose ``/proc/PID/root`` is another filesystem tha
 else its init (whose parent lives in another root). A Python process is audited with
 ``dtkguard audit --pid PID``; a container without one (or whose process cannot be read that way)
 with ``--root /proc/PID/root`` (``check --root`` with a dtkguard that has no ``audit`` yet). The
-container reports are combined into one schema-1 report ``OUT/NODE.json``: every finding carries
-its container in its evidence and message. Exit: 0 pass, 1 a container failed, 2 bad arguments.
+container reports are combined into one schema-1 report ``OUT/NODE.json`` (``--out -``: on
+stdout, and nothing else there): every finding carries its container in its evidence and message.
+Exit: 0 pass, 1 a container failed, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -198,7 +199,9 @@ def combine(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dtkguard.fleet.node", description=__doc__)
     parser.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
-    parser.add_argument("--out", required=True, help="report directory (one NODE.json)")
+    parser.add_argument(
+        "--out", required=True, help="report directory (one NODE.json), or - for stdout only"
+    )
     parser.add_argument("--node", default=scheduler_node() or socket.gethostname())
     parser.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
     parser.add_argument("--dtkguard", default=f"{sys.executable} -m dtkguard")
@@ -223,15 +226,20 @@ def main(argv: list[str] | None = None) -> int:
             )
             parts.append((c, code, report, err))
     data = combine(args.node, parts, args.fail_on, proc)
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    failed = 1 if data["verdict"] == "fail" else 0
+    if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
+        sys.stdout.write(text)
+        return failed
     from dtkguard.util.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / f"{args.node}.json", json.dumps(data, indent=2, default=str) + "\n")
+    atomic_write_text(out / f"{args.node}.json", text)
     print(
         f"dtkguard node {args.node}: {data['verdict'].upper()} "
         f"({len(parts)} containers, {len(data['findings'])} findings) -> {out / args.node}.json"
     )
-    return 1 if data["verdict"] == "fail" else 0
+    return failed
 
 
 if __name__ == "__main__":
