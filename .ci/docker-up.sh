@@ -52,8 +52,8 @@ fi
 
 # The base image: Debian bookworm with python3, venv and pip, from this machine's Debian mirror.
 if ! "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
-    mirror=$(grep -rhoE '^(URIs:|deb)[[:space:]]+[^[:space:]]+debian/?' \
-        /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null | awk '{print $NF}' | head -n 1)
+    mirror=$(grep -rhE '^(URIs:|deb)[[:space:]]+[^[:space:]]*/debian/?([[:space:]]|$)' \
+        /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null | awk '{print $2}' | head -n 1)
     mirror=${DTKGUARD_DEBIAN_MIRROR:-${mirror:-}}
     if [ -z "$mirror" ]; then
         echo "docker-up: no Debian mirror in the apt sources (set DTKGUARD_DEBIAN_MIRROR)" >&2

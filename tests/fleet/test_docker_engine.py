@@ -29,7 +29,6 @@ from tests.fleet.docker_recipe import (
     build_block,
     checkout_copy,
     index_dir,
-    recipe_env,
     run_wheels,
     wheel_blocks,
 )
@@ -38,6 +37,7 @@ from tests.support.cache import REPO_ROOT
 from tests.support.index import serve_index
 from tests.support.readme import run_shell
 from tests.support.reports import DAS_25041
+from tests.support.venvs import hermetic_env
 
 pytestmark = pytest.mark.docker
 
@@ -182,7 +182,7 @@ def _docker_build(engine: Engine, recipe: Path, base: str, layer: str | None = N
     script = script.replace("-t my-vllm", f"-t {tag}").replace(
         "docker build ", "docker build --network host "
     )
-    proc = run_shell(script, cwd=recipe, env=engine.environ(recipe_env("")), timeout=900)
+    proc = run_shell(script, cwd=recipe, env=engine.environ(hermetic_env()), timeout=900)
     engine("image", "rm", "-f", tag)
     return proc
 
