@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     p.add_argument("--extra-index-url", action="append", default=[], metavar="URL")
     p.add_argument("--no-index", action="store_true", help="no public index")
+    p.add_argument(
+        "--pre",
+        action="store_true",
+        help="consider pre-releases and dev releases (default: only when a specifier names "
+        "one or nothing else satisfies)",
+    )
     p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
     p.add_argument(
         "--platform",
@@ -99,6 +105,7 @@ def _inputs(args: argparse.Namespace, reqs, index) -> dict:
         "index-url": index or "none",
         "extra-index-urls": [] if args.no_index else list(args.extra_index_url),
         "from-env": bool(args.from_env),
+        **({"pre": True} if getattr(args, "pre", False) else {}),
     }
 
 
@@ -143,7 +150,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     from dtkguard.resolve.resolver import Unsatisfiable, resolve
 
     try:
-        res = resolve(reqs, sources, policy, target)
+        res = resolve(reqs, sources, policy, target, pre=args.pre)
     except Unsatisfiable as exc:
         print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
         for line in exc.lines:

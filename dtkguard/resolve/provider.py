@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from packaging.markers import Marker
+from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -27,6 +27,9 @@ from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
 PYTHON = "<python>"
+
+#: a name that is among a conflict's causes this often while still unpinned is decided first
+PROMOTE_AFTER = 5
 
 
 class Req:
@@ -87,6 +90,11 @@ class Candidate:
         return f"{self.key} {self.version}"
 
 
+class BadMetadata(InputError):
+    """A wheel's core metadata is unusable (wrong name, unparsable requirement): like pip and
+    uv, the resolver skips that candidate and says so; it is never used."""
+
+
 class Metadata:
     """What the resolver needs from core metadata."""
 
@@ -97,7 +105,7 @@ class Metadata:
         self.name = (headers.get("name") or [link.project])[0]
         self.version = (headers.get("version") or [str(link.version)])[0]
         if canonicalize_name(self.name) != link.project:
-            raise InputError(
+            raise BadMetadata(
                 f"metadata names {self.name!r}, the file name says {link.project!r}",
                 link.url or str(link.path),
             )
@@ -105,8 +113,8 @@ class Metadata:
             self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
             rp = (headers.get("requires-python") or [""])[0].strip()
             self.requires_python = SpecifierSet(rp) if rp else None
-        except (InvalidRequirement, InvalidSpecifier) as exc:
-            raise InputError(
+        except (InvalidRequirement, InvalidSpecifier, InvalidMarker) as exc:
+            raise BadMetadata(
                 f"bad metadata in {link.filename}: {exc}", link.url or str(link.path)
             ) from None
 
@@ -132,8 +140,14 @@ class CountingReporter(BaseReporter):
 class PolicyProvider(AbstractProvider):
     """Candidates from ``sources`` (vendor sources first) under ``policy`` for ``target``."""
 
-    def __init__(self, sources: Sequence[Source], policy: Any, target: TargetEnv) -> None:
+    def __init__(
+        self, sources: Sequence[Source], policy: Any, target: TargetEnv, *, pre: bool = False
+    ) -> None:
         self.sources = list(sources)
+        self.pre = pre
+        self.unusable: dict[FileLink, str] = {}
+        self._conflicts: dict[str, int] = {}
+        self._promoted: set[str] = set()
         self.vendor_sources = [s for s in self.sources if s.vendor]
         self.policy = policy
         self.target = target
@@ -280,20 +294,24 @@ class PolicyProvider(AbstractProvider):
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
     ) -> tuple[Any, ...]:
+        """Smallest first: promoted conflict names, pinned (or vendor), upper-bounded, in the
+        order the user asked, constrained before free, then by name (stable, debuggable)."""
         if identifier == PYTHON:
-            return (False, False, False, 0, identifier)
-        pinned = upper = False
+            return (False, False, False, 0, False, identifier)
+        pinned = upper = unfree = False
         for info in information[identifier]:
             req = info.requirement
             pinned = pinned or req.pinned
             upper = upper or req.upper_bounded
+            unfree = unfree or bool(req.specifier) or req.exact is not None
         base = identifier.split("[", 1)[0]
         vendor = self.policy is not None and self.policy.vendor_build(base) is not None
         return (
+            identifier not in self._promoted,
             not (pinned or vendor),
             not upper,
-            base != identifier,
             self.user_order.get(base, 1 << 30),
+            not unfree,
             identifier,
         )
 
@@ -305,26 +323,58 @@ class PolicyProvider(AbstractProvider):
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
     ) -> Iterable[str]:
+        """``<python>`` alone; else the names of the last conflict; else names that keep
+        turning up unpinned in conflicts; else everything.
+
+        The third step is what ends thrashing: resolvelib backjumps only to a state whose pin
+        touches the conflict, so a project whose requirement sinks the conflict but is never
+        pinned first (it looks "free" to :meth:`get_preference`) lets the resolver re-pin its
+        parents version after version. Counting how often a name is among the causes while
+        unpinned and, past :data:`PROMOTE_AFTER`, deciding it before anything else lets its
+        constraints prune those parents at once.
+        """
         ids = list(identifiers)
         if PYTHON in ids:
             return [PYTHON]
-        if backtrack_causes:
-            names = set()
-            for cause in backtrack_causes:
-                names.add(cause.requirement.key)
-                if cause.parent is not None:
-                    names.add(cause.parent.key)
-            hit = [i for i in ids if i in names]
-            if hit:
-                return hit
-        return ids
+        names: set[str] = set()
+        for cause in backtrack_causes:
+            keys = [cause.requirement.key]
+            if cause.parent is not None:
+                keys.append(cause.parent.key)
+            for key in keys:
+                names.add(key)
+                if key not in resolutions:
+                    count = self._conflicts[key] = self._conflicts.get(key, 0) + 1
+                    if count >= PROMOTE_AFTER:
+                        self._promoted.add(key)
+        hit = [i for i in ids if i in names]
+        if hit:
+            return hit
+        promoted = [i for i in ids if i in self._promoted]
+        return promoted or ids
+
+    def allowed_versions(self, name: str, reqs: Sequence[Req]) -> set[Version]:
+        """The versions of ``name`` every requirement in ``reqs`` admits, pre-releases as pip
+        and PEP 440 take them: only when a specifier names one, ``--pre`` is given, or no final
+        release satisfies all the requirements together."""
+        versions = [v for v, _ in self.candidates_for(name)]
+        exact = {r.exact for r in reqs if r.exact is not None}
+        if exact:
+            versions = [v for v in versions if v in exact]
+            if len(exact) > 1:
+                return set()
+        combined = SpecifierSet()
+        for req in reqs:
+            combined &= req.specifier
+        pre = True if (self.pre or exact) else None
+        return set(combined.filter(versions, prereleases=pre))
 
     def find_matches(
         self,
         identifier: str,
         requirements: Mapping[str, Iterator[Req]],
         incompatibilities: Mapping[str, Iterator[Candidate]],
-    ) -> list[Candidate]:
+    ) -> Any:
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
         if identifier == PYTHON:
@@ -332,15 +382,24 @@ class PolicyProvider(AbstractProvider):
             return [self.python_candidate] if ok and self.python_version not in bad else []
         name = reqs[0].name if reqs else identifier.split("[", 1)[0]
         extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
-        cands = self.candidates_for(name)
-        versions = [v for v, _ in cands if v not in bad]
-        for req in reqs:
-            if req.exact is not None:
-                versions = [v for v in versions if v == req.exact]
-            elif req.specifier:
-                versions = list(req.specifier.filter(versions))
-        allowed = set(versions)
-        return [self.candidate(name, v, link, extras) for v, link in cands if v in allowed]
+        allowed = self.allowed_versions(name, reqs) - bad
+        picked = [(v, link) for v, link in self.candidates_for(name) if v in allowed]
+        return lambda: self._usable(name, picked, extras)
+
+    def _usable(
+        self, name: str, picked: list[tuple[Version, FileLink]], extras: frozenset[str]
+    ) -> Iterator[Candidate]:
+        """Candidates newest first, read lazily: one whose metadata is broken is skipped (and
+        remembered for the explanation), as pip and uv skip it."""
+        for version, link in picked:
+            if link in self.unusable:
+                continue
+            try:
+                self.metadata(link)
+            except BadMetadata as exc:
+                self.unusable[link] = exc.message
+                continue
+            yield self.candidate(name, version, link, extras)
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
         key = (requirement, candidate)

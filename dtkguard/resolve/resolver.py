@@ -132,12 +132,13 @@ def resolve(
     target: TargetEnv,
     *,
     explain: bool = True,
+    pre: bool = False,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict."""
     from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-    provider = PolicyProvider(sources, policy, target)
+    provider = PolicyProvider(sources, policy, target, pre=pre)
     try:
         roots = [
             provider.make_req(r, None)
