@@ -60,6 +60,14 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         help="consider pre-releases and dev releases (default: only when a specifier names "
         "one or nothing else satisfies)",
     )
+    p.add_argument(
+        "--resolve-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up (exit 1, naming the projects that clashed most) after this long "
+        "(default: 60)",
+    )
     p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
     p.add_argument(
         "--platform",
@@ -83,6 +91,8 @@ def _sources(args: argparse.Namespace, policy, fetcher):
     from dtkguard.resolve.resolver import build_sources, default_index_url
 
     index = None if args.no_index else (args.index_url or default_index_url(args.python))
+    if index and not args.index_url and not args.quiet:
+        print(f"dtkguard: public index (from pip's configuration): {index}", file=sys.stderr)
     sources = build_sources(
         policy,
         fetcher,
@@ -145,17 +155,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
+    from dtkguard.errors import InputError
     from dtkguard.lock.build import entry_for, tool_table
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
-    from dtkguard.resolve.resolver import Unsatisfiable, resolve
+    from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
 
+    timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
+    if not timeout > 0:
+        raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     try:
-        res = resolve(reqs, sources, policy, target, pre=args.pre)
+        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout)
     except Unsatisfiable as exc:
         print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
         for line in exc.lines:
             print(f"  {line}", file=sys.stderr)
         return 1
+    for warning in res.warnings:
+        print(f"dtkguard: warning: {warning}", file=sys.stderr)
     entries = []
     for pkg in res.packages:
         entries.append(

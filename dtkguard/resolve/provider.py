@@ -9,7 +9,9 @@ the pseudo-package ``<python>``, so conflicts can name it.
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,6 +29,8 @@ from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
 PYTHON = "<python>"
+
+_EXTRA_IN_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 
 #: a name that is among a conflict's causes this often while still unpinned is decided first
 PROMOTE_AFTER = 5
@@ -98,7 +102,7 @@ class BadMetadata(InputError):
 class Metadata:
     """What the resolver needs from core metadata."""
 
-    __slots__ = ("name", "requires_dist", "requires_python", "version")
+    __slots__ = ("name", "provides_extra", "requires_dist", "requires_python", "version")
 
     def __init__(self, raw: bytes, link: FileLink) -> None:
         headers = parse_headers(raw)
@@ -111,6 +115,14 @@ class Metadata:
             )
         try:
             self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
+            self.provides_extra = frozenset(
+                str(canonicalize_name(e)) for e in headers.get("provides-extra", [])
+            ) | frozenset(
+                str(canonicalize_name(m))
+                for r in self.requires_dist
+                if r.marker is not None
+                for m in _EXTRA_IN_MARKER.findall(str(r.marker))
+            )
             rp = (headers.get("requires-python") or [""])[0].strip()
             self.requires_python = SpecifierSet(rp) if rp else None
         except (InvalidRequirement, InvalidSpecifier, InvalidMarker) as exc:
@@ -119,16 +131,27 @@ class Metadata:
             ) from None
 
 
-class CountingReporter(BaseReporter):
-    """Counts rounds, backtracks and rejected candidates."""
+class OutOfTime(Exception):
+    """The resolution passed its deadline (raised from the reporter, between rounds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rounds: int) -> None:
+        super().__init__(rounds)
+        self.rounds = rounds
+
+
+class CountingReporter(BaseReporter):
+    """Counts rounds, backtracks and rejected candidates; stops at ``deadline`` (monotonic)."""
+
+    def __init__(self, deadline: float | None = None) -> None:
         self.rounds = 0
         self.backtracks = 0
         self.rejected = 0
+        self.deadline = deadline
 
     def starting_round(self, index: int) -> None:
         self.rounds = index + 1
+        if self.deadline is not None and index % 64 == 0 and time.monotonic() > self.deadline:
+            raise OutOfTime(self.rounds)
 
     def resolving_conflicts(self, causes: Any) -> None:
         self.backtracks += 1
@@ -141,13 +164,21 @@ class PolicyProvider(AbstractProvider):
     """Candidates from ``sources`` (vendor sources first) under ``policy`` for ``target``."""
 
     def __init__(
-        self, sources: Sequence[Source], policy: Any, target: TargetEnv, *, pre: bool = False
+        self,
+        sources: Sequence[Source],
+        policy: Any,
+        target: TargetEnv,
+        *,
+        pre: bool = False,
+        metadata_cache: dict[FileLink, Metadata] | None = None,
     ) -> None:
         self.sources = list(sources)
         self.pre = pre
         self.unusable: dict[FileLink, str] = {}
         self._conflicts: dict[str, int] = {}
         self._promoted: set[str] = set()
+        #: the requirements on each identifier when it was last looked up: how it was reached
+        self.via: dict[str, list[Req]] = {}
         self.vendor_sources = [s for s in self.sources if s.vendor]
         self.policy = policy
         self.target = target
@@ -156,7 +187,11 @@ class PolicyProvider(AbstractProvider):
         self.user_order: dict[str, int] = {}
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
-        self._meta: dict[FileLink, Metadata] = {}
+        #: parsed metadata by link; trial resolutions of an explanation share it
+        self.shared_metadata: dict[FileLink, Metadata] = (
+            {} if metadata_cache is None else metadata_cache
+        )
+        self._meta = self.shared_metadata
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
         self._lock = threading.Lock()
@@ -164,6 +199,17 @@ class PolicyProvider(AbstractProvider):
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
+
+    def conflict_counts(self) -> dict[str, int]:
+        """How often each identifier was among a conflict's causes while unpinned."""
+        return dict(self._conflicts)
+
+    def missing_extras(self, candidate: Candidate) -> list[str]:
+        """The extras of ``candidate`` its metadata does not provide (pip and uv warn)."""
+        if not candidate.extras or candidate.link is None:
+            return []
+        have = self.metadata(candidate.link).provides_extra
+        return sorted(e for e in candidate.extras if e not in have)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -377,6 +423,8 @@ class PolicyProvider(AbstractProvider):
     ) -> Any:
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
+        if reqs:
+            self.via[identifier] = reqs
         if identifier == PYTHON:
             ok = all(self.python_version in r.specifier for r in reqs)
             return [self.python_candidate] if ok and self.python_version not in bad else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,11 +14,22 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.resolve.http import Fetcher
-from dtkguard.resolve.provider import PYTHON, Candidate, CountingReporter, PolicyProvider
+from dtkguard.resolve.provider import (
+    PYTHON,
+    Candidate,
+    CountingReporter,
+    Metadata,
+    OutOfTime,
+    PolicyProvider,
+)
 from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
 from dtkguard.resolve.target import TargetEnv
 
 MAX_ROUNDS = 200_000
+#: seconds a resolution may take before dtkguard gives up (exit 1, ``--resolve-timeout``)
+RESOLVE_SECONDS = 60.0
+
+__all__ = ["OutOfTime", "Unsatisfiable", "resolve"]
 
 
 class Unsatisfiable(DtkguardError):
@@ -25,9 +37,10 @@ class Unsatisfiable(DtkguardError):
 
     exit_code = 1
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], rounds: int = 0) -> None:
         super().__init__(lines[0] if lines else "no resolution")
         self.lines = lines
+        self.rounds = rounds
 
     def line(self) -> str:
         return "\n".join(self.lines)
@@ -53,6 +66,7 @@ class Resolution:
     backtracks: int
     stats: dict[str, int]
     provider: PolicyProvider
+    warnings: list[str] = field(default_factory=list)
 
 
 def default_index_url(python: str | None = None) -> str:
@@ -133,12 +147,20 @@ def resolve(
     *,
     explain: bool = True,
     pre: bool = False,
+    timeout: float = RESOLVE_SECONDS,
+    deadline: float | None = None,
+    metadata_cache: dict[FileLink, Metadata] | None = None,
 ) -> Resolution:
-    """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict."""
+    """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
+    that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
+    case :class:`OutOfTime` is raised instead when ``explain`` is off."""
     from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-    provider = PolicyProvider(sources, policy, target, pre=pre)
+    started = time.monotonic()
+    if deadline is None:
+        deadline = started + timeout
+    provider = PolicyProvider(sources, policy, target, pre=pre, metadata_cache=metadata_cache)
     try:
         roots = [
             provider.make_req(r, None)
@@ -148,7 +170,7 @@ def resolve(
         for i, req in enumerate(roots):
             provider.user_order.setdefault(req.name, i)
         provider.warm(r.name for r in roots)
-        reporter = CountingReporter()
+        reporter = CountingReporter(deadline)
         try:
             result = Resolver(provider, reporter).resolve(roots, max_rounds=MAX_ROUNDS)
         except ResolutionImpossible as exc:
@@ -156,14 +178,34 @@ def resolve(
                 raise
             from dtkguard.resolve.explain import explain_conflict
 
-            raise Unsatisfiable(explain_conflict(provider, exc.causes, requirements)) from None
-        except ResolutionTooDeep as exc:
-            raise Unsatisfiable(
-                [f"resolution did not finish within {exc.round_count} rounds"]
-            ) from None
+            took = time.monotonic() - started
+            budget = min(EXPLAIN_MAX, max(EXPLAIN_MIN, took))
+            lines = explain_conflict(provider, exc.causes, requirements, budget)
+            raise Unsatisfiable(lines, reporter.rounds) from None
+        except (ResolutionTooDeep, OutOfTime) as exc:
+            if not explain and isinstance(exc, OutOfTime):
+                raise
+            raise Unsatisfiable(_gave_up(provider, reporter, time.monotonic() - started)) from None
         return _collect(provider, result, roots, reporter)
     finally:
         provider.close()
+
+
+#: explaining a conflict may spend as long as proving it took, within these bounds (seconds)
+EXPLAIN_MIN, EXPLAIN_MAX = 1.0, 10.0
+
+
+def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) -> list[str]:
+    """Why the resolver stopped without an answer, naming the projects that kept clashing."""
+    worst = sorted(provider.conflict_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    lines = [
+        f"no answer after {reporter.rounds} resolver rounds and {reporter.backtracks} "
+        f"backtracks ({took:.0f} s): the request could be neither met nor proved impossible "
+        "in time (raise --resolve-timeout, or pin the projects below)"
+    ]
+    if worst:
+        lines.append("projects that clashed most: " + ", ".join(f"{k} ({n}x)" for k, n in worst))
+    return lines
 
 
 def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Resolution:
@@ -198,4 +240,14 @@ def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Re
             )
         )
     stats = {"rounds": reporter.rounds, "backtracks": reporter.backtracks}
-    return Resolution(out, reporter.rounds, reporter.backtracks, stats, provider)
+    warnings = [
+        f"{cand.name} {cand.version} does not provide the extra '{extra}'"
+        for key, cand in sorted(result.mapping.items())
+        if key != PYTHON
+        for extra in provider.missing_extras(cand)
+    ]
+    warnings += [
+        f"skipped {link.filename}: {why}"
+        for link, why in sorted(provider.unusable.items(), key=lambda kv: kv[0].filename)
+    ]
+    return Resolution(out, reporter.rounds, reporter.backtracks, stats, provider, warnings)
