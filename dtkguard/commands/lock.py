@@ -61,6 +61,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         "one or nothing else satisfies)",
     )
     p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the metadata cache ($DTKGUARD_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/dtkguard)",
+    )
+    p.add_argument(
         "--resolve-timeout",
         type=float,
         default=None,
@@ -158,13 +164,15 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     from dtkguard.errors import InputError
     from dtkguard.lock.build import entry_for, tool_table
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
+    from dtkguard.resolve.metacache import MetadataCache
     from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
 
     timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
     if not timeout > 0:
         raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     try:
-        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout)
+        cache = None if args.no_cache else MetadataCache()
+        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache)
     except Unsatisfiable as exc:
         print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
         for line in exc.lines:

@@ -14,6 +14,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from dtkguard.errors import DtkguardError
 from dtkguard.resolve.provider import PYTHON, Candidate, PolicyProvider, Req
 
 #: how many alternative versions are tried (full resolutions) when looking for what would work
@@ -22,8 +23,13 @@ MAX_SUGGEST = 3
 MAX_ALSO = 3
 #: at most this many "depends on" steps in a derivation
 MAX_CHAIN = 8
-#: explaining may take this many seconds for trial resolutions (besides the failed one)
-EXPLAIN_SECONDS = 10.0
+#: all trial resolutions together may take as many rounds as the failed one took (at least
+#: MIN_TRIAL_ROUNDS): a bound in rounds, not seconds, so the same request always gets the
+#: same explanation, however busy the machine
+TRIAL_ROUNDS_FACTOR = 1
+MIN_TRIAL_ROUNDS = 500
+#: and all trials together at most this many seconds (a safety net only)
+EXPLAIN_SECONDS = 30.0
 
 
 def _plain(req: Requirement) -> str:
@@ -207,14 +213,17 @@ def _requesting(
     return involved
 
 
-def _trial(provider: PolicyProvider, reqs: list[Requirement], deadline: float) -> bool | None:
-    """True when ``reqs`` resolve, False when not, None when out of time."""
+def _trial(
+    provider: PolicyProvider, reqs: list[Requirement], deadline: float, budget: list[int]
+) -> bool | None:
+    """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
+    rounds left for all trials together (the rounds this trial took are taken off)."""
     from dtkguard.resolve.resolver import OutOfTime, Unsatisfiable, resolve
 
-    if time.monotonic() >= deadline:
+    if time.monotonic() >= deadline or budget[0] <= 0:
         return None
     try:
-        resolve(
+        res = resolve(
             reqs,
             provider.sources,
             provider.policy,
@@ -222,19 +231,28 @@ def _trial(provider: PolicyProvider, reqs: list[Requirement], deadline: float) -
             explain=False,
             pre=provider.pre,
             deadline=deadline,
+            max_rounds=budget[0],
             metadata_cache=provider.shared_metadata,
+            cache=provider.cache,
         )
     except OutOfTime:
+        budget[0] = 0
         return None
-    except Unsatisfiable:
+    except Unsatisfiable as exc:
+        budget[0] -= exc.rounds
         return False
-    except Exception:  # ResolutionImpossible and friends: not a resolution
+    except DtkguardError:  # a source failed on this trial: no answer
         return False
+    budget[0] -= res.rounds
     return True
 
 
 def _suggest(
-    provider: PolicyProvider, name: str, roots: Sequence[Requirement], deadline: float
+    provider: PolicyProvider,
+    name: str,
+    roots: Sequence[Requirement],
+    deadline: float,
+    budget: list[int],
 ) -> tuple[list[str], bool]:
     """Versions of ``name`` nearest to the request that resolve with the rest of the request,
     and whether every version tried got an answer in time."""
@@ -255,7 +273,7 @@ def _suggest(
     for v in ranked[:MAX_TRIES]:
         trial = [r for r in roots if provider.make_req(r, None).name != name]
         trial.append(Requirement(f"{asked.name}{_extras(asked)}=={v}"))
-        ok = _trial(provider, trial, deadline)
+        ok = _trial(provider, trial, deadline, budget)
         if ok is None:
             return found, False
         if ok:
@@ -279,11 +297,11 @@ def explain_conflict(
     provider: PolicyProvider,
     causes: Sequence[Any],
     roots: Sequence[Requirement],
-    budget: float = EXPLAIN_SECONDS,
+    rounds: int = 0,
 ) -> list[str]:
     """Lines for the user: each clashing requirement with the chain that reached it (in policy
     words where the policy is a reason), then which versions of the requested packages would
-    resolve. Trial resolutions stop after ``budget`` seconds."""
+    resolve. ``rounds``: how many the failed resolution took (bounds each trial)."""
     lines: list[str] = []
     by_policy = False
     for req, parents in _groups(causes):
@@ -300,22 +318,23 @@ def explain_conflict(
         if chain:
             body[0] = f"because {' and '.join(chain)}, {body[0]}"
         lines += [line for line in body if line not in lines]
-    deadline = time.monotonic() + budget
+    deadline = time.monotonic() + EXPLAIN_SECONDS
+    budget = [max(MIN_TRIAL_ROUNDS, TRIAL_ROUNDS_FACTOR * rounds)]
     if by_policy:
         where = "under the policy"
     else:
         where = "with the rest of the request" if len(roots) > 1 else "for the target"
     root_names = [provider.make_req(r, None).name for r in roots]
     for name in _requesting(causes, roots, provider):
-        found, complete = _suggest(provider, name, roots, deadline)
+        found, complete = _suggest(provider, name, roots, deadline, budget)
         if found:
             lines.append(f"versions of {name} that resolve {where}: {', '.join(found)}")
             continue
         if not complete:
-            lines.append(f"no version of {name} tried within {budget:.0f} s resolves {where}")
+            lines.append(f"no version of {name} tried resolves {where} (the search was cut short)")
             continue
         alone = roots[root_names.index(name)]
-        if len(roots) > 1 and _trial(provider, [alone], deadline):
+        if len(roots) > 1 and _trial(provider, [alone], deadline, budget):
             lines.append(
                 f"{_plain(alone)} resolves on its own, but none of the versions of {name} "
                 "nearest to the request resolves together with the rest of the request"

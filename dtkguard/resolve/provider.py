@@ -25,6 +25,7 @@ from resolvelib import AbstractProvider, BaseReporter
 
 from dtkguard.env.dist import parse_headers
 from dtkguard.errors import InputError
+from dtkguard.resolve.metacache import MetadataCache, link_key
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
@@ -171,12 +172,16 @@ class PolicyProvider(AbstractProvider):
         *,
         pre: bool = False,
         metadata_cache: dict[FileLink, Metadata] | None = None,
+        cache: MetadataCache | None = None,
     ) -> None:
         self.sources = list(sources)
         self.pre = pre
+        #: the persistent METADATA cache (None: read every source afresh)
+        self.cache = cache
         self.unusable: dict[FileLink, str] = {}
         self._conflicts: dict[str, int] = {}
         self._promoted: set[str] = set()
+        self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
         #: the requirements on each identifier when it was last looked up: how it was reached
         self.via: dict[str, list[Req]] = {}
         self.vendor_sources = [s for s in self.sources if s.vendor]
@@ -274,9 +279,21 @@ class PolicyProvider(AbstractProvider):
     def metadata(self, link: FileLink) -> Metadata:
         hit = self._meta.get(link)
         if hit is None:
-            hit = Metadata(link.source.metadata(link), link)
+            hit = Metadata(self.raw_metadata(link), link)
             self._meta[link] = hit
         return hit
+
+    def raw_metadata(self, link: FileLink) -> bytes:
+        """METADATA bytes of ``link``: from the persistent cache, else from its source."""
+        key = link_key(link) if self.cache is not None else None
+        if key is None:
+            return link.source.metadata(link)
+        assert self.cache is not None
+        raw = self.cache.get(*key)
+        if raw is None:
+            raw = link.source.metadata(link)
+            self.cache.put(key[0], raw)
+        return raw
 
     def _warm(self, name: str) -> None:
         """Background: list ``name``, read the newest candidate's metadata and warm its
@@ -399,21 +416,27 @@ class PolicyProvider(AbstractProvider):
         promoted = [i for i in ids if i in self._promoted]
         return promoted or ids
 
-    def allowed_versions(self, name: str, reqs: Sequence[Req]) -> set[Version]:
-        """The versions of ``name`` every requirement in ``reqs`` admits, pre-releases as pip
-        and PEP 440 take them: only when a specifier names one, ``--pre`` is given, or no final
-        release satisfies all the requirements together."""
-        versions = [v for v, _ in self.candidates_for(name)]
+    def allowed_versions(self, name: str, reqs: Sequence[Req]) -> list[tuple[Version, FileLink]]:
+        """The candidates of ``name`` (newest first) every requirement in ``reqs`` admits,
+        pre-releases as pip and PEP 440 take them: only when a specifier names one, ``--pre``
+        is given, or no final release satisfies all the requirements together. Cached by the
+        set of specifiers (the resolver asks again with the same ones all the time)."""
+        key = (name, frozenset((r.text, r.exact) for r in reqs))
+        hit = self._allowed.get(key)
+        if hit is not None:
+            return hit
+        cands = self.candidates_for(name)
+        versions = [v for v, _ in cands]
         exact = {r.exact for r in reqs if r.exact is not None}
         if exact:
-            versions = [v for v in versions if v in exact]
-            if len(exact) > 1:
-                return set()
+            versions = [v for v in versions if v in exact] if len(exact) == 1 else []
         combined = SpecifierSet()
-        for req in reqs:
-            combined &= req.specifier
+        for spec in {r.specifier for r in reqs}:
+            combined &= spec
         pre = True if (self.pre or exact) else None
-        return set(combined.filter(versions, prereleases=pre))
+        allowed = set(combined.filter(versions, prereleases=pre))
+        hit = self._allowed[key] = [(v, link) for v, link in cands if v in allowed]
+        return hit
 
     def find_matches(
         self,
@@ -430,8 +453,9 @@ class PolicyProvider(AbstractProvider):
             return [self.python_candidate] if ok and self.python_version not in bad else []
         name = reqs[0].name if reqs else identifier.split("[", 1)[0]
         extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
-        allowed = self.allowed_versions(name, reqs) - bad
-        picked = [(v, link) for v, link in self.candidates_for(name) if v in allowed]
+        picked = self.allowed_versions(name, reqs)
+        if bad:
+            picked = [(v, link) for v, link in picked if v not in bad]
         return lambda: self._usable(name, picked, extras)
 
     def _usable(

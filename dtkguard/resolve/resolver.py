@@ -14,6 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.resolve.http import Fetcher
+from dtkguard.resolve.metacache import MetadataCache
 from dtkguard.resolve.provider import (
     PYTHON,
     Candidate,
@@ -150,17 +151,22 @@ def resolve(
     timeout: float = RESOLVE_SECONDS,
     deadline: float | None = None,
     metadata_cache: dict[FileLink, Metadata] | None = None,
+    cache: MetadataCache | None = None,
+    max_rounds: int = MAX_ROUNDS,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
     that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
-    case :class:`OutOfTime` is raised instead when ``explain`` is off."""
+    case :class:`OutOfTime` is raised instead when ``explain`` is off (also for more than
+    ``max_rounds`` rounds)."""
     from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
     started = time.monotonic()
     if deadline is None:
         deadline = started + timeout
-    provider = PolicyProvider(sources, policy, target, pre=pre, metadata_cache=metadata_cache)
+    provider = PolicyProvider(
+        sources, policy, target, pre=pre, metadata_cache=metadata_cache, cache=cache
+    )
     try:
         roots = [
             provider.make_req(r, None)
@@ -172,27 +178,21 @@ def resolve(
         provider.warm(r.name for r in roots)
         reporter = CountingReporter(deadline)
         try:
-            result = Resolver(provider, reporter).resolve(roots, max_rounds=MAX_ROUNDS)
+            result = Resolver(provider, reporter).resolve(roots, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             if not explain:
-                raise
+                raise Unsatisfiable([], reporter.rounds) from None
             from dtkguard.resolve.explain import explain_conflict
 
-            took = time.monotonic() - started
-            budget = min(EXPLAIN_MAX, max(EXPLAIN_MIN, took))
-            lines = explain_conflict(provider, exc.causes, requirements, budget)
+            lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds)
             raise Unsatisfiable(lines, reporter.rounds) from None
-        except (ResolutionTooDeep, OutOfTime) as exc:
-            if not explain and isinstance(exc, OutOfTime):
-                raise
+        except (ResolutionTooDeep, OutOfTime):
+            if not explain:
+                raise OutOfTime(reporter.rounds) from None
             raise Unsatisfiable(_gave_up(provider, reporter, time.monotonic() - started)) from None
         return _collect(provider, result, roots, reporter)
     finally:
         provider.close()
-
-
-#: explaining a conflict may spend as long as proving it took, within these bounds (seconds)
-EXPLAIN_MIN, EXPLAIN_MAX = 1.0, 10.0
 
 
 def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) -> list[str]:
