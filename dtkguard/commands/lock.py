@@ -174,7 +174,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
         cache = None if args.no_cache else MetadataCache()
         res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache)
     except Unsatisfiable as exc:
-        print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
+        print("dtkguard: cannot lock:", file=sys.stderr)
         for line in exc.lines:
             print(f"  {line}", file=sys.stderr)
         return 1

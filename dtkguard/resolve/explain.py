@@ -342,5 +342,5 @@ def explain_conflict(
         elif by_policy:
             lines.append(f"no version of {name} resolves under the policy")
         else:
-            lines.append(f"no version of {name} nearest to the request resolves {where}")
+            lines.append(f"no version of {name} nearest to the request resolves")
     return lines

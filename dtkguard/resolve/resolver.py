@@ -200,7 +200,7 @@ def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) 
     worst = sorted(provider.conflict_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     lines = [
         f"no answer after {reporter.rounds} resolver rounds and {reporter.backtracks} "
-        f"backtracks ({took:.0f} s): the request could be neither met nor proved impossible "
+        f"backtracks ({took:.1f} s): the request could be neither met nor proved impossible "
         "in time (raise --resolve-timeout, or pin the projects below)"
     ]
     if worst:

@@ -63,3 +63,16 @@ def test_a_vendor_build_in_a_public_folder_says_which_option_to_use(tmp_path):
     assert lines[0].endswith(
         f"; {tmp_path / 'w'} has it but is a public source: pass it with --vendor-find-links"
     )
+
+
+def test_a_version_with_broken_metadata_is_skipped_and_named(tmp_path):
+    w = tmp_path / "w"
+    build_wheel(w, "app", "2.0", requires_dist=["setuptools (>=18.5decorator)"])
+    build_wheel(w, "app", "1.0")
+    sources = build_sources(None, Fetcher(), find_links=[str(w)])
+    res = resolve([Requirement("app")], sources, None, TargetEnv())
+    assert [(p.name, p.version) for p in res.packages] == [("app", "1.0")]
+    assert len(res.warnings) == 1
+    assert res.warnings[0].startswith("skipped app-2.0-py3-none-any.whl: bad metadata")
+    lines = _fail(tmp_path, ["app>=2"])
+    assert lines[0].startswith("the request requires app>=2; unusable metadata in app-2.0-")

@@ -111,3 +111,17 @@ def test_a_missing_extra_is_warned_about(snapshot):
     res = _resolve(snapshot("pypi-2020-02-15-pandas"), ["six[nosuchextra]"])
     assert _pins(res) == {"six": Version("1.14.0")}
     assert res.warnings == ["six 1.14.0 does not provide the extra 'nosuchextra'"]
+
+
+def test_cli_pre_flag_reaches_the_lock(snapshot, tmp_path):
+    from dtkguard.lock.read import read_lock
+    from tests.lock.conftest import run_cli
+
+    wheels = snapshot("pypi-2020-11-17-cheroot")
+    common = ("--find-links", wheels, "--no-index", "--python-version", "3.10")
+    plain = run_cli("lock", "pip", *common, "-o", "pylock.a.toml", cwd=tmp_path)
+    pre = run_cli("lock", "pip", "--pre", *common, "-o", "pylock.b.toml", cwd=tmp_path)
+    assert plain.returncode == 0 and pre.returncode == 0, plain.stderr + pre.stderr
+    assert read_lock(tmp_path / "pylock.a.toml").by_name()["pip"].version == "20.2.4"
+    assert read_lock(tmp_path / "pylock.b.toml").by_name()["pip"].version == "20.3b1"
+    assert "pre = true" in (tmp_path / "pylock.b.toml").read_text()
