@@ -178,6 +178,33 @@ def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
     return f"{key} {versions[0]} through {versions[-1]} ({len(versions)} versions)", True
 
 
+def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> list[str]:
+    """Projects that kept clashing during the search but have no wheel at all (uv names them
+    first: they rule out whole ranges of their dependents before the final conflict)."""
+    named = {c.requirement.name for c in causes}
+    out = []
+    counts = provider.conflict_counts()
+    for key in sorted(counts, key=lambda k: (-counts[k], k)):
+        name = key.split("[", 1)[0]
+        if name in named or name == PYTHON or provider.candidates_for(name):
+            continue
+        reqs = provider.via.get(key, [])
+        parents = [r.parent for r in reqs if r.parent is not None]
+        if not parents:
+            continue
+        who, plural = _who_many(parents)
+        verb = "require" if plural else "requires"
+        text = reqs[0].text
+        chain = _chain(provider, max(parents, key=lambda c: c.version))
+        lead = f"because {' and '.join(chain)}, " if chain else ""
+        out.append(
+            f"also: {lead}{who} {verb} {text}; no source has a wheel of {name} for the target"
+        )
+        if len(out) >= MAX_ALSO:
+            break
+    return out
+
+
 def _groups(causes: Sequence[Any]) -> list[tuple[Req, list[Candidate]]]:
     """Causes grouped by (parent project, requirement text), in order of first appearance."""
     out: dict[tuple[str | None, str], tuple[Req, list[Candidate]]] = {}
@@ -318,6 +345,7 @@ def explain_conflict(
         if chain:
             body[0] = f"because {' and '.join(chain)}, {body[0]}"
         lines += [line for line in body if line not in lines]
+    lines += [line for line in _missing_along_the_way(provider, causes) if line not in lines]
     deadline = time.monotonic() + EXPLAIN_SECONDS
     budget = [max(MIN_TRIAL_ROUNDS, TRIAL_ROUNDS_FACTOR * rounds)]
     if by_policy:
