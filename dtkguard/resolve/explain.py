@@ -245,7 +245,8 @@ def _trial(
 ) -> bool | None:
     """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
     rounds left for all trials together (the rounds this trial took are taken off)."""
-    from dtkguard.resolve.resolver import OutOfTime, Unsatisfiable, resolve
+    from dtkguard.resolve.provider import OutOfTime
+    from dtkguard.resolve.resolver import Unsatisfiable, resolve
 
     if time.monotonic() >= deadline or budget[0] <= 0:
         return None

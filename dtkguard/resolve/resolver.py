@@ -30,8 +30,6 @@ MAX_ROUNDS = 200_000
 #: seconds a resolution may take before dtkguard gives up (exit 1, ``--resolve-timeout``)
 RESOLVE_SECONDS = 60.0
 
-__all__ = ["OutOfTime", "Unsatisfiable", "resolve"]
-
 
 class Unsatisfiable(DtkguardError):
     """The request cannot be met under the policy: a veto-like verdict, exit 1."""
