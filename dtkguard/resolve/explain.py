@@ -260,7 +260,7 @@ def _trial(
             pre=provider.pre,
             deadline=deadline,
             max_rounds=budget[0],
-            metadata_cache=provider.shared_metadata,
+            like=provider,
             cache=provider.cache,
         )
     except OutOfTime:

@@ -171,8 +171,8 @@ class PolicyProvider(AbstractProvider):
         target: TargetEnv,
         *,
         pre: bool = False,
-        metadata_cache: dict[FileLink, Metadata] | None = None,
         cache: MetadataCache | None = None,
+        like: PolicyProvider | None = None,
     ) -> None:
         self.sources = list(sources)
         self.pre = pre
@@ -192,11 +192,7 @@ class PolicyProvider(AbstractProvider):
         self.user_order: dict[str, int] = {}
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
-        #: parsed metadata by link; trial resolutions of an explanation share it
-        self.shared_metadata: dict[FileLink, Metadata] = (
-            {} if metadata_cache is None else metadata_cache
-        )
-        self._meta = self.shared_metadata
+        self._meta: dict[FileLink, Metadata] = {}
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
         self._lock = threading.Lock()
@@ -204,6 +200,23 @@ class PolicyProvider(AbstractProvider):
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
+        if like is not None:
+            self._share(like)
+
+    def _share(self, like: PolicyProvider) -> None:
+        """Use the caches of ``like``, a provider for the same sources, policy, target and
+        pre-release setting (the trial resolutions of an explanation): everything they hold
+        follows from those inputs alone. The search state (conflict counts, promotions, how
+        each name was reached) stays this provider's own."""
+        self._cands = like._cands
+        self._allowed = like._allowed
+        self._interned = like._interned
+        self._meta = like._meta
+        self._deps = like._deps
+        self._sat = like._sat
+        self._markers_cache = like._markers_cache
+        self._warmed = like._warmed
+        self.unusable = like.unusable
 
     def conflict_counts(self) -> dict[str, int]:
         """How often each identifier was among a conflict's causes while unpinned."""

@@ -19,7 +19,6 @@ from dtkguard.resolve.provider import (
     PYTHON,
     Candidate,
     CountingReporter,
-    Metadata,
     OutOfTime,
     PolicyProvider,
 )
@@ -148,8 +147,8 @@ def resolve(
     pre: bool = False,
     timeout: float = RESOLVE_SECONDS,
     deadline: float | None = None,
-    metadata_cache: dict[FileLink, Metadata] | None = None,
     cache: MetadataCache | None = None,
+    like: PolicyProvider | None = None,
     max_rounds: int = MAX_ROUNDS,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
@@ -162,9 +161,7 @@ def resolve(
     started = time.monotonic()
     if deadline is None:
         deadline = started + timeout
-    provider = PolicyProvider(
-        sources, policy, target, pre=pre, metadata_cache=metadata_cache, cache=cache
-    )
+    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like)
     try:
         roots = [
             provider.make_req(r, None)
