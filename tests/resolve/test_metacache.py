@@ -117,3 +117,24 @@ def test_concurrent_cli_runs_share_one_cache(tmp_path):
     assert len({lk.split("[tool.dtkguard]")[0] for lk in locks}) == 1
     assert len(_entries(tmp_path / "c")) == 2
     assert not [p for p in (tmp_path / "c").rglob(".tmp-*")]
+
+
+def test_a_fifo_a_folder_or_a_huge_file_in_place_of_an_entry_is_a_miss(tmp_path):
+    from dtkguard.resolve.metacache import MAX_ENTRY
+
+    cache = MetadataCache(tmp_path / "c")
+    for i, plant in enumerate(("fifo", "dir", "huge")):
+        key = f"file\0/x/{i}"
+        entry = cache._path(key)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        if plant == "fifo":
+            os.mkfifo(entry)  # a reader that opened it blocking would hang here
+        elif plant == "dir":
+            entry.mkdir()
+        else:
+            with entry.open("wb") as fh:
+                fh.truncate(MAX_ENTRY + 1)
+        assert cache.get(key) is None, plant
+    # and a put over a folder fails quietly
+    cache.put("file\0/x/1", b"Name: x\n\n")
+    assert cache.get("file\0/x/1") is None
