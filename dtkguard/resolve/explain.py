@@ -1,8 +1,11 @@
-"""Turn resolvelib's ``ResolutionImpossible`` causes into the policy's words.
+"""Turn resolvelib's ``ResolutionImpossible`` causes into sentences with their derivation.
 
-"vllm 0.9.2 requires torch==2.7.0; policy dtk-25.04.1 allows torch only as
-2.4.1+das.opt1.dtk25041; vllm 0.8.5.post1+das.opt1.dtk25041 is the vendor build", then the
-nearest versions of the requesting package that would resolve.
+"because dask[diagnostics] 2.10.1 depends on bokeh>=1.0.0 and bokeh 1.4.0 depends on
+Jinja2>=2.7, jinja2 2.9 through 2.11.1 (13 versions) require MarkupSafe>=0.23; no source has
+a wheel of markupsafe for the target"; in the policy's words only where the policy is a reason
+("vllm 0.9.2 requires torch==2.7.0; policy dtk-25.04.1 allows torch only as
+2.4.1+das.opt1.dtk25041; ..."); then the nearest versions of the requested packages that would
+resolve, found by trial resolutions bounded in rounds.
 """
 
 from __future__ import annotations
@@ -329,7 +332,7 @@ def explain_conflict(
 ) -> list[str]:
     """Lines for the user: each clashing requirement with the chain that reached it (in policy
     words where the policy is a reason), then which versions of the requested packages would
-    resolve. ``rounds``: how many the failed resolution took (bounds each trial)."""
+    resolve. ``rounds``: how many the failed resolution took (bounds all trials together)."""
     lines: list[str] = []
     by_policy = False
     for req, parents in _groups(causes):
