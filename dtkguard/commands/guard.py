@@ -10,6 +10,7 @@ stale against the policy; remove undoes exactly what install wrote.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.guard import layers
+    from dtkguard.guard import layers, registry
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.guard.target import interpreter
     from dtkguard.policy.load import load_policy
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "remove":
         for layer, path, what in layers.remove(interp):
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.forget(interp.prefix)
         return 0
     if args.action == "install":
         policy = load_policy(args.policy)
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.remember(os.path.abspath(interp.python), interp.prefix)
         print(f"guarded: {interp.python} (policy {policy.name})")
         return 0
     installed = load_guard_policy(None, interp) if args.policy is None else None

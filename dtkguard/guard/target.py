@@ -9,7 +9,7 @@ from pathlib import Path
 _CODE = (
     "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
     "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
-    "'stdlib'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
+    "'stdlib'),'scripts':sysconfig.get_path('scripts'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
 )
 
 #: where the guard keeps its files inside an interpreter's prefix
@@ -24,6 +24,8 @@ class Interpreter:
     purelib: Path
     stdlib: Path
     version: str
+    #: where console scripts go (``<prefix>/bin``): the place of the `uv` shim
+    scripts: Path | None = None
 
     @property
     def in_venv(self) -> bool:
@@ -49,6 +51,40 @@ def default_python() -> str:
     return active_python() or sys.executable
 
 
+def choose_python(explicit: str | None, tool: str, fallback: str | None = None) -> str:
+    """The interpreter dtkpip/dtkuv act on: ``--python``, else the active venv/conda env, else
+    ``fallback`` (the env of the `uv` shim that ran), else the one interpreter `guard install`
+    guarded; never dtkguard's own by accident."""
+    if explicit:
+        return explicit
+    from dtkguard.env.environment import active_python
+
+    active = active_python() or fallback
+    if active:
+        return active
+    from dtkguard.errors import InputError
+    from dtkguard.guard.registry import guarded, registry_file
+
+    known = guarded()
+    if len(known) == 1:
+        return known[0]
+    if known:
+        what = f"{len(known)} guarded interpreters are known ({', '.join(known)})"
+    else:
+        what = f"no guarded interpreter is known ({registry_file()})"
+    raise InputError(
+        f"no environment is active and {what}: choose one with `{tool} --python PY ...`, or "
+        "activate its venv/conda env",
+        field="--python",
+    )
+
+
+def say_target(tool: str, python: str) -> None:
+    """One line on stderr: the interpreter a tool acts on."""
+    sys.stderr.write(f"{tool}: acting on {python}\n")
+    sys.stderr.flush()
+
+
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
@@ -62,4 +98,5 @@ def interpreter(python: str | None = None) -> Interpreter:
         purelib=Path(data["purelib"]),
         stdlib=Path(data["stdlib"]),
         version=data["version"],
+        scripts=Path(data["scripts"]) if data.get("scripts") else None,
     )
