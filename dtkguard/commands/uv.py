@@ -1,0 +1,29 @@
+"""`dtkguard uv ARGS...` (= `dtkuv ARGS...`): uv with the policy in front of it.
+
+dtkuv's own options come first: --python PY (target interpreter), --policy P,
+--override REASON (install past the guard; recorded in the environment). Everything after
+them is uv's, passed on untouched; `uv pip install|sync|uninstall` are judged first.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(
+        name,
+        help="uv with the policy in front of it (same as dtkuv)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+        prefix_chars="\0",
+    )
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dtkguard.guard.dtkuv import main
+
+    return main(list(args.argv))
