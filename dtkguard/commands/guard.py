@@ -2,9 +2,10 @@
 
 install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
 and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
-constraint-dependencies and vendor index to uv's config; --externally-managed adds a PEP 668
-marker (base and conda interpreters only). status shows each layer as present, absent or
-stale against the policy; remove undoes exactly what install wrote.
+constraint-dependencies and vendor index to uv's config and a `uv` shim to the environment's
+bin/ (first on PATH when it is active) that runs uv through dtkuv; --externally-managed
+adds a PEP 668 marker (base and conda interpreters only). status shows each layer as present,
+absent or stale against the policy; remove undoes exactly what install wrote.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("action", choices=("install", "status", "remove"))
     parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
     add_policy_option(parser)
-    parser.add_argument("--uv", action="store_true", help="also write uv's config")
+    parser.add_argument(
+        "--uv",
+        action="store_true",
+        help="also guard uv: a `uv` shim in the env's bin/ (runs through dtkuv) and uv's config",
+    )
     parser.add_argument(
         "--uv-config",
         metavar="FILE",
@@ -58,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
         if args.uv or args.uv_config:
             uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
         results = layers.install(
-            interp, policy, uv_config=uv_config, externally_managed=args.externally_managed
+            interp,
+            policy,
+            uv_config=uv_config,
+            externally_managed=args.externally_managed,
+            uv_shim_too=uv_config is not None,
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")

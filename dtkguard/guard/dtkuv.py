@@ -150,19 +150,18 @@ class _Run:
         return {requirement_name(a) for a in self.sub.positionals()}
 
     def plan(self, pins: list[str]) -> Plan:
-        from dtkguard.guard.progress import planning, requested_count
-
-        files = self.sub.positionals() if self.sub.command == "sync" else None
-        with planning("dtkuv", "uv", requested_count(self.sub, files)):
-            return uv_dry_run(self.uv, [*self.args, "--dry-run", *pins], self.env, self.requested())
+        return uv_dry_run(self.uv, [*self.args, "--dry-run", *pins], self.env, self.requested())
 
     def _install(self, pins: list[str]) -> int:
         from dtkguard.env.environment import from_python
         from dtkguard.guard.explain import render
         from dtkguard.guard.instead import suggestions
+        from dtkguard.guard.progress import planning, requested_count
         from dtkguard.guard.verdict import judge
 
-        plan = self.plan(pins)
+        files = self.sub.positionals() if self.sub.command == "sync" else None
+        with planning("dtkuv", "uv", requested_count(self.sub, files)):
+            plan = self.plan(pins)
         failed_with_pins = False
         if not plan.ok:
             free = self.plan([]) if plan.conflict else None

@@ -122,6 +122,8 @@ def why(verdict: Verdict, policy: CompiledPolicy) -> list[str]:
             reason = rule.reason if rule else f.message
         elif f.rule in ("vendor-replaced", "vendor-mismatch"):
             reason = info(f.rule).title.lower()
+        elif f.rule == "vendor-missing":
+            reason = "the vendor build would be removed, leaving no DCU build in its place"
         groups.setdefault((f.rule, reason), []).append(f)
     order = sorted(groups.items(), key=lambda kv: (not kv[0][0].startswith("vendor"), kv[0][0]))
     for (rule, reason), findings in order:

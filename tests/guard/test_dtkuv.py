@@ -1,0 +1,154 @@
+"""dtkuv (= dtkguard uv) end to end with the real uv: uv's dry run is judged with dtkpip's
+verdict; refusals leave the environment byte-identical; safe installs run uv once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.guard.conftest import TORCH, Guarded, _build, changed
+from tests.support.cache import PIP_VERSIONS
+from tests.support.venvs import hermetic_env
+
+pytestmark = pytest.mark.wheel_cache
+
+
+@pytest.fixture(scope="module")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("uv-cache")
+
+
+@pytest.fixture(scope="module")
+def ug(
+    tmp_path_factory: pytest.TempPathFactory,
+    guard_policy: Path,
+    vendor_wheelhouse: Path,
+    public_dir: Path,
+    extra_wheelhouse: Path,
+) -> Guarded:
+    """A guarded venv (newest pip; uv does not use it) shared by the cases that change nothing."""
+    path = tmp_path_factory.mktemp("uv-guarded") / "venv"
+    return _build(
+        path, PIP_VERSIONS[-1], guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse
+    )
+
+
+def dtkuv(g: Guarded, cache: Path, *args: str, env: dict[str, str] | None = None):
+    environ = env or hermetic_env(UV_CACHE_DIR=str(cache))
+    return g.dtkguard("uv", "--python", str(g.venv.python), *args, env=environ)
+
+
+def refused(g: Guarded, proc: subprocess.CompletedProcess[str], before: dict[str, str]) -> str:
+    """The refusal's text, after asserting exit 1, dtkguard named, nothing touched."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "dtkuv: stopped `uv " in proc.stderr and "dtkguard policy explain" in proc.stderr
+    assert changed(before, g.venv.snapshot()) == []
+    assert g.venv.installed()["torch"] == TORCH
+    return proc.stderr
+
+
+def test_vllm_092_is_refused_with_dtkpips_explanation(ug: Guarded, uv_cache: Path) -> None:
+    before = ug.venv.snapshot()
+    proc = dtkuv(ug, uv_cache, "pip", "install", *ug.index_args, "vllm==0.9.2")
+    text = refused(ug, proc, before)
+    assert f"dtkuv: acting on {ug.venv.python}" in text
+    assert "nothing was installed or removed" in text
+    assert "uv cannot satisfy this request while keeping the vendor builds" in text
+    assert f"replace the vendor build torch {TORCH} with torch 2.7.0" in text
+    assert "vendor-replaced (critical)" in text and "denied-package" in text
+    assert "'vllm==0.8.5.post1+das.opt1.dtk25041'" in text and "dtkuv pip install" in text
+    assert 'dtkuv --override "reason" pip install' in text
+
+
+def test_sync_of_an_unrelated_set_is_refused(ug: Guarded, uv_cache: Path, tmp_path: Path) -> None:
+    reqs = tmp_path / "requirements.txt"
+    reqs.write_text("pins-torch==1.0\n")
+    before = ug.venv.snapshot()
+    proc = dtkuv(ug, uv_cache, "pip", "sync", *ug.index_args, str(reqs))
+    text = refused(ug, proc, before)
+    assert f"remove the vendor build torch {TORCH}" in text
+    assert "vendor-missing (critical)" in text and "torchvision" in text
+
+
+def test_uninstall_of_a_vendor_build_is_refused(ug: Guarded, uv_cache: Path) -> None:
+    before = ug.venv.snapshot()
+    proc = dtkuv(ug, uv_cache, "pip", "uninstall", "torch")
+    assert proc.returncode == 1, proc.stderr
+    assert "dtkuv: stopped `uv pip uninstall torch`: nothing was removed" in proc.stderr
+    assert f"torch {TORCH} is a vendor build" in proc.stderr
+    assert "dtkuv pip install --reinstall --no-deps" in proc.stderr
+    assert changed(before, ug.venv.snapshot()) == []
+
+
+def test_denied_package_is_refused(ug: Guarded, uv_cache: Path) -> None:
+    before = ug.venv.snapshot()
+    proc = dtkuv(ug, uv_cache, "pip", "install", *ug.index_args, "nvidia-cublas-cu12")
+    text = refused(ug, proc, before)
+    assert "denied-package (critical)" in text and "nvidia-cublas-cu12" in text
+
+
+@pytest.mark.parametrize("where", ["global", "after"])
+def test_no_config_does_not_get_past_dtkuv(ug: Guarded, uv_cache: Path, where: str) -> None:
+    before = ug.venv.snapshot()
+    req = ["pip", "install", *ug.index_args, "torch==2.7.0"]
+    args = ["--no-config", *req] if where == "global" else [*req, "--no-config"]
+    text = refused(ug, dtkuv(ug, uv_cache, *args), before)
+    assert f"replace the vendor build torch {TORCH} with torch 2.7.0" in text
+
+
+def test_version_request_as_python_is_refused_not_guessed(ug: Guarded, uv_cache: Path) -> None:
+    before = ug.venv.snapshot()
+    proc = ug.dtkguard(
+        "uv", "pip", "install", "--python", "3.99", "torch==2.7.0",
+        env=hermetic_env(UV_CACHE_DIR=str(uv_cache)),
+    )  # fmt: skip
+    assert proc.returncode == 2 and "not a version request" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert changed(before, ug.venv.snapshot()) == []
+
+
+def test_satisfied_runs_uv_once_and_leaves_nothing(ug: Guarded, uv_cache: Path) -> None:
+    before = ug.venv.snapshot()
+    proc = dtkuv(ug, uv_cache, "pip", "install", *ug.index_args, "torch")
+    assert proc.returncode == 0, proc.stderr
+    assert "Would" not in proc.stderr
+    assert changed(before, ug.venv.snapshot()) == []
+    # other uv commands: uv untouched, with its exit code
+    listed = dtkuv(ug, uv_cache, "pip", "list", "--python", str(ug.venv.python))
+    assert listed.returncode == 0 and "torch" in listed.stdout
+
+
+def test_safe_install_runs_uv_and_override_is_recorded(
+    tmp_path: Path,
+    guard_policy: Path,
+    vendor_wheelhouse: Path,
+    public_dir: Path,
+    extra_wheelhouse: Path,
+    uv_cache: Path,
+) -> None:
+    g = _build(
+        tmp_path / "venv",
+        PIP_VERSIONS[-1],
+        guard_policy,
+        vendor_wheelhouse,
+        public_dir,
+        extra_wheelhouse,
+    )
+    proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "dtkuv: planning with uv … (1 package)" in proc.stderr
+    assert g.venv.installed()["accelerate"] == "1.6.0" and g.venv.installed()["torch"] == TORCH
+    proc = dtkuv(
+        g, uv_cache, "--override", "cublas for a CPU test",
+        "pip", "install", *g.index_args, "--no-deps", "nvidia-cublas-cu12",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "nvidia-cublas-cu12" in g.venv.installed()
+    lines = (g.venv.path / "dtkguard" / "overrides.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    entry = json.loads(lines[0])
+    assert entry["tool"] == "dtkuv" and entry["reason"] == "cublas for a CPU test"
+    assert any("nvidia-cublas-cu12" in a for a in entry["allowed"])
