@@ -68,6 +68,19 @@ def test_nothing_active_uses_the_one_guarded_else_refuses(tg: Guarded, tmp_path:
     uv_un = tg.dtkguard("uv", "pip", "uninstall", "torch", env=env)
     assert uv_un.returncode == 1 and f"dtkuv: acting on {tg.venv.python}" in uv_un.stderr
     assert changed(before, tg.venv.snapshot()) == []
+    # the README's recipe: guard install --python ..., then dtkpip install with nothing active
+    own = subprocess.run(
+        [sys.executable, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+    ).stdout
+    proc = tg.dtkguard("pip", "install", *tg.index_args, "accelerate==1.6.0", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert tg.venv.installed()["accelerate"] == "1.6.0" and tg.venv.installed()["torch"] == TORCH
+    assert (
+        own
+        == subprocess.run(
+            [sys.executable, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+        ).stdout
+    )  # dtkguard's own venv is untouched
     # a second guarded interpreter: ambiguous, refuse and say how to choose
     other = make_venv(tmp_path / "other")
     _guard(tg, other.python, env)
