@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     cmd = split_pip(opts.pip_args)
     if cmd.command is None or cmd.has("-h", "--help"):
         from dtkguard.env.environment import active_python
-        from dtkguard.guard.explain import DTKPIP
+        from dtkguard.guard.tools import DTKPIP
         from dtkguard.guard.usage import print_own_help
 
         if cmd.has("-h", "--help") or not opts.pip_args:
@@ -76,7 +76,8 @@ def main(argv: list[str]) -> int:
 def _uninstall(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    from dtkguard.guard.explain import DTKPIP, render_removal
+    from dtkguard.guard.explain import render_removal
+    from dtkguard.guard.tools import DTKPIP
     from dtkguard.guard.verdict import vendor_removals
 
     vendor = vendor_removals(uninstall_names(cmd), policy)

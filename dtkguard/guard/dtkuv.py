@@ -18,10 +18,10 @@ from dtkguard.errors import InputError
 from dtkguard.guard import override as overrides
 from dtkguard.guard.compiled import constraints_text
 from dtkguard.guard.dtkpip import load_guard_policy
-from dtkguard.guard.explain import DTKUV
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan
 from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
     UV_VALUE_OPTIONS,
     environment_of,
@@ -153,11 +153,7 @@ class _Run:
         return uv_dry_run(self.uv, [*self.args, "--dry-run", *pins], self.env, self.requested())
 
     def _install(self, pins: list[str]) -> int:
-        from dtkguard.env.environment import from_python
-        from dtkguard.guard.explain import render
-        from dtkguard.guard.instead import suggestions
         from dtkguard.guard.progress import planning, requested_count
-        from dtkguard.guard.verdict import judge
 
         files = self.sub.positionals() if self.sub.command == "sync" else None
         with planning("dtkuv", "uv", requested_count(self.sub, files)):
@@ -176,8 +172,16 @@ class _Run:
                 return self.untouched(plan.returncode)
             pinned, plan, failed_with_pins = plan, free, True
         self.same_environment(plan)
+        if not plan.install and not plan.remove and not failed_with_pins:
+            _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
+            return self.untouched(0)
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+
         verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
         if verdict.blocked and not self.reason:
+            from dtkguard.guard.explain import render
+            from dtkguard.guard.instead import suggestions
 
             def probe(args: list[str]) -> Plan:
                 cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]

@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.guard.plan import Planned
+from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 from dtkguard.policy.labels import label_of
 
 _SHOWN = 6
-
-
-@dataclass(frozen=True)
-class Tool:
-    """The guarded installer a message speaks of: dtkpip (runs pip) or dtkuv (runs uv)."""
-
-    name: str
-    runs: str
-    install: str
-    reinstall: str
-
-
-DTKPIP = Tool("dtkpip", "pip", "dtkpip install", "dtkpip install --force-reinstall --no-deps")
-DTKUV = Tool("dtkuv", "uv", "dtkuv pip install", "dtkuv pip install --reinstall --no-deps")
 
 
 def is_cuda_build(p: Planned) -> bool:

@@ -166,11 +166,13 @@ def requirement_name(spec: str) -> str:
     @ url`` are all ``torch``); a line that is no requirement keeps its leading word."""
     import re
 
-    from packaging.requirements import InvalidRequirement, Requirement
-
     from dtkguard.policy.compiled import canonical
 
     text = spec.split(" #", 1)[0].strip()
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text):
+        return canonical(text)  # a bare name: no need to load the requirement parser
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return canonical(Requirement(text).name)
     except InvalidRequirement:

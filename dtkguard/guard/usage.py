@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from dtkguard.guard.explain import Tool
+from dtkguard.guard.tools import Tool
 
 _TEXT = """\
 {name}: {runs} with the dtkguard policy in front of it ({what}).
