@@ -11,16 +11,9 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
-    parser = sub.add_parser(
-        name,
-        help="pip with the policy in front of it (same as dtkpip)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        add_help=False,
-        prefix_chars="\0",
-    )
-    parser.add_argument("argv", nargs=argparse.REMAINDER)
-    parser.set_defaults(run=run)
+    from dtkguard.commands.common import add_passthrough
+
+    add_passthrough(sub, name, "pip with the policy in front of it (same as dtkpip)", __doc__, run)
 
 
 def run(args: argparse.Namespace) -> int:

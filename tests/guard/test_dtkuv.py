@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import TORCH, Guarded, _build, changed
-from tests.support.cache import PIP_VERSIONS
+from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.venvs import hermetic_env
 
 pytestmark = pytest.mark.wheel_cache
@@ -22,18 +22,9 @@ def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ug(
-    tmp_path_factory: pytest.TempPathFactory,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
+def ug(tmp_path_factory: pytest.TempPathFactory, build_guarded: Callable[..., Guarded]) -> Guarded:
     """A guarded venv (newest pip; uv does not use it) shared by the cases that change nothing."""
-    path = tmp_path_factory.mktemp("uv-guarded") / "venv"
-    return _build(
-        path, PIP_VERSIONS[-1], guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse
-    )
+    return build_guarded(tmp_path_factory.mktemp("uv-guarded") / "venv")
 
 
 def dtkuv(g: Guarded, cache: Path, *args: str, env: dict[str, str] | None = None):
@@ -122,21 +113,9 @@ def test_satisfied_runs_uv_once_and_leaves_nothing(ug: Guarded, uv_cache: Path) 
 
 
 def test_safe_install_runs_uv_and_override_is_recorded(
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-    uv_cache: Path,
+    tmp_path: Path, build_guarded: Callable[..., Guarded], uv_cache: Path
 ) -> None:
-    g = _build(
-        tmp_path / "venv",
-        PIP_VERSIONS[-1],
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
-    )
+    g = build_guarded(tmp_path / "venv")
     proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
     assert "dtkuv: planning with uv … (1 package)" in proc.stderr

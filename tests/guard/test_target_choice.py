@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import REPO, TORCH, Guarded, _build, changed
-from tests.support.cache import PIP_VERSIONS, uv_binary
+from tests.guard.conftest import REPO, TORCH, Guarded, changed
+from tests.support.cache import uv_binary
 from tests.support.venvs import hermetic_env, make_venv
 
 pytestmark = pytest.mark.wheel_cache
@@ -30,22 +31,9 @@ def _guard(g: Guarded, python: Path, env: dict[str, str], *more: str):
 
 
 @pytest.fixture
-def tg(
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
+def tg(tmp_path: Path, build_guarded: Callable[..., Guarded]) -> Guarded:
     """A venv with the vendor builds, guarded (recorded in the session's state dir)."""
-    return _build(
-        tmp_path / "venv",
-        PIP_VERSIONS[-1],
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
-    )
+    return build_guarded(tmp_path / "venv")
 
 
 def test_nothing_active_uses_the_one_guarded_else_refuses(tg: Guarded, tmp_path: Path) -> None:
