@@ -98,13 +98,24 @@ def _as_path(value: str) -> str:
     return str(path)
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def _destination_outside(sub: PipCommand, interp: Interpreter) -> str | None:
-    """``--target``/``--prefix`` naming a folder outside the guarded environment: uv then only
-    reads and writes that folder, never the environment."""
+    """``--target``/``--prefix`` naming a folder that is neither in the guarded environment nor
+    holds one of its ``sys.path`` entries: uv then only reads and writes that folder. Decided by
+    where files land (``--prefix /usr/local`` holds a ``sys.path`` entry of a system Python)."""
+    dests = sub.option_values("-t", "--target", "--prefix")
+    if not dests:
+        return None
+    from dtkguard.env.environment import python_sys_path
+
+    entries = [os.path.realpath(p) for p in python_sys_path(interp.python)[0]]
     prefix = os.path.realpath(interp.prefix)
-    for dest in sub.option_values("-t", "--target", "--prefix"):
+    for dest in dests:
         real = os.path.realpath(dest)
-        if real != prefix and not real.startswith(prefix + os.sep):
+        if not _inside(real, prefix) and not any(_inside(e, real) for e in entries):
             return dest
     return None
 
@@ -130,8 +141,9 @@ class _Run:
         self.command = shlex.join(["uv", *top.global_args, "pip", *top.args])
         self.env = dict(os.environ)
         self.env.pop(overrides.ENV_VAR, None)
-        self.lock = interp.prefix / ".lock"
-        self.lock_existed = self.lock.exists()
+        # uv's dry run takes an empty ``.lock`` in the env it plans for (or --target/--prefix)
+        roots = [interp.prefix, *map(Path, sub.option_values("-t", "--target", "--prefix"))]
+        self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
         with tempfile.TemporaryDirectory(prefix="dtkuv-") as tmp:
@@ -253,11 +265,12 @@ class _Run:
 
     def untouched(self, code: int) -> int:
         """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""
-        try:
-            if not self.lock_existed and self.lock.stat().st_size == 0:
-                self.lock.unlink()
-        except OSError:
-            pass
+        for lock in self.new_locks:
+            try:
+                if lock.stat().st_size == 0:
+                    lock.unlink()
+            except OSError:
+                pass
         return code
 
     def real(self, args: list[str]) -> int:

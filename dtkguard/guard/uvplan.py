@@ -66,6 +66,7 @@ UV_VALUE_OPTIONS = VALUE_OPTIONS | frozenset(
 SHIM_MARKER = "dtkguard-uv-shim"
 
 _CHANGE = re.compile(r"^ ([-+~]) ([A-Za-z0-9][A-Za-z0-9._-]*)(?:==(\S+))?(?: @ (\S+))?")
+_COUNT = re.compile(r"^Would (install|uninstall) (\d+) package")
 _USING = re.compile(r"^Using .*? environment at:? (.+?)\s*$")
 
 
@@ -126,11 +127,18 @@ def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str
     plan = Plan(proc.returncode, proc.stdout, proc.stderr)
     if proc.returncode != 0:
         return plan
+    said = {"install": 0, "uninstall": 0}
+    seen = {"install": 0, "uninstall": 0}
     for line in proc.stderr.splitlines():
+        count = _COUNT.match(line)
+        if count:
+            said[count.group(1)] = int(count.group(2))
         m = _CHANGE.match(line)
         if not m:
             continue
         sign, name, version, url = m.groups()
+        seen["install"] += sign in "+~"
+        seen["uninstall"] += sign in "-~"
         if sign == "-":
             plan.remove.append(canonical(name))
             continue
@@ -144,6 +152,13 @@ def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str
                 is_direct=bool(url),
                 url=url or "",
             )
+        )
+    if said != seen:  # fail closed: a plan dtkuv cannot read is not an empty plan
+        plan.returncode = 2
+        plan.stderr += (
+            f"dtkuv: cannot read uv's plan (it announces {said['install']} to install and "
+            f"{said['uninstall']} to uninstall, dtkuv read {seen['install']} and "
+            f"{seen['uninstall']}): nothing was changed\n"
         )
     return plan
 

@@ -131,3 +131,34 @@ def test_safe_install_runs_uv_and_override_is_recorded(
     entry = json.loads(lines[0])
     assert entry["tool"] == "dtkuv" and entry["reason"] == "cublas for a CPU test"
     assert any("nvidia-cublas-cu12" in a for a in entry["allowed"])
+
+
+def test_target_outside_runs_uv_and_inside_is_judged(
+    ug: Guarded, uv_cache: Path, tmp_path: Path
+) -> None:
+    before = ug.venv.snapshot()
+    req = ["pip", "install", *ug.index_args, "--no-deps", "torch==2.7.0"]
+    inside = dtkuv(ug, uv_cache, *req, "--target", str(ug.venv.site_packages))
+    refused(ug, inside, before)
+    elsewhere = tmp_path / "elsewhere"
+    outside = dtkuv(ug, uv_cache, *req, "--target", str(elsewhere))
+    assert outside.returncode == 0, outside.stderr
+    assert "is outside" in outside.stderr and (elsewhere / "torch").is_dir()
+    assert changed(before, ug.venv.snapshot()) == []
+
+
+def test_a_plan_dtkuv_cannot_read_is_refused(tmp_path: Path) -> None:
+    """uv's dry-run format as recorded, with one change line missing: fail closed."""
+    from dtkguard.guard.uvplan import uv_dry_run
+
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/bin/sh\ncat >&2 <<'EOF'\nUsing Python 3.11.7 environment at: venv\n"
+        "Resolved 2 packages in 3ms\nWould install 2 packages\n + accelerate==1.6.0\nEOF\n"
+    )
+    fake.chmod(0o755)
+    plan = uv_dry_run(str(fake), ["pip", "install", "--dry-run", "x"], hermetic_env(), set())
+    assert plan.returncode == 2 and "cannot read uv's plan" in plan.stderr
+    fake.write_text(fake.read_text().replace("install 2", "install 1"))
+    plan = uv_dry_run(str(fake), ["pip", "install", "--dry-run", "x"], hermetic_env(), set())
+    assert plan.ok and [p.name for p in plan.install] == ["accelerate"]
