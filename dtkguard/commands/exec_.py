@@ -6,16 +6,20 @@ import argparse
 import os
 import sys
 
-from dtkguard.commands.common import add_policy_option, fail_on
+from dtkguard.commands.common import add_fail_on_option, add_policy_option, fail_on
 
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
-        name, help="check a serving command's model and flags for FP8, then exec it"
+        name,
+        help="check a serving command's model and flags for FP8, then exec it",
+        description="Check what a serving command (vllm serve, sglang, ...) would load and ask "
+        "for: FP8/FP4 weights, KV cache and flags on a card that cannot run them. Stop with the "
+        "findings (exit 1), or replace this process with the command.",
     )
     add_policy_option(p)
     p.add_argument("--card", help="card series (default: read from hy-smi)")
-    p.add_argument("--fail-on", default="high", help="lowest severity that vetoes (default high)")
+    add_fail_on_option(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     p.set_defaults(run=run)
 

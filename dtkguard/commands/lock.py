@@ -16,7 +16,12 @@ from dtkguard.commands.common import add_policy_option, add_target_options
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     p = sub.add_parser(
-        name, help="resolve under the policy and write a PEP 751 lock", description=__doc__
+        name,
+        help="resolve under the policy and write a PEP 751 lock",
+        description="Resolve requirements under the policy (vendor builds only from vendor "
+        "sources, denied packages never) and write a PEP 751 pylock.NAME.toml that pip and uv "
+        "install unmodified. Exit 0 written; 1 the request cannot be met under the policy (the "
+        "conflict is explained, nothing is written); 2 bad input; 3 unreadable target.",
     )
     p.add_argument("requirements", nargs="*", metavar="REQ", help="requirements (PEP 508)")
     p.add_argument(

@@ -13,7 +13,15 @@ import argparse
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     from dtkguard.commands.common import add_passthrough
 
-    add_passthrough(sub, name, "pip with the policy in front of it (same as dtkpip)", __doc__, run)
+    add_passthrough(
+        sub,
+        name,
+        "pip with the policy in front of it (same as dtkpip)",
+        "pip with the policy in front of it (same as dtkpip): an install that would clobber a "
+        "vendor build stops before anything is touched, and says why and what to use instead. "
+        "dtkpip's own options come first; everything after them is pip's.",
+        run,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
         name,
         help="find FP8/FP4 weights, scales and KV caches in model folders and files",
-        description=__doc__,
+        description="Find FP8/FP4 weights, scales and KV caches in model folders, Hugging Face "
+        "cache repositories and weight files. Reads headers only; never unpickles.",
     )
     p.add_argument(
         "paths",

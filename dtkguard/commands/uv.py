@@ -13,7 +13,16 @@ import argparse
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     from dtkguard.commands.common import add_passthrough
 
-    add_passthrough(sub, name, "uv with the policy in front of it (same as dtkuv)", __doc__, run)
+    add_passthrough(
+        sub,
+        name,
+        "uv with the policy in front of it (same as dtkuv)",
+        "uv with the policy in front of it (same as dtkuv): a uv pip install, sync or uninstall "
+        "that would clobber or remove a vendor build stops before anything is touched, and says "
+        "why and what to use instead. dtkuv's own options come first; everything after them is "
+        "uv's.",
+        run,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -93,6 +93,27 @@ class Drift(_Section):
     extra_severity: SeverityName = "medium"
 
 
+class SupportRowModel(_Section):
+    series: str = Field(min_length=1)
+    driver: str | None = None
+    dtk: str | None = None
+    source: str = ""
+
+    _check_dtk = field_validator("dtk")(lambda v: v if v is None else _dtk_release(v))
+
+    @field_validator("driver")
+    @classmethod
+    def _check_driver(cls, value: str | None) -> str | None:
+        if value is not None and not value[:1].isdigit():
+            raise ValueError(f"not a driver version: {value!r} (expected e.g. 6.2.0)")
+        return value
+
+
+class StackSection(_Section):
+    support: list[SupportRowModel] = Field(default_factory=list)
+    no_mix: list[list[str]] = Field(default_factory=list)
+
+
 class PolicyExceptionModel(_Section):
     rule: str
     package: str
@@ -124,6 +145,7 @@ class PolicyFile(_Section):
     deny: list[Deny] = Field(default_factory=list)
     fp8: Fp8 | None = None
     drift: Drift | None = None
+    stack: StackSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)
 
     @field_validator("vendor")
