@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
             print_own_help(DTKPIP)
         python = opts.python or active_python() or sys.executable
         return run_pip(python, opts.pip_args, capture=False).returncode
-    python = choose_python(opts.python, "dtkpip")
+    told = PipCommand([], None, [*cmd.global_args, *cmd.args]).option_values("--python")
+    python = choose_python(opts.python, "dtkpip", given=told[-1] if told else None)
     say_target("dtkpip", python)
     if cmd.command not in ("install", "uninstall"):
         return run_pip(python, opts.pip_args, capture=False).returncode

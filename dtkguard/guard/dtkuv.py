@@ -66,36 +66,14 @@ def main(argv: list[str]) -> int:
 
 def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
     """The interpreter uv will act on, chosen the way dtkpip chooses, and uv told so."""
-    given = sub.option_values("-p", "--python") or (
-        [os.environ["UV_PYTHON"]] if os.environ.get("UV_PYTHON") else []
-    )
-    uv_python = _as_path(given[-1]) if given else None
-    if own and uv_python and os.path.realpath(own) != os.path.realpath(uv_python):
-        raise InputError(
-            f"dtkuv --python {own} and uv's --python {given[-1]} name different interpreters",
-            field="--python",
-        )
-    if sub.has("--system") and not (own or uv_python):
+    given = sub.option_values("-p", "--python") or [os.environ.get("UV_PYTHON") or ""]
+    if sub.has("--system") and not (own or given[-1]):
         raise InputError(
             "dtkuv judges the environment uv would change: name it with --python PATH "
             "instead of --system",
             field="--system",
         )
-    return choose_python(own or uv_python, "dtkuv", fallback=shim_of)
-
-
-def _as_path(value: str) -> str:
-    """uv's ``--python`` as an interpreter path (an env directory is its ``bin/python``)."""
-    path = Path(value)
-    if path.is_dir():
-        path = path / "bin" / "python"
-    if not path.exists():
-        raise InputError(
-            f"{value}: dtkuv needs the interpreter uv acts on as a path (an interpreter or an "
-            "environment directory), not a version request",
-            field="--python",
-        )
-    return str(path)
+    return choose_python(own, "dtkuv", fallback=shim_of, given=given[-1] or None)
 
 
 def _inside(path: str, folder: str) -> bool:

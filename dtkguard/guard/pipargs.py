@@ -93,6 +93,8 @@ def split_dtkpip(argv: list[str], own: tuple[str, ...] = ()) -> DtkpipArgs:
             i += 1
         if name == "--override" and not value.strip():
             raise InputError("--override needs a reason", field="--override")
+        if getattr(out, name[2:].replace("-", "_")) is not None:
+            raise InputError(f"{name} given twice", field=name)
         setattr(out, name[2:].replace("-", "_"), value)
         i += 1
     out.pip_args = argv[i:]

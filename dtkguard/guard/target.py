@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,18 +52,54 @@ def default_python() -> str:
     return active_python() or sys.executable
 
 
-def choose_python(explicit: str | None, tool: str, fallback: str | None = None) -> str:
-    """The interpreter dtkpip/dtkuv act on: ``--python``, else the active venv/conda env, else
-    ``fallback`` (the env of the `uv` shim that ran), else the one interpreter `guard install`
-    guarded; never dtkguard's own by accident."""
-    if explicit:
-        return explicit
+def interpreter_path(value: str) -> str:
+    """pip's or uv's ``--python`` as an interpreter path (an env directory is its
+    ``bin/python``); a version request cannot be judged, so it is refused."""
+    from dtkguard.errors import InputError
+
+    path = Path(value)
+    if path.is_dir():
+        path = path / "bin" / "python"
+    if not path.exists():
+        raise InputError(
+            f"{value}: name the interpreter to act on as a path (an interpreter or an "
+            "environment directory), not a version request",
+            field="--python",
+        )
+    return str(path)
+
+
+def _same_env(a: str, b: str) -> bool:
+    """Two interpreter paths of one environment: the same ``bin/`` (a venv's python is a
+    symlink to the base interpreter, so the files themselves cannot be compared)."""
+    return os.path.realpath(os.path.dirname(os.path.abspath(a))) == os.path.realpath(
+        os.path.dirname(os.path.abspath(b))
+    )
+
+
+def choose_python(
+    explicit: str | None, tool: str, fallback: str | None = None, given: str | None = None
+) -> str:
+    """The interpreter dtkpip/dtkuv act on: their ``--python``, else the one pip/uv was told
+    (``given``: their own ``--python``), else the active venv/conda env, else ``fallback`` (the
+    env of the `uv` shim that ran), else the one interpreter `guard install` guarded; never
+    dtkguard's own by accident."""
+    from dtkguard.errors import InputError
+
+    told = interpreter_path(given) if given else None
+    if explicit and told and not _same_env(explicit, told):
+        raise InputError(
+            f"{tool} --python {explicit} and the --python {given} given to {tool[3:]} name "
+            "different interpreters",
+            field="--python",
+        )
+    if explicit or told:
+        return explicit or str(told)
     from dtkguard.env.environment import active_python
 
     active = active_python() or fallback
     if active:
         return active
-    from dtkguard.errors import InputError
     from dtkguard.guard.registry import guarded, registry_file
 
     known = guarded()

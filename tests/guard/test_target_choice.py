@@ -45,6 +45,18 @@ def test_nothing_active_uses_the_one_guarded_else_refuses(tg: Guarded, tmp_path:
         assert proc.returncode == 2, proc.stderr
         assert "no guarded interpreter is known" in proc.stderr and "--python PY" in proc.stderr
         assert "Traceback" not in proc.stderr
+    # pip's and uv's own --python name the target too; two different ones are refused
+    pip_opt = "--disable-pip-version-check"  # dtkpip's own options end at pip's first one
+    told = tg.dtkguard("pip", pip_opt, "--python", str(tg.venv.path), "list", env=env)
+    assert told.returncode == 0, told.stderr
+    assert f"dtkpip: acting on {tg.venv.python}" in told.stderr and TORCH in told.stdout
+    both = tg.dtkguard(
+        "pip", "--python", sys.executable, pip_opt, "--python", str(tg.venv.python), "list",
+        env=env,
+    )  # fmt: skip
+    twice = tg.dtkguard("pip", "--python", sys.executable, "--python", str(tg.venv.python))
+    assert twice.returncode == 2 and "given twice" in twice.stderr
+    assert both.returncode == 2 and "different interpreters" in both.stderr
     _guard(tg, tg.venv.python, env)
     listed = tg.dtkguard("pip", "list", env=env)
     assert listed.returncode == 0, listed.stderr
