@@ -162,3 +162,23 @@ def test_a_plan_dtkuv_cannot_read_is_refused(tmp_path: Path) -> None:
     fake.write_text(fake.read_text().replace("install 2", "install 1"))
     plan = uv_dry_run(str(fake), ["pip", "install", "--dry-run", "x"], hermetic_env(), set())
     assert plan.ok and [p.name for p in plan.install] == ["accelerate"]
+
+
+def test_a_venv_without_pip_is_guarded_too(
+    tmp_path: Path, uv_cache: Path, guard_policy: Path, vendor_wheelhouse: Path, public_dir: Path
+) -> None:
+    """uv users' venvs often have no pip: planning, judging and explaining need none."""
+    from tests.guard.conftest import DAS_25041
+    from tests.support.venvs import make_venv
+
+    venv = make_venv(tmp_path / "venv", with_pip=False)
+    env = hermetic_env(UV_CACHE_DIR=str(uv_cache))
+    venv.uv_pip("install", "--no-index", "-f", str(vendor_wheelhouse), "-f", str(public_dir),
+                f"torch=={DAS_25041['torch']}", env=env)  # fmt: skip
+    g = Guarded(venv, guard_policy, ["--no-index", "-f", str(public_dir)], tmp_path)
+    proc = g.dtkguard("guard", "install", "--python", str(venv.python), "--policy", str(g.policy))
+    assert proc.returncode == 0, proc.stderr
+    before = venv.snapshot()
+    proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "torch==2.7.0")
+    text = refused(g, proc, before)
+    assert f"replace the vendor build torch {TORCH} with torch 2.7.0" in text
