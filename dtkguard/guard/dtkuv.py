@@ -25,6 +25,7 @@ from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
     UV_VALUE_OPTIONS,
     environment_of,
+    into_folder,
     quiet_output,
     real_uv,
     run_uv,
@@ -119,8 +120,10 @@ class _Run:
         self.command = shlex.join(["uv", *top.global_args, "pip", *top.args])
         self.env = dict(os.environ)
         self.env.pop(overrides.ENV_VAR, None)
-        # uv's dry run takes an empty ``.lock`` in the env it plans for (or --target/--prefix)
-        roots = [interp.prefix, *map(Path, sub.option_values("-t", "--target", "--prefix"))]
+        # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
+        # folder (from the command line or, for a refusal, from uv's config: site-packages)
+        dests = sub.option_values("-t", "--target", "--prefix")
+        roots = [interp.prefix, interp.purelib, *map(Path, dests)]
         self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
@@ -219,6 +222,13 @@ class _Run:
 
     def same_environment(self, plan: Plan) -> None:
         """uv must have planned for the interpreter dtkuv judges (fail closed otherwise)."""
+        if into_folder(plan) and not self.sub.option_values("-t", "--target", "--prefix"):
+            self.untouched(2)
+            raise InputError(
+                "uv's configuration sends this to a --target/--prefix folder dtkuv was not told "
+                "of: give it on the command line; nothing was changed",
+                field="--target",
+            )
         named = environment_of(plan)
         if named is None:
             return  # uv names no env for ./.venv of the cwd; --python already pinned it

@@ -67,6 +67,7 @@ SHIM_MARKER = "dtkguard-uv-shim"
 
 _CHANGE = re.compile(r"^ ([-+~]) ([A-Za-z0-9][A-Za-z0-9._-]*)(?:==(\S+))?(?: @ (\S+))?")
 _COUNT = re.compile(r"^Would (install|uninstall) (\d+) package")
+_FOLDER_MODE = re.compile(r"^Using \S+ \S+ interpreter at")
 _USING = re.compile(r"^Using .*? environment at:? (.+?)\s*$")
 
 
@@ -161,6 +162,11 @@ def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str
             f"{seen['uninstall']}): nothing was changed\n"
         )
     return plan
+
+
+def into_folder(plan: Plan) -> bool:
+    """uv planned for a ``--target``/``--prefix`` folder (it names the interpreter only)."""
+    return any(_FOLDER_MODE.match(line) for line in plan.stderr.splitlines())
 
 
 def environment_of(plan: Plan) -> str | None:

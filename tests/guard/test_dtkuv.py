@@ -182,3 +182,16 @@ def test_a_venv_without_pip_is_guarded_too(
     proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "torch==2.7.0")
     text = refused(g, proc, before)
     assert f"replace the vendor build torch {TORCH} with torch 2.7.0" in text
+
+
+def test_a_target_from_uv_config_is_refused(ug: Guarded, uv_cache: Path, tmp_path: Path) -> None:
+    """A uv.toml with ``[pip] target`` redirects the install where dtkuv was not told."""
+    config = tmp_path / "uv.toml"
+    config.write_text(f'[pip]\ntarget = "{ug.venv.site_packages}"\n')
+    before = ug.venv.snapshot()
+    proc = dtkuv(
+        ug, uv_cache, "--config-file", str(config), "pip", "install", *ug.index_args,
+        "--no-deps", "torch==2.7.0",
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--target" in proc.stderr, proc.stderr
+    assert changed(before, ug.venv.snapshot()) == []
