@@ -67,7 +67,8 @@ def main(argv: list[str]) -> int:
 
 def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
     """The interpreter uv will act on, chosen the way dtkpip chooses, and uv told so."""
-    given = sub.option_values("-p", "--python") or [os.environ.get("UV_PYTHON") or ""]
+    # dtkuv passes --python to uv, which beats UV_PYTHON: it counts only when nothing else names one
+    given = sub.option_values("-p", "--python") or [("" if own else os.environ.get("UV_PYTHON"))]
     if sub.has("--system") and not (own or given[-1]):
         raise InputError(
             "dtkuv judges the environment uv would change: name it with --python PATH "

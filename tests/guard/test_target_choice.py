@@ -54,6 +54,10 @@ def test_nothing_active_uses_the_one_guarded_else_refuses(tg: Guarded, tmp_path:
         "pip", "--python", sys.executable, pip_opt, "--python", str(tg.venv.python), "list",
         env=env,
     )  # fmt: skip
+    by_env = tg.dtkguard(
+        "uv", "pip", "uninstall", "torch", env={**env, "UV_PYTHON": str(tg.venv.path)}
+    )
+    assert by_env.returncode == 1 and f"dtkuv: acting on {tg.venv.python}" in by_env.stderr
     twice = tg.dtkguard("pip", "--python", sys.executable, "--python", str(tg.venv.python))
     assert twice.returncode == 2 and "given twice" in twice.stderr
     assert both.returncode == 2 and "different interpreters" in both.stderr
