@@ -87,10 +87,13 @@ class NodeResult:
     #: the stack below Python, from the report's device facts ("" when it did not say)
     dtk: str = ""
     driver: str = ""
+    #: the scheduler's node name the report carries (`dtkguard.fleet.identity`)
+    node_id: str = ""
 
     @property
     def identity(self) -> tuple[str, str]:
-        return (self.host, self.target_key or self.target)
+        """Same identity = the same target audited twice: the scheduler's node, else the host."""
+        return (self.node_id or self.host, self.target_key or self.target)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -328,6 +331,7 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     node.created = str(data.get("created") or "")
     node.lock = _lock_text(data)
     explicit = data.get("node") or (target.get("node") if isinstance(target, dict) else None)
+    node.node_id = str(explicit or "")
     node.name = str(explicit or node.host or node.name)
     _identify_stack(node, data)
 

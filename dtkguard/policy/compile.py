@@ -177,6 +177,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
                 m.fp8.kv_cache,
                 m.fp8.serving,
                 {k.upper().replace("-", "_"): v for k, v in m.fp8.cards.items()},
+                m.fp8.unresolved_model,
             )
         if m.drift:
             fields["drift_extra_severity"] = m.drift.extra_severity

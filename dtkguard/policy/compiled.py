@@ -78,6 +78,8 @@ class Fp8Rule:
     serving: str = "deny"
     #: card series (as hy-smi prints it, upper case) -> action for all three kinds
     cards: dict[str, str] = field(default_factory=dict)
+    #: ``exec`` when the served model cannot be found: ``warn`` (start, say so) or ``deny``
+    unresolved_model: str = "warn"
 
     def action(self, kind: str, card: str | None = None) -> str:
         """``kind`` is ``weights``, ``kv_cache`` or ``serving``."""

@@ -87,6 +87,7 @@ class Fp8(_Section):
     kv_cache: Action = "deny"
     serving: Action = "deny"
     cards: dict[str, Action] = Field(default_factory=dict)
+    unresolved_model: Literal["deny", "warn"] = "warn"
 
 
 class Drift(_Section):

@@ -49,6 +49,8 @@ class Report:
         default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     )
     host: str = field(default_factory=lambda: os.uname().nodename)
+    #: the scheduler's node name (`dtkguard.fleet.identity`), "" outside a scheduler
+    node: str = field(default_factory=lambda: _scheduler_node())
     #: seconds since dtkguard started, and per check family (`run_checks(timings=...)`)
     elapsed: float = field(default_factory=lambda: _elapsed())
     timings: dict[str, float] = field(default_factory=dict)
@@ -67,6 +69,12 @@ class Report:
 
     def exit_code(self, fail_on: Severity) -> int:
         return 1 if self.verdict(fail_on) == "fail" else 0
+
+
+def _scheduler_node() -> str:
+    from dtkguard.fleet.identity import scheduler_node
+
+    return scheduler_node()
 
 
 def _elapsed() -> float:

@@ -142,6 +142,12 @@ RULES: dict[str, RuleInfo] = {
             "fp4-weights", _H, "FP4 weights", "The model stores FP4/MX weights.", family="fp8"
         ),
         RuleInfo(
+            "fp8-activations",
+            _H,
+            "FP8 activations over integer weights",
+            "The model's scheme computes with FP8 activations (W4AFP8, W4A8_AWQ): FP8 matmuls.",
+        ),
+        RuleInfo(
             "fp8-serving",
             _H,
             "Server started with FP8 flags",
