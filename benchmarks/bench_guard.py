@@ -5,6 +5,8 @@
    (goal: ratio <= 1.03).
 2. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
+3. ``dtkuv pip install torch`` (already satisfied: one uv dry run, no second uv) against
+   ``uv pip install torch`` of the same venv.
 
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
@@ -24,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.cache import PIP_VERSIONS  # noqa: E402
+from tests.support.cache import PIP_VERSIONS, uv_binary  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 
@@ -55,7 +57,8 @@ def main() -> int:
         for venv in (plain, guarded):
             venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", pin)
         dtk = [sys.executable, "-m", "dtkguard"]
-        denv = {**env, "PYTHONPATH": str(REPO)}
+        # guard install records the guarded venv in a state dir: the benchmark's own
+        denv = {**env, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(base / "state")}
         subprocess.run(
             [*dtk, "guard", "install", "--python", str(guarded.python)],
             env=denv,
@@ -78,6 +81,14 @@ def main() -> int:
         print(
             f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
             f"ratio {dtkpip_ms / pip_ms:.2f}"
+        )
+        uenv = {**env, "UV_CACHE_DIR": str(base / "uv-cache")}
+        ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
+        uv_ms = _time([uv_binary(), *ureq], uenv, args.pip_runs)
+        dtkuv_ms = _time([*dtk, "uv", *ureq], {**denv, **uenv}, args.pip_runs)
+        print(
+            f"install torch (satisfied)   uv  {uv_ms:7.1f} ms   dtkuv  {dtkuv_ms:7.1f} ms   "
+            f"ratio {dtkuv_ms / uv_ms:.2f}"
         )
     return 0
 

@@ -15,7 +15,9 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -56,6 +58,8 @@ class Layer:
     name: str
     path: Path
     content: str
+    #: file mode when written (the `uv` shim is executable)
+    mode: int | None = None
 
 
 def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -> str:
@@ -104,6 +108,25 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
+def uv_shim(interp: Interpreter) -> str:
+    """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    from dtkguard.guard.uvplan import SHIM_MARKER
+
+    return (
+        "#!/bin/sh\n"
+        f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
+        "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
+        "uv unchanged.\n"
+        f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
+        f'{shlex.quote(str(interp.python))} "$@"\n'
+    )
+
+
+def shim_path(interp: Interpreter) -> Path:
+    return (interp.scripts or interp.prefix / "bin") / "uv"
+
+
 def _marker(policy: CompiledPolicy) -> str:
     pins = ", ".join(f"{n} {v}" for n, v in sorted(policy.vendor.items()) if n == "torch")
     return (
@@ -122,6 +145,7 @@ def planned_layers(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
@@ -139,6 +163,8 @@ def planned_layers(
     ]
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
+    if uv_shim_too:
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
@@ -159,6 +185,8 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except UnicodeDecodeError:
+        return ""  # a binary (a real uv where the shim was): never the guard's file
 
 
 class Manifest:
@@ -192,23 +220,40 @@ def install(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
 ) -> list[tuple[str, Path, str]]:
     """Write every layer; returns (layer, path, "written" | "unchanged")."""
     manifest = Manifest(interp)
+    shim = shim_path(interp)
+    if uv_shim_too and str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
+        from dtkguard.guard.uvplan import is_shim
+
+        if not is_shim(shim):
+            raise InputError(
+                f"{shim} exists and is not dtkguard's shim (uv installed into the environment?): "
+                "uninstall it there and use a uv from outside the environment",
+                field="--uv",
+            )
     originals = manifest.originals()
     wanted = [uv_config] if uv_config else []
     for path in [interp.prefix / "pip.conf", *wanted]:
         if str(path) not in originals:
             originals[str(path)] = _read(path)
     layers = planned_layers(
-        interp, policy, originals, uv_config=uv_config, externally_managed=externally_managed
+        interp,
+        policy,
+        originals,
+        uv_config=uv_config,
+        externally_managed=externally_managed,
+        uv_shim_too=uv_shim_too,
     )
     results = []
     interp.state_dir.mkdir(parents=True, exist_ok=True)
     for layer in layers:
         if str(layer.path) not in manifest.files:
             original = originals.get(str(layer.path), _read(layer.path))
-            if layer.name in ("hook", "hook.pth", "externally-managed") and original is not None:
+            owned = ("hook", "hook.pth", "externally-managed", "uv-shim")
+            if layer.name in owned and original is not None:
                 if "dtkguard" not in original:
                     raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
                 original = None
@@ -216,7 +261,7 @@ def install(
         current = _read(layer.path)
         if current != layer.content:
             layer.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(layer.path, layer.content)
+            atomic_write_text(layer.path, layer.content, layer.mode)
         manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
         results.append(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
@@ -229,6 +274,7 @@ def install(
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
         "externally_managed": externally_managed,
+        "uv_shim": uv_shim_too,
     }
     manifest.save()
     return results
@@ -260,6 +306,7 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         manifest.originals(),
         uv_config=Path(uv) if uv else None,
         externally_managed=bool(manifest.options.get("externally_managed")),
+        uv_shim_too=bool(manifest.options.get("uv_shim")),
     )
     out = []
     for layer in layers:
