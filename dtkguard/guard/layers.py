@@ -35,7 +35,6 @@ HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
-TRIPWIRE_PTH = "dtkguard-tripwire.pth"
 
 
 def hook_source(name: str) -> str:
@@ -133,7 +132,15 @@ def planned_layers(
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
-    pth = hook_source(HOOK_PTH).replace("__POLICY__", repr(str(interp.policy_file)))
+    mode = getattr(policy, "on_import", "warn")
+    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
+    tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
+    pth = (
+        hook_source(HOOK_PTH)
+        .replace("__POLICY__", repr(str(interp.policy_file)))
+        .replace("__VENDOR_MODULES__", repr(tuple(names)))
+        .replace("__TRIPWIRE__", repr(str(tripwire)))
+    )
     layers = [
         Layer("policy", interp.policy_file, hook_json(policy)),
         Layer("constraints", constraints, constraints_text(policy)),
@@ -162,20 +169,16 @@ def planned_layers(
 def _tripwire_layers(
     interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
 ) -> list[Layer]:
-    """The import tripwire: its module, its ``.pth`` line (the vendor top-level names inline;
-    none with ``on-import = "off"``, so nothing is inserted) and ``tripwire.txt``."""
+    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
+    the vendor top-level modules inline; none with ``on-import = "off"``)."""
     mode = getattr(policy, "on_import", "warn")
-    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
-    data = interp.state_dir / baselines.TRIPWIRE_FILE
-    pth = (
-        hook_source(TRIPWIRE_PTH)
-        .replace("__NAMES__", repr(tuple(names)))
-        .replace("__DATA__", repr(str(data)))
-    )
     return [
         Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
-        Layer("tripwire.pth", interp.purelib / TRIPWIRE_PTH, pth),
-        Layer("tripwire.txt", data, baselines.tripwire_text(baseline or {}, mode)),
+        Layer(
+            "tripwire.txt",
+            interp.state_dir / baselines.TRIPWIRE_FILE,
+            baselines.tripwire_text(baseline or {}, mode),
+        ),
     ]
 
 
@@ -282,7 +285,7 @@ def install(
     return results
 
 
-_OWN_FILES = ("hook", "hook.pth", "externally-managed", "tripwire", "tripwire.pth")
+_OWN_FILES = ("hook", "hook.pth", "externally-managed", "tripwire")
 
 
 def _baseline(
