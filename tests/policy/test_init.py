@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.test_cli import dtkguard
 from tests.sitetree import add_dist, vendor_site
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DTKGUARD_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def dtkguard(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *args], capture_output=True, text=True, cwd=REPO
-    )
 
 
 def image(root: Path) -> Path:
