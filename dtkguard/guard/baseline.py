@@ -240,6 +240,16 @@ def _comparable(rel: str) -> bool:
     return ".dist-info/" not in rel and not rel.endswith(".pyc") and not rel.startswith("../")
 
 
+def _hex(digest: str) -> str:
+    """A hex sha256 from hex or from a RECORD value (``sha256=<urlsafe base64>``)."""
+    if digest.startswith("sha256="):
+        from dtkguard.audit.verify import decode_digest
+
+        decoded = decode_digest("sha256", digest[7:])
+        return decoded[0].hex() if decoded else ""
+    return digest.lower()
+
+
 def is_baseline_build(
     baseline: dict[str, Any],
     name: str,
@@ -251,9 +261,10 @@ def is_baseline_build(
 ) -> bool | None:
     """Is (name, version) with these digests the vendor build the baseline recorded?
 
-    ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path: hex sha256}
-    (e.g. read from a wheel's RECORD): every importable file must be the baseline's, no more, no
-    fewer; ``wheel_sha256``: the wheel file's hash, matched against the lock's hashes when the
+    ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path: hex sha256
+    or the RECORD value ``sha256=...``} (e.g. a wheel's RECORD rows): every file outside the
+    dist-info (``.pyc`` and scripts aside) must be the baseline's, no more, no fewer;
+    ``wheel_sha256``: the wheel file's hash, matched against the lock's hashes when the
     baseline has a lock. None when the baseline has no vendor build of that name and version
     (the question does not apply); False when no digest was given.
     """
@@ -268,7 +279,7 @@ def is_baseline_build(
         verdicts.append(record_sha256.lower() == entry["record"]["sha256"])
     if files is not None:
         mine = {r: f["sha256"] for r, f in entry["files"].items() if _comparable(r)}
-        theirs = {r: d.lower() for r, d in files.items() if _comparable(r)}
+        theirs = {r: _hex(d) for r, d in files.items() if _comparable(r)}
         verdicts.append(mine == theirs)
     if wheel_sha256 is not None:
         locked = ((baseline.get("lock") or {}).get("packages") or {}).get(canonical(name))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import TORCH, Guarded, _build
+from tests.guard.conftest import REPO, TORCH, Guarded, _build
 from tests.sitetree import add_egg
 from tests.support.cache import PIP_VERSIONS
 from tests.support.venvs import hermetic_env
@@ -90,6 +90,38 @@ def test_guard_install_records_the_vendor_builds(env: Guarded) -> None:
         is_baseline_build(data, "torch", TORCH, files={**wheel_files, "torch/x.py": "1"}) is False
     )
     assert is_baseline_build(data, "torch", TORCH) is False
+
+
+def test_the_identity_of_a_wheel_by_its_record_and_the_lock(
+    env: Guarded, vendor_wheelhouse: Path, public_dir: Path
+) -> None:
+    """`guard install --lock` records the lock's wheel hashes; a wheel's RECORD rows or its
+    sha256 tell the vendor build from a relabelled one."""
+    from dtkguard.guard.baseline import is_baseline_build, load
+
+    lock = REPO / "lockfiles" / "pylock.das-25041-vllm.toml"
+    py = str(env.venv.python)
+    proc = env.dtkguard("guard", "install", "--python", py, "--lock", str(lock))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0].split()[:2] == ["written", "baseline"]
+    data = load(env.venv.path / "dtkguard" / "baseline.json")
+    assert data is not None and data["lock"]["path"] == str(lock)
+    vendor = vendor_wheelhouse / f"torch-{TORCH}-py3-none-any.whl"
+    wheel_sha = hashlib.sha256(vendor.read_bytes()).hexdigest()
+    assert data["lock"]["packages"]["torch"]["wheels"][0]["hashes"]["sha256"] == wheel_sha
+    assert is_baseline_build(data, "torch", TORCH, wheel_sha256=wheel_sha) is True
+    other = hashlib.sha256(community_torch(public_dir).read_bytes()).hexdigest()
+    assert is_baseline_build(data, "torch", TORCH, wheel_sha256=other) is False
+
+    def record_rows(wheel: Path) -> dict[str, str]:
+        with zipfile.ZipFile(wheel) as zf:
+            name = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+            rows = [line.split(",") for line in zf.read(name).decode().splitlines()]
+        return {r[0]: r[1] for r in rows if r[1]}
+
+    assert is_baseline_build(data, "torch", TORCH, files=record_rows(vendor)) is True
+    community = record_rows(community_torch(public_dir))
+    assert is_baseline_build(data, "torch", TORCH, files=community) is False
 
 
 def test_guard_install_keeps_the_baseline_and_refuses_a_tampered_one(env: Guarded) -> None:
