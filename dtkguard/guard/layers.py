@@ -296,7 +296,8 @@ def _baseline(
     rebaseline: bool,
 ) -> tuple[str, str]:
     """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
-    as it is intact; a changed one is refused (re-recording would bless the damage)."""
+    as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
+    a changed one is refused (re-recording would bless the damage)."""
     bpath = baselines.baseline_path(interp.prefix)
     entry = manifest.files.get(str(bpath))
     current = _read(bpath)
@@ -307,11 +308,12 @@ def _baseline(
                 "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
                 field="baseline",
             )
-        data = json.loads(current)
-        if lock is None or data.get("lock") == baselines.lock_data(lock):
-            return current, "unchanged"
-        data["lock"] = baselines.lock_data(lock)
-        return baselines.dumps(data), "written"
+        # same bytes, new mtimes (a reinstall of the same build): the stats follow
+        data, _ = baselines.refreshed(json.loads(current))
+        if lock is not None:
+            data["lock"] = baselines.lock_data(lock)
+        text = baselines.dumps(data)
+        return (current, "unchanged") if text == current else (text, "written")
     return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
