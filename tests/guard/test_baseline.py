@@ -139,6 +139,8 @@ def test_guard_install_keeps_the_baseline_and_refuses_a_tampered_one(env: Guarde
     assert any(
         line.split()[:2] == ["tampered", "baseline"] for line in status.stdout.splitlines()
     ), status.stdout
+    tampered = findings(env)
+    assert ("baseline-tampered", str(path)) in tampered
     refused = env.dtkguard("guard", "install", "--python", py, "--policy", str(env.policy))
     assert refused.returncode == 2 and "--rebaseline" in refused.stderr
     path.unlink()
