@@ -86,6 +86,7 @@ def run_show(args: argparse.Namespace) -> int:
         + (f"; per card: {cards}" if cards else "")
     )
     print(f"  drift: extra packages are {policy.drift_extra_severity}")
+    print(f"  guard: on-import={policy.on_import}")
     for exc in policy.exceptions:
         print(f"  exception: {exc.rule} {exc.package} until {exc.expires}: {exc.reason}")
     return 0
