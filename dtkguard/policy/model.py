@@ -93,6 +93,25 @@ class Drift(_Section):
     extra_severity: SeverityName = "medium"
 
 
+class GuardSection(_Section):
+    """How the installed guard judges files: the start-up code (``.pth`` files,
+    ``sitecustomize``/``usercustomize``) a distribution may ship, as ``[dist:]pattern``."""
+
+    startup_allow: list[str] = Field(default_factory=list)
+
+    @field_validator("startup_allow")
+    @classmethod
+    def _check_startup(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _dist, _, pattern = value.rpartition(":")
+            if not pattern.strip() or "/" in pattern:
+                raise ValueError(
+                    f"not a start-up file pattern: {value!r} (expected e.g. "
+                    "'setuptools:distutils-precedence.pth' or '__editable__.*.pth')"
+                )
+        return values
+
+
 class PolicyExceptionModel(_Section):
     rule: str
     package: str
@@ -124,6 +143,7 @@ class PolicyFile(_Section):
     deny: list[Deny] = Field(default_factory=list)
     fp8: Fp8 | None = None
     drift: Drift | None = None
+    guard: GuardSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)
 
     @field_validator("vendor")
