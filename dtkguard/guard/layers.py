@@ -28,6 +28,8 @@ from dtkguard.util.atomic import atomic_write_text
 
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
+#: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
+HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
 
 
@@ -38,6 +40,11 @@ def hook_source(name: str) -> str:
     except (ModuleNotFoundError, FileNotFoundError):
         src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
         return src.read_text(encoding="utf-8")
+
+
+def decision_source() -> str:
+    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
+    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -135,6 +142,7 @@ def planned_layers(
             _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
     if uv_config is not None:
@@ -208,7 +216,8 @@ def install(
     for layer in layers:
         if str(layer.path) not in manifest.files:
             original = originals.get(str(layer.path), _read(layer.path))
-            if layer.name in ("hook", "hook.pth", "externally-managed") and original is not None:
+            ours = ("hook", "decision", "hook.pth", "externally-managed")
+            if layer.name in ours and original is not None:
                 if "dtkguard" not in original:
                     raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
                 original = None
@@ -222,9 +231,10 @@ def install(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
         )
         manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    pyc = _compile(interp, interp.purelib / HOOK_MODULE)
-    if pyc is not None and str(pyc) not in manifest.files:
-        manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
+    for module in (HOOK_MODULE, HOOK_DECISION):
+        pyc = _compile(interp, interp.purelib / module)
+        if pyc is not None and str(pyc) not in manifest.files:
+            manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -251,7 +261,9 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
 
 
 def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
-    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    """(layer, path, state) for every layer against ``policy``: "present"; "absent";
+    "tampered" when the file is no longer what `install` wrote (its sha256 in the manifest);
+    "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
     layers = planned_layers(
@@ -264,7 +276,13 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     out = []
     for layer in layers:
         current = _read(layer.path)
-        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        written = manifest.files.get(str(layer.path), {}).get("sha256")
+        if current is None:
+            state = "absent"
+        elif written and _sha(current) != written:
+            state = "tampered"
+        else:
+            state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
     return out
 
