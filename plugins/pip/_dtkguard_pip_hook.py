@@ -110,6 +110,17 @@ def _changed(text):
         _state["error"] = text
 
 
+def _lacks(*names):
+    """pip lacks internals the guard wraps: say which, all of them."""
+    import pip
+
+    missing = _state.setdefault("missing", [])
+    missing += [n for n in names if n not in missing]
+    text = f"pip {getattr(pip, '__version__', '?')} lacks what the guard wraps"
+    if _state["error"] is None or _state["error"].startswith(text):
+        _state["error"] = f"{text} ({', '.join(missing)})"
+
+
 # -- start-up of the guard inside pip ------------------------------------------------------
 
 
@@ -442,7 +453,7 @@ def _record(reason, allowed):
 
 
 def _summary(problems, limit=6):
-    lines = [p.message for p in problems[:limit]]
+    lines = [f"{p.message} [{p.rule}, {p.severity}]" for p in problems[:limit]]
     if len(problems) > limit:
         lines.append(f"... and {len(problems) - limit} more")
     return "\n  ".join(lines)
@@ -597,12 +608,7 @@ def _patch_install(module):
         if obj is None
     ]
     if missing:
-        import pip
-
-        _changed(
-            f"pip {getattr(pip, '__version__', '?')} lacks what the guard wraps "
-            f"({', '.join(missing)})"
-        )
+        _lacks(*missing)
     if not getattr(run, "_dtkguard", False):
 
         def guarded_run(self, options, args):
@@ -654,12 +660,7 @@ def _patch_uninstall(module):
     cls = getattr(module, "UninstallPathSet", None)
     original = getattr(cls, "from_dist", None)
     if original is None:
-        import pip
-
-        _changed(
-            f"pip {getattr(pip, '__version__', '?')} lacks what the guard wraps "
-            "(UninstallPathSet.from_dist)"
-        )
+        _lacks("UninstallPathSet.from_dist")
         remove = getattr(cls, "remove", None)
         if remove is not None:
 
