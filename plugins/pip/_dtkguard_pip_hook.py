@@ -574,6 +574,7 @@ def _explain_conflict(exc, args):
     state = os.path.dirname(_state["policy_path"] or ".")
     request = " ".join(a for a in args if not a.startswith("-")) or "..."
     first = names[0]
+    links = "".join(f" --find-links {f}" for f in (policy.get("find_links") or ())[:1])
     return (
         f"\ndtkguard: the constraints above are the vendor pins of the guard of policy "
         f"{policy.get('name', '?')} ({files[0]}), written to {state}/constraints.txt by "
@@ -581,7 +582,7 @@ def _explain_conflict(exc, args):
         + "".join(f"  {line}\n" for line in dict.fromkeys(lines))
         + "What to do:\n"
         f"  dtkpip install {request}   (plans the install and shows what to use instead)\n"
-        f"  pip install '{first}=={policy['vendor'][first]}'   (the vendor build)\n"
+        f"  pip install{links} '{first}=={policy['vendor'][first]}'   (the vendor build)\n"
         f"  dtkguard policy explain {first}   (the rule)\n"
         f'Override (recorded): DTKGUARD_OVERRIDE="reason" dtkpip install {request}'
     )
