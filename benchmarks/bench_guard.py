@@ -3,7 +3,10 @@
 1. Interpreter start (``python -c pass``) in a venv with the pip hook installed against the same
    venv without it: the hook's .pth and meta-path finder must cost nothing measurable
    (goal: ratio <= 1.03).
-2. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
+2. ``import torch`` in the same two venvs, timed inside the interpreter: the guarded one runs
+   the import tripwire (stat of the vendor RECORD and key files against the baseline; goal:
+   added cost <= 1 ms).
+3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
 3. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
@@ -42,6 +45,45 @@ def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
         subprocess.run(cmd, env=env, check=True, capture_output=True)
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
+
+
+def _cpu_ms(cmd: list[str], env: dict[str, str]) -> float:
+    """User + system CPU time of one run, in milliseconds: steadier than wall time on a
+    shared machine."""
+    import os
+
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(cmd, env=env, stdout=null, stderr=null)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+_IMPORT = "import time;t=time.perf_counter_ns();import torch;print((time.perf_counter_ns()-t)/1e6)"
+
+
+def import_ms(python: Path, env: dict[str, str], runs: int) -> list[float]:
+    """``import torch`` times (ms) measured inside ``runs`` fresh interpreters."""
+    return [
+        float(
+            subprocess.run(
+                [str(python), "-c", _IMPORT], env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+
+
+def bench_import(plain: Path, guarded: Path, env: dict[str, str], runs: int) -> None:
+    a, b = [], []
+    for _ in range(runs):  # alternate, as for start-up
+        a += import_ms(plain, env, 1)
+        b += import_ms(guarded, env, 1)
+    a_ms, b_ms = statistics.median(a), statistics.median(b)
+    print(
+        f"import torch     plain {a_ms:7.3f} ms   tripwire {b_ms:7.3f} ms   "
+        f"added {b_ms - a_ms:+.3f} ms   ratio {b_ms / a_ms:.2f}   (median of {runs})"
+    )
 
 
 def main() -> int:
@@ -91,6 +133,14 @@ def main() -> int:
             f"python -c pass   plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
             f"ratio {b_ms / a_ms:.3f}   (median of {args.runs})"
         )
+        a = [_cpu_ms([str(plain.python), "-c", "pass"], env) for _ in range(args.runs)]
+        b = [_cpu_ms([str(guarded.python), "-c", "pass"], env) for _ in range(args.runs)]
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
+        print(
+            f"  (CPU time)     plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
+            f"ratio {b_ms / a_ms:.3f}"
+        )
+        bench_import(plain.python, guarded.python, env, args.runs)
         req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
         pip_ms = _time([str(guarded.python), "-m", "pip", *req], env, args.pip_runs)
         dtkpip_ms = _time([*dtk, "pip", "--python", str(guarded.python), *req], denv, args.pip_runs)

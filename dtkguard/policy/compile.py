@@ -178,6 +178,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
             fields["drift_extra_severity"] = m.drift.extra_severity
         if m.guard:
             startup_allow += [a for a in m.guard.startup_allow if a not in startup_allow]
+            fields["on_import"] = m.guard.on_import
         exceptions += [
             PolicyException(
                 e.rule,

@@ -124,6 +124,8 @@ class CompiledPolicy:
     drift_extra_severity: str = "medium"
     #: start-up files (``.pth``, sitecustomize) a dist may ship: ``[dist:]fnmatch-pattern``
     startup_allow: tuple[str, ...] = ()
+    #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
+    on_import: str = "warn"
     #: the files this policy was read from, first the named one, then what it extends
     files: tuple[str, ...] = ()
 

@@ -94,9 +94,12 @@ class Drift(_Section):
 
 
 class GuardSection(_Section):
-    """How the installed guard judges files: the start-up code (``.pth`` files,
-    ``sitecustomize``/``usercustomize``) a distribution may ship, as ``[dist:]pattern``."""
+    """How the installed guard behaves: what the import tripwire does, and the start-up code
+    (``.pth`` files, ``sitecustomize``/``usercustomize``) a distribution may ship, as
+    ``[dist:]pattern``."""
 
+    #: what the import tripwire does when a vendor build changed since `guard install`
+    on_import: Literal["warn", "error", "off"] = "warn"
     startup_allow: list[str] = Field(default_factory=list)
 
     @field_validator("startup_allow")

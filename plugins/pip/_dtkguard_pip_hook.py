@@ -287,9 +287,10 @@ def _guard_files():
         os.path.join(here, "_dtkguard_pip_hook.py"),
         os.path.join(here, DECISION),
         os.path.join(here, PTH),
+        os.path.join(here, "_dtkguard_tripwire.py"),
         *(
             os.path.join(here, "__pycache__", f"{module}.{tag}{opt}.pyc")
-            for module in ("_dtkguard_pip_hook", "_dtkguard_decision")
+            for module in ("_dtkguard_pip_hook", "_dtkguard_decision", "_dtkguard_tripwire")
             for tag in (sys.implementation.cache_tag,)
             for opt in ("", ".opt-1", ".opt-2")
         ),
