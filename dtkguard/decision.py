@@ -300,6 +300,69 @@ def judge_files(policy, name, paths, owners=None, guard=(), site_dirs=()):
     return out
 
 
+# -- identity: the vendor build of the baseline ----------------------------------------------
+
+
+def comparable(rel):
+    """Files a wheel and its installed copy share: not the metadata pip rewrites, not .pyc."""
+    return ".dist-info/" not in rel and not rel.endswith(".pyc") and not rel.startswith("../")
+
+
+def _hex(digest):
+    """A hex sha256 from hex or from a RECORD value (``sha256=<urlsafe base64>``)."""
+    digest = str(digest or "")
+    if digest.startswith("sha256="):
+        import base64
+        import binascii
+
+        raw = digest[7:]
+        try:
+            return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
+        except (binascii.Error, ValueError):
+            return ""
+    return digest.lower()
+
+
+def baseline_build(baseline, name, version, record_sha256=None, files=None, wheel_sha256=None):
+    """Is (name, version) with these digests the vendor build the baseline of `guard install`
+    recorded? ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path:
+    hex sha256 or ``sha256=...``}: every file outside the dist-info (``.pyc`` and scripts
+    aside) must be the baseline's, no more, no fewer; ``wheel_sha256``: the wheel's hash,
+    matched against the lock's hashes. None when the baseline has no vendor build of that name
+    and version (the question does not apply); False when no digest was given."""
+    entry = (baseline.get("vendor") or {}).get(canonical(name))
+    if entry is None or not same_version(version, entry.get("version")):
+        return None
+    verdicts = []
+    if record_sha256 is not None:
+        verdicts.append(str(record_sha256).lower() == entry["record"]["sha256"])
+    if files is not None:
+        mine = {r: f["sha256"] for r, f in entry["files"].items() if comparable(r)}
+        theirs = {r: _hex(d) for r, d in files.items() if comparable(r)}
+        verdicts.append(mine == theirs)
+    if wheel_sha256 is not None:
+        locked = ((baseline.get("lock") or {}).get("packages") or {}).get(canonical(name))
+        hashes = [w.get("hashes", {}).get("sha256") for w in (locked or {}).get("wheels", [])]
+        verdicts.append(bool(hashes) and str(wheel_sha256).lower() in hashes)
+    return bool(verdicts) and all(verdicts)
+
+
+def judge_build(baseline, name, version, files=None, wheel_sha256=None):
+    """Problems of installing (name, version) with these file digests when the baseline holds a
+    vendor build of that name and version: a relabelled build is not the vendor build."""
+    if not baseline:
+        return []
+    verdict = baseline_build(baseline, name, version, None, files, wheel_sha256)
+    if verdict is None or verdict:
+        return []
+    key = canonical(name)
+    msg = (
+        f"{name} {version} carries the vendor build's name and label but not its files: it is "
+        f"not the vendor build `guard install` recorded"
+    )
+    return [Problem("vendor-not-baseline", "critical", key, msg, {"version": version})]
+
+
 # -- exceptions and the verdict -------------------------------------------------------------
 
 

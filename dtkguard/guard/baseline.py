@@ -235,19 +235,11 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 # --- identity -------------------------------------------------------------------------------
 
 
-def _comparable(rel: str) -> bool:
-    """Files a wheel and its installed copy share: not the metadata pip rewrites, not .pyc."""
-    return ".dist-info/" not in rel and not rel.endswith(".pyc") and not rel.startswith("../")
+def comparable(rel: str) -> bool:
+    """Files a wheel and its installed copy share (`dtkguard.decision` decides)."""
+    from dtkguard.decision import comparable as shared
 
-
-def _hex(digest: str) -> str:
-    """A hex sha256 from hex or from a RECORD value (``sha256=<urlsafe base64>``)."""
-    if digest.startswith("sha256="):
-        from dtkguard.audit.verify import decode_digest
-
-        decoded = decode_digest("sha256", digest[7:])
-        return decoded[0].hex() if decoded else ""
-    return digest.lower()
+    return shared(rel)
 
 
 def is_baseline_build(
@@ -260,32 +252,10 @@ def is_baseline_build(
     wheel_sha256: str | None = None,
 ) -> bool | None:
     """Is (name, version) with these digests the vendor build the baseline recorded?
+    `dtkguard.decision.baseline_build` decides, as it does inside the pip hook."""
+    from dtkguard.decision import baseline_build
 
-    ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path: hex sha256
-    or the RECORD value ``sha256=...``} (e.g. a wheel's RECORD rows): every file outside the
-    dist-info (``.pyc`` and scripts aside) must be the baseline's, no more, no fewer;
-    ``wheel_sha256``: the wheel file's hash, matched against the lock's hashes when the
-    baseline has a lock. None when the baseline has no vendor build of that name and version
-    (the question does not apply); False when no digest was given.
-    """
-    from dtkguard.policy.compiled import canonical
-    from dtkguard.rules.vendor import same_version
-
-    entry = baseline.get("vendor", {}).get(canonical(name))
-    if entry is None or not same_version(version, entry["version"]):
-        return None
-    verdicts: list[bool] = []
-    if record_sha256 is not None:
-        verdicts.append(record_sha256.lower() == entry["record"]["sha256"])
-    if files is not None:
-        mine = {r: f["sha256"] for r, f in entry["files"].items() if _comparable(r)}
-        theirs = {r: _hex(d) for r, d in files.items() if _comparable(r)}
-        verdicts.append(mine == theirs)
-    if wheel_sha256 is not None:
-        locked = ((baseline.get("lock") or {}).get("packages") or {}).get(canonical(name))
-        hashes = [w.get("hashes", {}).get("sha256") for w in (locked or {}).get("wheels", [])]
-        verdicts.append(bool(hashes) and wheel_sha256.lower() in hashes)
-    return bool(verdicts) and all(verdicts)
+    return baseline_build(baseline, name, version, record_sha256, files, wheel_sha256)
 
 
 # --- comparing -------------------------------------------------------------------------------
@@ -408,7 +378,7 @@ def tripwire_text(baseline: dict[str, Any], mode: str) -> str:
             if rel in files
         ]
         largest = sorted(
-            (r for r in files if _comparable(r) and r not in key_files),
+            (r for r in files if comparable(r) and r not in key_files),
             key=lambda r: (-files[r]["size"], r),
         )[:TRIPWIRE_LARGEST]
         for rel in key_files + largest:

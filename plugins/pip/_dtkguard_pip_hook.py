@@ -126,8 +126,11 @@ def _lacks(*names):
 
 def _prepare():
     """Import now everything the guard needs later: pip 26.x blocks imports during install."""
+    import base64  # noqa: F401
+    import binascii  # noqa: F401
     import csv  # noqa: F401
     import getpass  # noqa: F401
+    import hashlib  # noqa: F401
     import inspect  # noqa: F401
     import json  # noqa: F401
     import os  # noqa: F401
@@ -327,6 +330,51 @@ def _wheel_files(wheel, scheme):
     return out
 
 
+def _baseline():
+    """The baseline `guard install` recorded beside the policy ({} when there is none)."""
+    if "baseline" not in _state:
+        import json
+        import os
+
+        path = os.path.join(os.path.dirname(_state["policy_path"] or "."), "baseline.json")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                _state["baseline"] = json.load(fh)
+        except FileNotFoundError:
+            _state["baseline"] = {}
+        except (OSError, ValueError) as exc:
+            _changed(f"the guard's baseline {path} is unreadable ({exc})")
+            _state["baseline"] = {}
+    return _state["baseline"]
+
+
+def _identity(policy, name, version, wheel):
+    """A wheel with a vendor build's name and exact label must hold the vendor build's files
+    (the baseline's digests): a relabelled community build is refused."""
+    decision = _state["decision"]
+    pin = policy["vendor"].get(_canonical(name))
+    if pin is None or not decision.same_version(version, pin):
+        return []
+    baseline = _baseline()
+    entry = (baseline.get("vendor") or {}).get(_canonical(name))
+    if not entry or not decision.same_version(version, entry.get("version")):
+        return []  # the baseline holds no build of that name and version
+    import hashlib
+    import zipfile
+
+    digests = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for member in zf.namelist():
+            if not member.endswith("/") and decision.comparable(member):
+                digests[member] = hashlib.sha256(zf.read(member)).hexdigest()
+    sha = None
+    locked = ((baseline.get("lock") or {}).get("packages") or {}).get(_canonical(name))
+    if locked:
+        with open(wheel, "rb") as fh:
+            sha = hashlib.sha256(fh.read()).hexdigest()
+    return decision.judge_build(baseline, name, version, digests, sha)
+
+
 def _scheme(req, home, root, prefix, user):
     """pip's own destination for ``req`` as {key: real path}."""
     from pip._internal.locations import get_scheme
@@ -508,7 +556,7 @@ def _guard_install(reqs, home, root, prefix, user):
         return
     roots = _roots()
     default = home is None and root is None and prefix is None
-    files, unknown = {}, []
+    files, unknown, identity = {}, [], []
     touching = default
     for req in reqs:
         scheme = _scheme(req, home, root, prefix, user)
@@ -517,13 +565,14 @@ def _guard_install(reqs, home, root, prefix, user):
         wheel = getattr(req, "local_file_path", None)
         if wheel and str(wheel).endswith(".whl"):
             files[req.name or "?"] = _wheel_files(wheel, scheme)
+            identity += _identity(policy, req.name or "?", _req_version(req), wheel)
         else:
             unknown.append(req.name or "?")
     removals = [req.name for req in reqs if getattr(req, "should_reinstall", False)]
     if not touching:  # elsewhere: only what pip removes from here counts
         problems = judge(policy, [], None, removals)
     else:
-        problems = judge(policy, items, files)
+        problems = judge(policy, items, files) + identity
         for name in unknown:
             problems.append(
                 _state["decision"].Problem(

@@ -271,3 +271,28 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     gone = {k for k in before if "dtkguard" in k or "pip.conf" in k}
     assert {k for k in changed(before, after)} == gone
     assert subprocess.run([py, "-c", "import sys"], env=hermetic_env()).returncode == 0
+
+
+def test_relabelled_community_torch_is_refused(
+    guarded: Guarded, public_dir: Path, vendor_wheelhouse: Path, tmp_path: Path
+) -> None:
+    """A community torch renamed ``torch-2.4.1+das.opt1.dtk25041``: the label is the vendor's,
+    the files are not the ones the baseline of `guard install` recorded."""
+    import zipfile
+
+    community = next(public_dir.glob("torch-2.4.1-*.whl"))
+    with zipfile.ZipFile(community) as zf:
+        files = {n: zf.read(n) for n in zf.namelist() if not n.startswith("torch-")}
+    forged = build_wheel(tmp_path / "forged", "torch", TORCH, files=files)
+    before = guarded.venv.snapshot()
+    proc = guarded.pip("install", "--no-deps", "--force-reinstall", str(forged))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "vendor-not-baseline" in proc.stderr and "not the vendor build" in proc.stderr
+    assert changed(before, guarded.venv.snapshot()) == []
+    # the real vendor build of the same name and label still reinstalls
+    proc = guarded.pip(
+        "install", "--no-deps", "--force-reinstall", "--no-index", "-f", str(vendor_wheelhouse),
+        f"torch=={TORCH}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert guarded.venv.installed()["torch"] == TORCH
