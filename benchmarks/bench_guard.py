@@ -8,6 +8,10 @@
    added cost <= 1 ms).
 3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
+3. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
+   hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
+   here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
+   venv.
 
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
@@ -30,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from tests.support.cache import PIP_VERSIONS  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
+from tests.support.wheels import build_wheel  # noqa: E402
 
 
 def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
@@ -100,12 +105,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="python -c pass runs per side")
     parser.add_argument("--pip-runs", type=int, default=5, help="pip/dtkpip runs per side")
+    parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
+    parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     args = parser.parse_args()
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         base = Path(tmp)
         vendor = base / "vendor"
         make_wheelhouse(vendor, [p for p in das_25041_packages() if p.key in ("torch",)])
+        big_torch = build_wheel(
+            base / "big",
+            "torch",
+            DAS_25041["torch"],
+            files={f"torch/part{i // 100}/m{i}.py": f"x = {i}\n" for i in range(args.vendor_files)},
+        )
+        judged = build_wheel(
+            base / "judged",
+            "many-files",
+            "1.0",
+            files={f"many_files/sub{i // 100}/m{i}.py": f"y = {i}\n" for i in range(args.files)},
+        )
         plain = make_venv(base / "plain", pip_version=PIP_VERSIONS[-1])
         guarded = make_venv(base / "guarded", pip_version=PIP_VERSIONS[-1])
         pin = f"torch=={DAS_25041['torch']}"
@@ -143,6 +162,19 @@ def main() -> int:
         print(
             f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
             f"ratio {dtkpip_ms / pip_ms:.2f}"
+        )
+        for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
+            venv.pip("install", "--no-deps", "--force-reinstall", str(big_torch))
+        install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
+        a, b = [], []
+        for _ in range(args.pip_runs):
+            for venv, out in ((plain, a), (guarded, b)):
+                out.append(_time([str(venv.python), *install], env, 1))
+                venv.pip("uninstall", "-y", "many-files")
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
+        print(
+            f"install a wheel of {args.files} files beside a torch of {args.vendor_files}   "
+            f"pip {a_ms:7.1f} ms   hooked pip {b_ms:7.1f} ms   ratio {b_ms / a_ms:.2f}"
         )
     return 0
 

@@ -290,34 +290,25 @@ def record_digest(text: str) -> str:
     rows of the files the wheel itself ships (not what the installer writes: INSTALLER,
     REQUESTED, direct_url.json, uv_cache.json, ``.pyc``, scripts). The same for the wheel's
     RECORD and for any installed copy of it, by pip or uv."""
-    from dtkguard.audit.verify import rows_of
+    from dtkguard.audit.verify import decode_digest, rows_of
 
     lines = []
     for row in rows_of(text):
         if row is None or len(row) != 3 or not row[1] or _installer_written(row[0]):
             continue
-        if not _comparable(row[0]):
+        if not comparable(row[0]):
             continue
         algo, _, value = row[1].partition("=")
-        digest = _hex(f"sha256={value}") if algo.lower() == "sha256" else row[1]
-        lines.append(f"{row[0]},{digest}")
+        decoded = decode_digest("sha256", value) if algo.lower() == "sha256" else None
+        lines.append(f"{row[0]},{decoded[0].hex() if decoded else row[1]}")
     return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
 
 
-def _comparable(rel: str) -> bool:
-    """Files a wheel and its installed copy share: not what the installer writes (its
-    dist-info files, ``.pyc``, scripts outside site-packages)."""
-    return not (_installer_written(rel) or rel.endswith(".pyc") or rel.startswith("../"))
+def comparable(rel: str) -> bool:
+    """Files a wheel and its installed copy share (`dtkguard.decision` decides)."""
+    from dtkguard.decision import comparable as shared
 
-
-def _hex(digest: str) -> str:
-    """A hex sha256 from hex or from a RECORD value (``sha256=<urlsafe base64>``)."""
-    if digest.startswith("sha256="):
-        from dtkguard.audit.verify import decode_digest
-
-        decoded = decode_digest("sha256", digest[7:])
-        return decoded[0].hex() if decoded else ""
-    return digest.lower()
+    return shared(rel)
 
 
 def is_baseline_build(
@@ -330,34 +321,10 @@ def is_baseline_build(
     wheel_sha256: str | None = None,
 ) -> bool | None:
     """Is (name, version) with these digests the vendor build the baseline recorded?
+    `dtkguard.decision.baseline_build` decides, as it does inside the pip hook."""
+    from dtkguard.decision import baseline_build
 
-    ``record_sha256``: hex sha256 of an installed RECORD file, or its `record_digest` (which
-    a wheel's RECORD gives too); ``files``: {RECORD path: hex sha256
-    or the RECORD value ``sha256=...``} (e.g. a wheel's RECORD rows): every file outside the
-    dist-info (``.pyc`` and scripts aside) must be the baseline's, no more, no fewer;
-    ``wheel_sha256``: the wheel file's hash, matched against the lock's hashes when the
-    baseline has a lock. None when the baseline has no vendor build of that name and version
-    (the question does not apply); False when no digest was given.
-    """
-    from dtkguard.policy.compiled import canonical
-    from dtkguard.rules.vendor import same_version
-
-    entry = baseline.get("vendor", {}).get(canonical(name))
-    if entry is None or not same_version(version, entry["version"]):
-        return None
-    verdicts: list[bool] = []
-    if record_sha256 is not None:
-        rec = entry["record"]
-        verdicts.append(record_sha256.lower() in (rec["sha256"], rec.get("digest")))
-    if files is not None:
-        mine = {r: f["sha256"] for r, f in entry["files"].items() if _comparable(r)}
-        theirs = {r: _hex(d) for r, d in files.items() if _comparable(r)}
-        verdicts.append(mine == theirs)
-    if wheel_sha256 is not None:
-        locked = ((baseline.get("lock") or {}).get("packages") or {}).get(canonical(name))
-        hashes = [w.get("hashes", {}).get("sha256") for w in (locked or {}).get("wheels", [])]
-        verdicts.append(bool(hashes) and wheel_sha256.lower() in hashes)
-    return bool(verdicts) and all(verdicts)
+    return baseline_build(baseline, name, version, record_sha256, files, wheel_sha256)
 
 
 # --- comparing -------------------------------------------------------------------------------
@@ -557,7 +524,7 @@ def tripwire_text(baseline: dict[str, Any], mode: str) -> str:
             if rel in files
         ]
         largest = sorted(
-            (r for r in files if _comparable(r) and r not in key_files),
+            (r for r in files if comparable(r) and r not in key_files),
             key=lambda r: (-files[r]["size"], r),
         )[:TRIPWIRE_LARGEST]
         for rel in key_files + largest:

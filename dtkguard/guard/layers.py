@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
+#: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
+HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 
@@ -44,6 +46,11 @@ def hook_source(name: str) -> str:
     except (ModuleNotFoundError, FileNotFoundError):
         src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
         return src.read_text(encoding="utf-8")
+
+
+def decision_source() -> str:
+    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
+    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -150,6 +157,7 @@ def planned_layers(
             _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
     layers += _tripwire_layers(interp, policy, baseline)
@@ -272,7 +280,11 @@ def install(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
         )
         manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    for module, layer_name in ((HOOK_MODULE, "hook.pyc"), (TRIPWIRE_MODULE, "tripwire.pyc")):
+    for module, layer_name in (
+        (HOOK_MODULE, "hook.pyc"),
+        (HOOK_DECISION, "hook.pyc"),
+        (TRIPWIRE_MODULE, "tripwire.pyc"),
+    ):
         pyc = _compile(interp, interp.purelib / module)
         if pyc is not None and str(pyc) not in manifest.files:
             manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
@@ -285,7 +297,7 @@ def install(
     return results
 
 
-_OWN_FILES = ("hook", "hook.pth", "externally-managed", "tripwire")
+_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire")
 
 
 def _baseline(
@@ -334,7 +346,9 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
 
 
 def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
-    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    """(layer, path, state) for every layer against ``policy``: "present"; "absent";
+    "tampered" when the file is no longer what `install` wrote (its sha256 in the manifest);
+    "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
     bpath = baselines.baseline_path(interp.prefix)
@@ -358,7 +372,13 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     out = [("baseline", bpath, base_state)]
     for layer in layers:
         current = _read(layer.path)
-        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        written = manifest.files.get(str(layer.path), {}).get("sha256")
+        if current is None:
+            state = "absent"
+        elif written and _sha(current) != written:
+            state = "tampered"
+        else:
+            state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
     return out
 
