@@ -26,21 +26,11 @@ pytestmark = pytest.mark.wheel_cache
 
 
 @pytest.fixture
-def env(
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Guarded:
     """A new guarded venv (newest pip: these routes never go through pip)."""
+    inputs = ("guard_policy", "vendor_wheelhouse", "public_dir", "extra_wheelhouse")
     return _build(
-        tmp_path / "venv",
-        PIP_VERSIONS[-1],
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
+        tmp_path / "venv", PIP_VERSIONS[-1], *(request.getfixturevalue(n) for n in inputs)
     )
 
 
