@@ -87,15 +87,25 @@ def _uninstall(
         if not reason:
             _say(render_removal(vendor, policy, f"pip {shlex.join(pip_args)}", DTKPIP))
             return 1
-        overrides.record(
+        token = overrides.record_with_token(
             interp.overrides_file,
             reason,
             ["pip", *pip_args],
             [f"remove {v}" for v in vendor],
             "dtkpip",
         )
-        env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
-    return run_pip(interp.python, pip_args, env, capture=False).returncode
+        env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
+    return _run_once(interp, pip_args, env)
+
+
+def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> int:
+    """Run the real pip; an override token the hook did not consume is withdrawn after."""
+    try:
+        return run_pip(interp.python, pip_args, env, capture=False).returncode
+    finally:
+        token = env.get(overrides.TOKEN_VAR)
+        if token:
+            overrides.token_file(interp.overrides_file, token).unlink(missing_ok=True)
 
 
 def _install(
@@ -145,8 +155,10 @@ def _install(
         real_args = [*pip_args, "-c", str(constraints)]
         if verdict.blocked:
             allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
-            overrides.record(interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip")
-            env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
+            token = overrides.record_with_token(
+                interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip"
+            )
+            env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
             _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
             if failed_with_pins:
                 real_args = list(pip_args)
@@ -156,7 +168,7 @@ def _install(
             return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
-        return run_pip(interp.python, real_args, env, capture=False).returncode
+        return _run_once(interp, real_args, env)
 
 
 def _satisfied(plan: Plan) -> str:

@@ -23,14 +23,22 @@ from importlib import resources
 from pathlib import Path
 
 from dtkguard.errors import InputError
+from dtkguard.guard import baseline as baselines
 from dtkguard.guard.compiled import constraints_text, hook_json
 from dtkguard.guard.target import Interpreter
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.lock.read import Lock
+
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
+#: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
+HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
+TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 
 
 def hook_source(name: str) -> str:
@@ -40,6 +48,11 @@ def hook_source(name: str) -> str:
     except (ModuleNotFoundError, FileNotFoundError):
         src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
         return src.read_text(encoding="utf-8")
+
+
+def decision_source() -> str:
+    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
+    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -146,10 +159,19 @@ def planned_layers(
     uv_config: Path | None = None,
     externally_managed: bool = False,
     uv_shim_too: bool = False,
+    baseline: dict | None = None,
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
-    pth = hook_source(HOOK_PTH).replace("__POLICY__", repr(str(interp.policy_file)))
+    mode = getattr(policy, "on_import", "warn")
+    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
+    tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
+    pth = (
+        hook_source(HOOK_PTH)
+        .replace("__POLICY__", repr(str(interp.policy_file)))
+        .replace("__VENDOR_MODULES__", repr(tuple(names)))
+        .replace("__TRIPWIRE__", repr(str(tripwire)))
+    )
     layers = [
         Layer("policy", interp.policy_file, hook_json(policy)),
         Layer("constraints", constraints, constraints_text(policy)),
@@ -159,8 +181,10 @@ def planned_layers(
             _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
+    layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if uv_shim_too:
@@ -174,6 +198,22 @@ def planned_layers(
             )
         layers.append(Layer("externally-managed", interp.stdlib / MARKER, _marker(policy)))
     return layers
+
+
+def _tripwire_layers(
+    interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
+) -> list[Layer]:
+    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
+    the vendor top-level modules inline; none with ``on-import = "off"``)."""
+    mode = getattr(policy, "on_import", "warn")
+    return [
+        Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
+        Layer(
+            "tripwire.txt",
+            interp.state_dir / baselines.TRIPWIRE_FILE,
+            baselines.tripwire_text(baseline or {}, mode),
+        ),
+    ]
 
 
 def _sha(text: str) -> str:
@@ -221,8 +261,13 @@ def install(
     uv_config: Path | None = None,
     externally_managed: bool = False,
     uv_shim_too: bool = False,
+    lock: Lock | None = None,
+    rebaseline: bool = False,
 ) -> list[tuple[str, Path, str]]:
-    """Write every layer; returns (layer, path, "written" | "unchanged")."""
+    """Write every layer; returns (layer, path, "written" | "unchanged").
+
+    The baseline is recorded first (nothing is written when a vendor build does not match
+    its RECORD) and kept on later installs unless ``rebaseline``."""
     manifest = Manifest(interp)
     shim = shim_path(interp)
     if uv_shim_too and str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
@@ -234,6 +279,8 @@ def install(
                 "uninstall it there and use a uv from outside the environment",
                 field="--uv",
             )
+    base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
+    baseline = json.loads(base_text)
     originals = manifest.originals()
     wanted = [uv_config] if uv_config else []
     for path in [interp.prefix / "pip.conf", *wanted]:
@@ -246,14 +293,20 @@ def install(
         uv_config=uv_config,
         externally_managed=externally_managed,
         uv_shim_too=uv_shim_too,
+        baseline=baseline,
     )
     results = []
     interp.state_dir.mkdir(parents=True, exist_ok=True)
+    bpath = baselines.baseline_path(interp.prefix)
+    if base_state == "written":
+        atomic_write_text(bpath, base_text)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(base_text)}
+    manifest.save()
+    results.append(("baseline", bpath, base_state))
     for layer in layers:
         if str(layer.path) not in manifest.files:
             original = originals.get(str(layer.path), _read(layer.path))
-            owned = ("hook", "hook.pth", "externally-managed", "uv-shim")
-            if layer.name in owned and original is not None:
+            if layer.name in _OWN_FILES and original is not None:
                 if "dtkguard" not in original:
                     raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
                 original = None
@@ -267,9 +320,14 @@ def install(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
         )
         manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    pyc = _compile(interp, interp.purelib / HOOK_MODULE)
-    if pyc is not None and str(pyc) not in manifest.files:
-        manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
+    for module, layer_name in (
+        (HOOK_MODULE, "hook.pyc"),
+        (HOOK_DECISION, "hook.pyc"),
+        (TRIPWIRE_MODULE, "tripwire.pyc"),
+    ):
+        pyc = _compile(interp, interp.purelib / module)
+        if pyc is not None and str(pyc) not in manifest.files:
+            manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -278,6 +336,38 @@ def install(
     }
     manifest.save()
     return results
+
+
+_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")
+
+
+def _baseline(
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    manifest: Manifest,
+    lock: Lock | None,
+    rebaseline: bool,
+) -> tuple[str, str]:
+    """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
+    as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
+    a changed one is refused (re-recording would bless the damage)."""
+    bpath = baselines.baseline_path(interp.prefix)
+    entry = manifest.files.get(str(bpath))
+    current = _read(bpath)
+    if not rebaseline and entry is not None and current is not None:
+        if _sha(current) != entry.get("sha256"):
+            raise InputError(
+                f"{bpath} changed since `guard install`; check the environment "
+                "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
+                field="baseline",
+            )
+        # same bytes, new mtimes (a reinstall of the same build): the stats follow
+        data, _ = baselines.refreshed(json.loads(current))
+        if lock is not None:
+            data["lock"] = baselines.lock_data(lock)
+        text = baselines.dumps(data)
+        return (current, "unchanged") if text == current else (text, "written")
+    return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
 def _compile(interp: Interpreter, module: Path) -> Path | None:
@@ -297,9 +387,18 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
 
 
 def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
-    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    """(layer, path, state) for every layer against ``policy``: "present"; "absent";
+    "tampered" when the file is no longer what `install` wrote (its sha256 in the manifest);
+    "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
+    bpath = baselines.baseline_path(interp.prefix)
+    text = _read(bpath)
+    entry = manifest.files.get(str(bpath)) or {}
+    try:
+        baseline = json.loads(text) if text is not None else None
+    except ValueError:
+        baseline = None
     layers = planned_layers(
         interp,
         policy,
@@ -307,11 +406,21 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         uv_config=Path(uv) if uv else None,
         externally_managed=bool(manifest.options.get("externally_managed")),
         uv_shim_too=bool(manifest.options.get("uv_shim")),
+        baseline=baseline,
     )
-    out = []
+    base_state = (
+        "absent" if text is None else "present" if entry.get("sha256") == _sha(text) else "tampered"
+    )
+    out = [("baseline", bpath, base_state)]
     for layer in layers:
         current = _read(layer.path)
-        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        written = manifest.files.get(str(layer.path), {}).get("sha256")
+        if current is None:
+            state = "absent"
+        elif written and _sha(current) != written:
+            state = "tampered"
+        else:
+            state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
     return out
 
@@ -324,7 +433,7 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
         manifest.files.items(), key=lambda kv: kv[1].get("layer") == "policy"
     ):
         path = Path(path_text)
-        current = _read(path) if entry.get("layer") != "hook.pyc" else None
+        current = None if str(entry.get("layer")).endswith(".pyc") else _read(path)
         original = entry.get("original")
         if entry.get("sha256") and current is not None and _sha(current) != entry["sha256"]:
             results.append((entry["layer"], path, "kept (changed since install)"))
