@@ -152,9 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_env:
         if reqs:
             raise InputError("--from-env takes no requirements", field="REQ")
-        from dtkguard.commands.lock_env import lock_from_env
-
-        return lock_from_env(args, policy, target, out)
+        return _lock_from_env(args, policy, target, out)
     if not reqs:
         raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
     fetcher = Fetcher()
@@ -163,6 +161,41 @@ def run(args: argparse.Namespace) -> int:
         return _lock(args, policy, target, out, reqs, sources, index, fetcher, started)
     finally:
         fetcher.close()
+
+
+def _lock_from_env(args: argparse.Namespace, policy, target, out: Path) -> int:
+    from dtkguard.commands.common import open_target
+    from dtkguard.lock.from_env import installed_document, lock_installed, target_of_env
+    from dtkguard.lock.write import write_lock
+    from dtkguard.resolve.http import Fetcher
+
+    env = open_target(args)
+    if not args.python_version:
+        own = target_of_env(env, target)
+        if own is None:
+            print(
+                f"dtkguard: warning: cannot tell the Python version of the target; locking for "
+                f"Python {target.python} (the policy's), pass --python-version to choose",
+                file=sys.stderr,
+            )
+        target = own or target
+    fetcher = Fetcher()
+    try:
+        sources, index = _sources(args, policy, fetcher)
+        found = lock_installed(env, sources, policy, target, out.parent)
+    finally:
+        fetcher.close()
+    inputs = _inputs(args, [], index)
+    write_lock(out, installed_document(env, found, policy, target, inputs, args.note))
+    if not args.quiet:
+        print(
+            f"wrote {out}: {len(found.entries)} packages matched to wheels by RECORD, "
+            f"{len(found.installed)} recorded as installed-only",
+            file=sys.stderr,
+        )
+        for problem in found.problems[:10]:
+            print(f"dtkguard: warning: {problem}", file=sys.stderr)
+    return 0
 
 
 def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
