@@ -57,12 +57,14 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
 
 def stack_inputs(args: argparse.Namespace, env, *, run_hy_smi: bool) -> dict:
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
-    from dtkguard.audit.stack import stack_facts
+    from dtkguard.audit.assemble import stack_inputs as inputs
 
-    live = env.target.get("kind") != "root"
-    recorded = getattr(args, "hy_smi_output", None)
-    facts = stack_facts(env, live=live, hy_smi_output=recorded, run_hy_smi=run_hy_smi)
-    return {"stack": facts, "expect_devices": bool(getattr(args, "expect_devices", False))}
+    return inputs(
+        env,
+        hy_smi_output=getattr(args, "hy_smi_output", None),
+        expect_devices=getattr(args, "expect_devices", False),
+        run_hy_smi=run_hy_smi,
+    )
 
 
 def add_policy_option(parser: argparse.ArgumentParser) -> None:

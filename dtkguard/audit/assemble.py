@@ -1,0 +1,146 @@
+"""An audit of one target: its identity, device facts, drift, files, FP8, as one `Report`.
+
+`dtkguard audit` parses its options into an `AuditRequest`, opens the target and the policy, and
+hands them to `audit`; everything between (facts, inputs of the rules, which rules ran) is here.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class AuditRequest:
+    """What to audit besides the installed set (the options of ``dtkguard audit``)."""
+
+    lock: Any = None  # a read lock (`dtkguard.lock.read`), for drift
+    verify_files: bool = False
+    workers: int | None = None
+    models: list[str] = field(default_factory=list)
+    processes: bool = False
+    hy_smi_output: str | None = None
+    expect_devices: bool = False
+    inventory: bool = False  # list every component (an SBOM)
+
+
+def stack_inputs(
+    env: Any, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
+) -> dict:
+    """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
+    from dtkguard.audit.stack import stack_facts
+
+    live = env.target.get("kind") != "root"
+    facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
+    return {"stack": facts, "expect_devices": bool(expect_devices)}
+
+
+def audit(env: Any, policy: Any, request: AuditRequest) -> Any:
+    """The `Report` of auditing ``env`` under ``policy``."""
+    from dtkguard.env.identity import identity
+    from dtkguard.report import Report
+    from dtkguard.rules.context import CheckContext
+    from dtkguard.rules.engine import CHECKS, run_checks
+
+    target = identity(env)
+    env.target = target
+    extra, facts = _inputs(env, policy, request)
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
+    inventory = []
+    if request.inventory:
+        from dtkguard.audit.inventory import components
+
+        inventory = components(env.dists)
+    return Report(
+        findings,
+        target=target,
+        policy=policy.name,
+        command="audit",
+        warnings=env.warnings,
+        rules=rules_run(request),
+        facts=facts,
+        inventory=inventory,
+        timings=timings,
+    )
+
+
+def rules_run(request: AuditRequest) -> list[str]:
+    """The rule ids an audit of ``request`` evaluates (a report lists them as checked)."""
+    from dtkguard.rules.catalog import RULES
+
+    rules = [r for r in RULES if not r.startswith("fp")]
+    if not request.lock:
+        rules = [r for r in rules if not r.startswith("drift")]
+    if not request.verify_files:
+        rules = [r for r in rules if not r.startswith(("file", "record"))]
+    if request.models or request.processes:
+        rules += [r for r in RULES if r.startswith("fp")]
+    return rules
+
+
+def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:
+    """(``ctx.extra`` for the rules, the report's facts)."""
+    from dtkguard.audit.facts import device_facts, process_environ
+
+    target = env.target
+    pid = target.get("pid")
+    live = target.get("kind") != "root"
+    extra = stack_inputs(
+        env,
+        hy_smi_output=request.hy_smi_output,
+        expect_devices=request.expect_devices,
+        run_hy_smi=live,
+    )
+    stack = extra["stack"]
+    series = [c.series for c in stack.cards or [] if c.series]  # hy-smi already ran, if any
+    device = device_facts(env.root, process_environ(pid) if pid else None, live, series)
+    device["stack"] = stack.to_json()
+    facts: dict = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
+    facts["device"] = extra["device"] = device
+    lock = request.lock
+    if lock is not None:
+        extra["lock"] = lock
+        facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}
+    if request.verify_files:
+        from dtkguard.audit.verify import verify
+
+        result = verify(env.dists, env.root, workers=request.workers, progress_stream=sys.stderr)
+        extra["verification"] = result
+        facts["verification"] = result.summary()
+    if request.models or request.processes:
+        extra["fp8"], extra["card"] = fp8_inputs(request, policy, facts)
+    return extra, facts
+
+
+def fp8_inputs(request: AuditRequest, policy: Any, facts: dict) -> tuple[list, str | None]:
+    """The scans of ``models`` and ``processes`` and the card that sets their severity."""
+    from dtkguard.errors import InputError
+    from dtkguard.rules.fp8 import pick_card, problem_lines
+
+    cards = facts["device"].get("cards") or []
+    card = pick_card(cards, policy)
+    items: list = []
+    if request.models:
+        import os
+
+        from dtkguard.models.scan import scan
+
+        for path in request.models:
+            if not os.path.lexists(path):
+                raise InputError("no such file or folder", file=path, field="--models")
+        scans = scan(request.models)
+        items += scans
+        facts["models"] = [
+            {"path": s.path, "name": s.name, "tensors": s.tensors, "bytes_read": s.bytes_read}
+            for s in scans
+        ]
+        facts["model_problems"] = problem_lines(scans)
+    if request.processes:
+        from dtkguard.models.serving import scan_processes
+
+        procs = scan_processes()
+        items += procs
+        facts["processes"] = [{"pid": p.pid, "engine": p.command.engine} for p in procs]
+    return items, card
