@@ -11,14 +11,17 @@ resolve, found by trial resolutions bounded in rounds.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from dtkguard.errors import DtkguardError
 from dtkguard.resolve.provider import PYTHON, Candidate, PolicyProvider, Req
+
+#: a trial resolution: (provider, requirements, deadline, rounds budget) -> resolves? (None:
+#: the budget ran out)
+Trial = Callable[[PolicyProvider, list[Requirement], float, list[int]], "bool | None"]
 
 #: how many alternative versions are tried (full resolutions) when looking for what would work
 MAX_TRIES = 6
@@ -243,47 +246,13 @@ def _requesting(
     return involved
 
 
-def _trial(
-    provider: PolicyProvider, reqs: list[Requirement], deadline: float, budget: list[int]
-) -> bool | None:
-    """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
-    rounds left for all trials together (the rounds this trial took are taken off)."""
-    from dtkguard.resolve.provider import OutOfTime
-    from dtkguard.resolve.resolver import Unsatisfiable, resolve
-
-    if time.monotonic() >= deadline or budget[0] <= 0:
-        return None
-    try:
-        res = resolve(
-            reqs,
-            provider.sources,
-            provider.policy,
-            provider.target,
-            explain=False,
-            pre=provider.pre,
-            deadline=deadline,
-            max_rounds=budget[0],
-            like=provider,
-            cache=provider.cache,
-        )
-    except OutOfTime:
-        budget[0] = 0
-        return None
-    except Unsatisfiable as exc:
-        budget[0] -= exc.rounds
-        return False
-    except DtkguardError:  # a source failed on this trial: no answer
-        return False
-    budget[0] -= res.rounds
-    return True
-
-
 def _suggest(
     provider: PolicyProvider,
     name: str,
     roots: Sequence[Requirement],
     deadline: float,
     budget: list[int],
+    trial: Trial,
 ) -> tuple[list[str], bool]:
     """Versions of ``name`` nearest to the request that resolve with the rest of the request,
     and whether every version tried got an answer in time."""
@@ -302,9 +271,9 @@ def _suggest(
     )
     found: list[str] = []
     for v in ranked[:MAX_TRIES]:
-        trial = [r for r in roots if provider.make_req(r, None).name != name]
-        trial.append(Requirement(f"{asked.name}{_extras(asked)}=={v}"))
-        ok = _trial(provider, trial, deadline, budget)
+        trial_reqs = [r for r in roots if provider.make_req(r, None).name != name]
+        trial_reqs.append(Requirement(f"{asked.name}{_extras(asked)}=={v}"))
+        ok = trial(provider, trial_reqs, deadline, budget)
         if ok is None:
             return found, False
         if ok:
@@ -328,11 +297,14 @@ def explain_conflict(
     provider: PolicyProvider,
     causes: Sequence[Any],
     roots: Sequence[Requirement],
-    rounds: int = 0,
+    rounds: int,
+    trial: Trial,
 ) -> list[str]:
     """Lines for the user: each clashing requirement with the chain that reached it (in policy
     words where the policy is a reason), then which versions of the requested packages would
-    resolve. ``rounds``: how many the failed resolution took (bounds all trials together)."""
+    resolve. ``rounds``: how many the failed resolution took (bounds all trials together);
+    ``trial``: the resolver's `dtkguard.resolve.resolver.trial` (passed in, so that this module
+    does not import the resolver that imports it)."""
     lines: list[str] = []
     by_policy = False
     for req, parents in _groups(causes):
@@ -358,7 +330,7 @@ def explain_conflict(
         where = "with the rest of the request" if len(roots) > 1 else "for the target"
     root_names = [provider.make_req(r, None).name for r in roots]
     for name in _requesting(causes, roots, provider):
-        found, complete = _suggest(provider, name, roots, deadline, budget)
+        found, complete = _suggest(provider, name, roots, deadline, budget, trial)
         if found:
             lines.append(f"versions of {name} that resolve {where}: {', '.join(found)}")
             continue
@@ -366,7 +338,7 @@ def explain_conflict(
             lines.append(f"no version of {name} tried resolves {where} (the search was cut short)")
             continue
         alone = roots[root_names.index(name)]
-        if len(roots) > 1 and _trial(provider, [alone], deadline, budget):
+        if len(roots) > 1 and trial(provider, [alone], deadline, budget):
             lines.append(
                 f"{_plain(alone)} resolves on its own, but none of the versions of {name} "
                 "nearest to the request resolves together with the rest of the request"

@@ -179,7 +179,7 @@ def resolve(
                 raise Unsatisfiable([], reporter.rounds) from None
             from dtkguard.resolve.explain import explain_conflict
 
-            lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds)
+            lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds, trial)
             raise Unsatisfiable(lines, reporter.rounds) from None
         except (ResolutionTooDeep, OutOfTime):
             if not explain:
@@ -188,6 +188,38 @@ def resolve(
         return _collect(provider, result, roots, reporter)
     finally:
         provider.close()
+
+
+def trial(
+    provider: PolicyProvider, reqs: list[Requirement], deadline: float, budget: list[int]
+) -> bool | None:
+    """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
+    rounds left for all trials together (the rounds this trial took are taken off)."""
+    if time.monotonic() >= deadline or budget[0] <= 0:
+        return None
+    try:
+        res = resolve(
+            reqs,
+            provider.sources,
+            provider.policy,
+            provider.target,
+            explain=False,
+            pre=provider.pre,
+            deadline=deadline,
+            max_rounds=budget[0],
+            like=provider,
+            cache=provider.cache,
+        )
+    except OutOfTime:
+        budget[0] = 0
+        return None
+    except Unsatisfiable as exc:
+        budget[0] -= exc.rounds
+        return False
+    except DtkguardError:  # a source failed on this trial: no answer
+        return False
+    budget[0] -= res.rounds
+    return True
 
 
 def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) -> list[str]:
