@@ -196,6 +196,27 @@ def combine(
     return data
 
 
+def node_report(
+    proc: Path, node: str, dtkguard: list[str], command: str | None, extra: list[str], fail_on: str
+) -> dict[str, Any]:
+    """The schema-1 report of node ``node``: every container under ``proc`` audited by
+    ``dtkguard`` (a command line) with ``command`` (default: audit if present) and ``extra``."""
+    command = command or ("audit" if _has_audit(dtkguard) else "check")
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="dtkguard-node-") as tmp:
+        for c in container_processes(proc):
+            code, report, err = audit_container(
+                c,
+                proc,
+                dtkguard,
+                command,
+                [*extra, "--fail-on", fail_on],
+                Path(tmp) / f"{c.pid}.json",
+            )
+            parts.append((c, code, report, err))
+    return combine(node, parts, fail_on, proc)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dtkguard.fleet.node", description=__doc__)
     parser.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
@@ -207,25 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtkguard", default=f"{sys.executable} -m dtkguard")
     parser.add_argument("--fail-on", default="high", help="severity that fails (default high)")
     args, extra = parser.parse_known_args(argv)
-    dtkguard = args.dtkguard.split()
-    command = args.command or ("audit" if _has_audit(dtkguard) else "check")
     proc, out = Path(args.proc), Path(args.out)
     if not (proc / "1").is_dir():
         print(f"dtkguard: error: {proc}: no process 1 (is hostPID set?)", file=sys.stderr)
         return 3
-    parts = []
-    with tempfile.TemporaryDirectory(prefix="dtkguard-node-") as tmp:
-        for c in container_processes(proc):
-            code, report, err = audit_container(
-                c,
-                proc,
-                dtkguard,
-                command,
-                [*extra, "--fail-on", args.fail_on],
-                Path(tmp) / f"{c.pid}.json",
-            )
-            parts.append((c, code, report, err))
-    data = combine(args.node, parts, args.fail_on, proc)
+    dtkguard = args.dtkguard.split()
+    data = node_report(proc, args.node, dtkguard, args.command, extra, args.fail_on)
     text = json.dumps(data, indent=2, default=str) + "\n"
     failed = 1 if data["verdict"] == "fail" else 0
     if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
@@ -237,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_text(out / f"{args.node}.json", text)
     print(
         f"dtkguard node {args.node}: {data['verdict'].upper()} "
-        f"({len(parts)} containers, {len(data['findings'])} findings) -> {out / args.node}.json"
+        f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "
+        f"-> {out / args.node}.json"
     )
     return failed
 
