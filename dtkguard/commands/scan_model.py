@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         command="scan-model",
         facts=facts,
         warnings=problems,
-        rules=list(RULES),
+        rules=[r.id for r in RULES],
         inventory=model_items(scans) if args.format == "cyclonedx" else [],
     )
     code = emit(report, args.format, args.output, fail_on=threshold)

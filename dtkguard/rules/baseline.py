@@ -13,7 +13,48 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dtkguard.findings import Finding, Severity
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "vendor-missing",
+        Severity.CRITICAL,
+        "Vendor build gone since guard install",
+        "A vendor build the guard's baseline recorded is no longer installed (removed by "
+        "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
+        "dtkguard restore --python <interpreter>.",
+        family="baseline",
+    ),
+    RuleInfo(
+        "vendor-not-baseline",
+        Severity.CRITICAL,
+        "Vendor name and label, other bytes",
+        "The installed build carries the vendor's name and label, but its RECORD differs "
+        "from the one recorded by guard install: a relabelled community build. Restore the "
+        "vendor build with dtkguard restore --python <interpreter>.",
+        family="baseline",
+    ),
+    RuleInfo(
+        "vendor-files-changed",
+        Severity.CRITICAL,
+        "Vendor build's files changed since guard install",
+        "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
+        "an installer writing over them). Restore with dtkguard restore --python "
+        "<interpreter>.",
+        family="baseline",
+    ),
+    RuleInfo(
+        "baseline-tampered",
+        Severity.HIGH,
+        "The guard's baseline cannot be trusted",
+        "baseline.json is unreadable or differs from the digest in the guard's manifest. "
+        "Check the environment, then record it again with guard install --rebaseline.",
+        family="baseline",
+    ),
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

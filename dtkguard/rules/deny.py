@@ -7,7 +7,21 @@ from collections.abc import Iterator
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.compiled import canonical
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "denied-package",
+        Severity.CRITICAL,
+        "Denied package installed",
+        "The policy denies this package, typically a CUDA-only wheel that cannot run on "
+        "a DCU and signals that a community build was pulled in. Uninstall it.",
+        family="deny",
+    ),
+)
 
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 

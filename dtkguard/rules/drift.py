@@ -15,7 +15,34 @@ from packaging.version import InvalidVersion, Version
 
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "drift-missing",
+        Severity.HIGH,
+        "Locked package missing",
+        "A package in the lock is not installed.",
+        family="drift",
+    ),
+    RuleInfo(
+        "drift-version",
+        Severity.HIGH,
+        "Installed version differs from the lock",
+        "The installed version is not the locked one.",
+        family="drift",
+    ),
+    RuleInfo(
+        "drift-extra",
+        Severity.MEDIUM,
+        "Package not in the lock",
+        "A package is installed that the lock does not list.",
+        family="drift",
+    ),
+)
 
 #: installed by the environment's own bootstrap (venv seeds pip) or dtkguard itself
 NEVER_EXTRA = frozenset({"pip", "dtkguard"})

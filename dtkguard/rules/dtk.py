@@ -7,7 +7,29 @@ from collections.abc import Iterator
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import label_of, release_of
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "dtk-mixed",
+        Severity.HIGH,
+        "Builds for different DTK releases side by side",
+        "Extensions built for another DTK release than the environment's fail with "
+        "undefined symbols. Use builds of one DTK release.",
+        family="dtk",
+    ),
+    RuleInfo(
+        "torch-abi",
+        Severity.HIGH,
+        "Extension built against another torch",
+        "The .torchXYZ part of the local label names the torch the extension was built "
+        "against; it does not match the installed torch.",
+        family="dtk",
+    ),
+)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:

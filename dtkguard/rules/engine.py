@@ -1,6 +1,7 @@
 """Run checks over a context, apply the policy's exceptions, report their housekeeping.
 
-``CHECKS`` names every built-in check family; third parties add theirs through the
+``FAMILIES`` names every built-in check family and its module, which declares the rules it
+reports (``RULES``) and checks them (``check``); third parties add checks through the
 ``dtkguard.checks`` entry point group (a callable taking a `CheckContext`).
 """
 
@@ -10,6 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator
 
 from dtkguard.findings import Finding, Severity, sort_key
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
 
 TYPE_CHECKING = False
@@ -20,20 +22,41 @@ if TYPE_CHECKING:
 
 Check = Callable[[CheckContext], Iterable[Finding]]
 
-#: family -> "module:function"; `check` runs ENVIRONMENT_CHECKS, `audit` adds more
-CHECKS: dict[str, str] = {
-    "vendor": "dtkguard.rules.vendor:check",
-    "deny": "dtkguard.rules.deny:check",
-    "dtk": "dtkguard.rules.dtk:check",
-    "torch-build": "dtkguard.rules.torch_build:check",
-    "override": "dtkguard.rules.override:check",
-    "baseline": "dtkguard.rules.baseline:check",
-    "drift": "dtkguard.rules.drift:check",
-    "files": "dtkguard.rules.files:check",
-    "fp8": "dtkguard.rules.fp8:check",
-    "stack": "dtkguard.rules.stack:check",
+#: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
+#: family is registered in; `check` runs ENVIRONMENT_CHECKS, `audit` adds more
+FAMILIES: dict[str, str] = {
+    "vendor": "dtkguard.rules.vendor",
+    "deny": "dtkguard.rules.deny",
+    "dtk": "dtkguard.rules.dtk",
+    "torch-build": "dtkguard.rules.torch_build",
+    "override": "dtkguard.rules.override",
+    "baseline": "dtkguard.rules.baseline",
+    "drift": "dtkguard.rules.drift",
+    "files": "dtkguard.rules.files",
+    "fp8": "dtkguard.rules.fp8",
+    "stack": "dtkguard.rules.stack",
 }
+#: family -> "module:function"
+CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
+
+#: what `apply_exceptions` reports about the policy's exceptions themselves
+HOUSEKEEPING = (
+    RuleInfo(
+        "exception-expired",
+        Severity.MEDIUM,
+        "Policy exception expired",
+        "An exception in the policy is past its expiry date and no longer applies.",
+        family="policy",
+    ),
+    RuleInfo(
+        "exception-unused",
+        Severity.LOW,
+        "Policy exception unused",
+        "An exception in the policy matched no finding; remove it.",
+        family="policy",
+    ),
+)
 
 
 def load_check(family: str) -> Check:

@@ -11,7 +11,34 @@ from collections.abc import Iterator
 from typing import Any
 
 from dtkguard.findings import Finding, Severity
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "file-modified",
+        Severity.HIGH,
+        "Installed file differs from RECORD",
+        "The file's hash or size differs from what the installer recorded.",
+        family="files",
+    ),
+    RuleInfo(
+        "file-missing",
+        Severity.HIGH,
+        "Installed file missing",
+        "A file listed in RECORD is not on disk.",
+        family="files",
+    ),
+    RuleInfo(
+        "record-unverifiable",
+        Severity.LOW,
+        "Installed files cannot be verified",
+        "No RECORD, hashless rows or a RECORD that points outside the root.",
+        family="files",
+    ),
+)
 
 #: category -> (rule, severity, what it means, what to do)
 CATEGORIES: dict[str, tuple[str, Severity, str, str]] = {

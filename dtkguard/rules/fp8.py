@@ -15,14 +15,53 @@ from dtkguard.models.scan import ModelScan, scan
 from dtkguard.models.serving import Request, ServingProcess
 from dtkguard.models.verdict import KIND, detect
 from dtkguard.policy.compiled import Fp8Rule
+from dtkguard.rules.catalog import RuleInfo
 
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
 RULES = (
-    "fp8-weights",
-    "fp8-scales",
-    "fp4-weights",
-    "fp8-activations",
-    "fp8-kv-cache",
-    "fp8-serving",
+    RuleInfo(
+        "fp8-weights",
+        Severity.HIGH,
+        "FP8 weights on a card without FP8",
+        "The model stores FP8 weights. Use the BF16 variant or dequantize.",
+        family="fp8",
+    ),
+    RuleInfo(
+        "fp8-scales",
+        Severity.HIGH,
+        "FP8 scales in the model",
+        "The model carries FP8 tensors as scales (e.g. NVFP4 block scales).",
+        family="fp8",
+    ),
+    RuleInfo(
+        "fp8-kv-cache",
+        Severity.HIGH,
+        "FP8 KV cache requested",
+        "The model or server asks for an FP8 KV cache.",
+        family="fp8",
+    ),
+    RuleInfo(
+        "fp4-weights",
+        Severity.HIGH,
+        "FP4 weights",
+        "The model stores FP4/MX weights.",
+        family="fp8",
+    ),
+    RuleInfo(
+        "fp8-activations",
+        Severity.HIGH,
+        "FP8 activations over integer weights",
+        "The model's scheme computes with FP8 activations (W4AFP8, W4A8_AWQ): FP8 matmuls.",
+        family="fp8",
+    ),
+    RuleInfo(
+        "fp8-serving",
+        Severity.HIGH,
+        "Server started with FP8 flags",
+        "A serving process asks for FP8 quantization on its command line or environment.",
+        family="fp8",
+    ),
 )
 #: a config whose scheme the tensors contradict fails to load on every card, FP8 or not
 CONFIG_SEVERITY = {"stale-config": Severity.MEDIUM, "config-mismatch": Severity.MEDIUM}

@@ -10,7 +10,21 @@ from dtkguard.env.root import ConfinementError
 from dtkguard.findings import Finding, Severity
 from dtkguard.guard.override import read
 from dtkguard.guard.target import STATE_DIR
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "override-used",
+        Severity.HIGH,
+        "Guard override used",
+        "Someone installed past the guard with an explicit override; the record "
+        "says who, when and why.",
+        family="override",
+    ),
+)
 
 _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 

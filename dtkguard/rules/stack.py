@@ -13,7 +13,66 @@ from collections.abc import Iterator
 from dtkguard.audit.stack import StackFacts, version_tuple
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import DtkRelease
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "dtk-runtime-mismatch",
+        Severity.HIGH,
+        "Vendor builds made for another DTK than the one installed",
+        "The DTK release in the vendor builds' labels is not the DTK installed in the "
+        "target (/opt/dtk/.info/version). Use matching DTK and wheels.",
+        family="stack",
+    ),
+    RuleInfo(
+        "torch-hip-mismatch",
+        Severity.HIGH,
+        "torch built against another HIP than the DTK provides",
+        "torch/version.py's hip is not the HIP of the installed DTK (hip_version.h).",
+        family="stack",
+    ),
+    RuleInfo(
+        "driver-too-old",
+        Severity.HIGH,
+        "DCU driver older than the card series needs",
+        "The driver hy-smi reports is below the minimum of the policy's support table "
+        "for that card series. Upgrade the driver.",
+        family="stack",
+    ),
+    RuleInfo(
+        "dtk-too-old",
+        Severity.HIGH,
+        "DTK older than the card series needs",
+        "The installed DTK release is below the minimum of the policy's support table "
+        "for the node's card series.",
+        family="stack",
+    ),
+    RuleInfo(
+        "driver-inconsistent",
+        Severity.HIGH,
+        "Cards of one node report different drivers",
+        "hy-smi (or the kernel module) reports more than one driver version on one node.",
+        family="stack",
+    ),
+    RuleInfo(
+        "cards-mixed",
+        Severity.MEDIUM,
+        "Card series mixed in one node",
+        "The node holds card series that the policy's [stack] no-mix keeps apart.",
+        family="stack",
+    ),
+    RuleInfo(
+        "device-unreachable",
+        Severity.HIGH,
+        "DCUs unreachable from the target",
+        "Asked with --expect-devices: no /dev/kfd, no render node, no card seen by "
+        "hy-smi, or no DTK runtime in a target that should use DCUs.",
+        family="stack",
+    ),
+)
 
 
 def _release(text: str | None) -> DtkRelease | None:

@@ -7,7 +7,21 @@ from collections.abc import Iterator
 
 from dtkguard.env.root import child, read_capped
 from dtkguard.findings import Finding, Severity
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "torch-build",
+        Severity.CRITICAL,
+        "torch is not a DTK (HIP) build",
+        "torch/version.py says cuda is set or hip is None: a community build, the DCU "
+        "is unusable. Reinstall the vendor torch.",
+        family="torch-build",
+    ),
+)
 
 _ASSIGN = re.compile(r"^(cuda|hip)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
 

@@ -5,7 +5,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dtkguard.findings import Finding, Severity
+from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+
+#: the rules this family reports, with their default severity (collected by
+#: `dtkguard.rules.catalog`)
+RULES = (
+    RuleInfo(
+        "vendor-replaced",
+        Severity.CRITICAL,
+        "Vendor build replaced by a community build",
+        "A package the policy pins to a DAS/DTK vendor build is installed without its "
+        "vendor label, usually a CUDA build from the public index. Reinstall the vendor "
+        "wheel from the vendor wheelhouse with --no-deps.",
+        family="vendor",
+    ),
+    RuleInfo(
+        "vendor-mismatch",
+        Severity.HIGH,
+        "Another vendor build than the policy names",
+        "A vendor package carries a DAS/DTK label, but not the exact build the policy "
+        "pins. Install the pinned build or update the policy.",
+        family="vendor",
+    ),
+)
 
 
 def same_version(a: str, b: str) -> bool:
