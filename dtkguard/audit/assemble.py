@@ -67,17 +67,20 @@ def audit(env: Any, policy: Any, request: AuditRequest) -> Any:
 
 
 def rules_run(request: AuditRequest) -> list[str]:
-    """The rule ids an audit of ``request`` evaluates (a report lists them as checked)."""
-    from dtkguard.rules.catalog import RULES
+    """The rule ids an audit of ``request`` evaluates (a report lists them as checked): the
+    environment's and the stack's families, ``drift`` with a lock, ``files`` when verifying,
+    ``fp8`` with models or processes."""
+    from dtkguard.rules.catalog import checked_by
+    from dtkguard.rules.engine import ENVIRONMENT_CHECKS
 
-    rules = [r for r in RULES if not r.startswith("fp")]
-    if not request.lock:
-        rules = [r for r in rules if not r.startswith("drift")]
-    if not request.verify_files:
-        rules = [r for r in rules if not r.startswith(("file", "record"))]
+    families = [*ENVIRONMENT_CHECKS, "stack"]
+    if request.lock:
+        families.append("drift")
+    if request.verify_files:
+        families.append("files")
     if request.models or request.processes:
-        rules += [r for r in RULES if r.startswith("fp")]
-    return rules
+        families.append("fp8")
+    return checked_by(families)
 
 
 def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
-    from dtkguard.rules.catalog import RULES
+    from dtkguard.rules.catalog import checked_by
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
 
@@ -50,15 +50,13 @@ def run(args: argparse.Namespace) -> int:
     extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
     timings: dict[str, float] = {}
     findings = run_checks(CheckContext(env, policy, extra=extra), families, timings=timings)
-    skip = ("file", "fp", "record") + (() if lock else ("drift",))
-    rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(
         findings,
         target=env.target,
         policy=policy.name,
         command="check",
         warnings=env.warnings,
-        rules=rules,
+        rules=checked_by(families),
         facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
         timings=timings,
     )

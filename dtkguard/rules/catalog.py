@@ -67,6 +67,14 @@ def rules_of(families: Iterable[str]) -> list[RuleInfo]:
     return [r for f in families for r in importlib.import_module(FAMILIES[f]).RULES]
 
 
+def checked_by(families: Iterable[str]) -> list[str]:
+    """The rule ids a run of ``families`` evaluates (a report lists them as checked): theirs and
+    the policy's housekeeping."""
+    from dtkguard.rules.engine import HOUSEKEEPING
+
+    return [r.id for r in (*rules_of(families), *HOUSEKEEPING)]
+
+
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, RuleInfo]:
     """id -> `RuleInfo` of every built-in rule."""
