@@ -132,17 +132,126 @@ class CompiledPolicy:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CompiledPolicy:
-        data = dict(data)
-        data["target"] = Target(
-            **{
-                **data.get("target", {}),
-                "platforms": tuple(data.get("target", {}).get("platforms", Target.platforms)),
-            }
+    def from_json(cls, data: Any) -> CompiledPolicy:
+        """The inverse of `to_json`; `TypeError` or `ValueError` for anything mistyped.
+
+        The JSON comes from a cache or a hook file that another process may have written, so
+        every value is checked: a wrong type is an error, never a policy with ``None`` in it.
+        """
+        data = _fields(data, "policy", _POLICY_KEYS)
+        target = _fields(
+            data.get("target", {}), "target", {"python", "platforms", "implementation"}
         )
-        data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
-        data["fp8"] = Fp8Rule(**data.get("fp8", {}))
-        data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))
-        for key in ("dtk_allow", "find_links", "indexes", "files"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+        fp8 = _fields(data.get("fp8", {}), "fp8", {"weights", "kv_cache", "serving", "cards"})
+        cards = _str_map(fp8.get("cards", {}), "fp8.cards")
+        for key in ("weights", "kv_cache", "serving"):
+            _choice(fp8.get(key, "deny"), FP8_ACTIONS, f"fp8.{key}")
+        for action in cards.values():
+            _choice(action, FP8_ACTIONS, "fp8.cards")
+        deny = []
+        for d in _list(data.get("deny", []), "deny"):
+            d = _fields(d, "deny", {"pattern", "reason", "severity", "vendor_builds_ok"})
+            _choice(d.get("severity", "critical"), _SEVERITIES, "deny.severity")
+            if not isinstance(d.get("vendor_builds_ok", False), bool):
+                raise TypeError("deny.vendor_builds_ok: not a boolean")
+            deny.append(
+                DenyRule(
+                    _str(d.get("pattern"), "deny.pattern"),
+                    _str(d.get("reason"), "deny.reason"),
+                    d.get("severity", "critical"),
+                    d.get("vendor_builds_ok", False),
+                )
+            )
+        exceptions = []
+        for e in _list(data.get("exceptions", []), "exceptions"):
+            e = _fields(e, "exceptions", {"rule", "package", "reason", "expires"})
+            exc = PolicyException(
+                *(
+                    _str(e.get(k), f"exceptions.{k}")
+                    for k in ("rule", "package", "reason", "expires")
+                )
+            )
+            exc.expiry  # noqa: B018 - a ValueError for a date that does not parse
+            exceptions.append(exc)
+        dtk = data.get("dtk")
+        return cls(
+            name=_str(data.get("name"), "name"),
+            description=_str(data.get("description", ""), "description"),
+            dtk=None if dtk is None else _str(dtk, "dtk"),
+            dtk_allow=_strs(data.get("dtk_allow", []), "dtk_allow"),
+            target=Target(
+                _str(target.get("python", Target.python), "target.python"),
+                _strs(target.get("platforms", list(Target.platforms)), "target.platforms"),
+                _str(target.get("implementation", Target.implementation), "target.implementation"),
+            ),
+            find_links=_strs(data.get("find_links", []), "find_links"),
+            indexes=_strs(data.get("indexes", []), "indexes"),
+            vendor=_str_map(data.get("vendor", {}), "vendor"),
+            deny=tuple(deny),
+            fp8=Fp8Rule(
+                fp8.get("weights", "deny"),
+                fp8.get("kv_cache", "deny"),
+                fp8.get("serving", "deny"),
+                cards,
+            ),
+            exceptions=tuple(exceptions),
+            drift_extra_severity=_choice(
+                data.get("drift_extra_severity", "medium"), _SEVERITIES, "drift_extra_severity"
+            ),
+            files=_strs(data.get("files", []), "files"),
+        )
+
+
+_POLICY_KEYS = {
+    "name",
+    "description",
+    "dtk",
+    "dtk_allow",
+    "target",
+    "find_links",
+    "indexes",
+    "vendor",
+    "deny",
+    "fp8",
+    "exceptions",
+    "drift_extra_severity",
+    "files",
+}
+_SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+
+def _fields(value: Any, what: str, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what}: not an object")
+    unknown = set(value) - allowed
+    if unknown:
+        raise TypeError(f"{what}: unknown keys {sorted(unknown)}")
+    return value
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: not a string")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{what}: not a list")
+    return value
+
+
+def _strs(value: Any, what: str) -> tuple[str, ...]:
+    return tuple(_str(v, what) for v in _list(value, what))
+
+
+def _str_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what}: not an object")
+    return {_str(k, what): _str(v, what) for k, v in value.items()}
+
+
+def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what}: {value!r} is not one of {', '.join(allowed)}")
+    return value
