@@ -149,6 +149,6 @@ def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, st
         }
         target = _cache_file(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, json.dumps(data))
+        atomic_write_text(target, json.dumps(data), through=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail
