@@ -13,7 +13,8 @@ import os
 import re
 from typing import Any
 
-from dtkguard.env.root import ConfinementError, Root, read_capped
+from dtkguard.env.root import ConfinementError, Root
+from dtkguard.util.safe_read import read_head
 
 VERSION_FILES = (
     "opt/dtk/.info/version",
@@ -26,7 +27,7 @@ DEVICE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVI
 
 def _first_line(root: Root, inner: str) -> str | None:
     try:
-        data = read_capped(root.resolve(inner), 4096)
+        data = read_head(root.resolve(inner), 4096, follow=False)
     except (OSError, ConfinementError):
         return None
     text = data.decode("utf-8", "replace").strip()

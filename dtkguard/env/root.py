@@ -91,27 +91,6 @@ class Root:
         return self.is_host or host == str(self.path) or host.startswith(str(self.path) + os.sep)
 
 
-def read_capped(path: Path, limit: int) -> bytes:
-    """Read at most ``limit`` bytes of a regular file (never a FIFO or device)."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"not a regular file: {path}")
-        chunks = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def child(root: Root, directory: Path, name: str) -> Path:
     """``directory/name`` with a final symlink resolved inside ``root``."""
     path = directory / name
