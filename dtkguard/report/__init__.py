@@ -89,9 +89,9 @@ def emit(
 ) -> int:
     """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1)."""
     if output and output != "-":
-        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.output import write_output
 
-        atomic_write_text(output, render(report, fmt, fail_on=fail_on, color=False))
+        write_output(output, render(report, fmt, fail_on=fail_on, color=False))
     else:
         text = render(report, fmt, fail_on=fail_on, color=use_color())
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
