@@ -41,8 +41,8 @@ def dtk_release(root: Root) -> dict[str, Any]:
         if line and (m := _RELEASE.search(line)):
             return {"release": m.group(1), "source": "/" + inner, "raw": line}
     try:
-        link = os.readlink(root.path / "opt" / "dtk")
-    except OSError:
+        link = os.readlink(root.resolve("/opt") / "dtk")  # the link itself, its folder confined
+    except (OSError, ConfinementError):
         link = ""
     if m := re.search(r"dtk-?(\d{2}\.\d{2}(?:\.\d+)?)", link):
         return {"release": m.group(1), "source": "/opt/dtk -> " + link}
@@ -85,7 +85,10 @@ def card_series() -> list[str]:
 def device_facts(root: Root, environ: dict[str, str] | None = None, live: bool = True) -> dict:
     """Every device fact of a target; ``live=False`` for an unpacked image (no cards there)."""
     facts: dict[str, Any] = {"dtk": dtk_release(root)}
-    facts["hyhal"] = os.path.isdir(root.path / "opt" / "hyhal")
+    try:
+        facts["hyhal"] = root.resolve("/opt/hyhal").is_dir()
+    except ConfinementError:
+        facts["hyhal"] = False
     if live:
         facts["cards"] = card_series()
         facts["gfx"] = gfx_archs()

@@ -8,6 +8,7 @@ done by hand because the target is not our mount namespace (syft#3396).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 MAX_LINKS = 40
@@ -77,6 +78,37 @@ class Root:
             current = nxt
         return current
 
+    def walk(
+        self, start: str, depth: int, prune: tuple[str, ...] = (), leaf: str | None = None
+    ) -> Iterator[str]:
+        """Inner paths of the directories under ``start`` (itself first), ``depth`` levels deep;
+        folders named in ``prune`` are skipped, and one holding a regular file named ``leaf``
+        is yielded but not entered.
+
+        ``start`` is resolved inside the root and no symlink below it is followed or even
+        stat'ed through (``lstat`` only): a link to ``/usr`` is a name, not a directory.
+        """
+        try:
+            top = self.resolve(start)
+        except ConfinementError:
+            return
+        if not top.is_dir():
+            return
+        stack = [(self.inner(top), 0)]
+        while stack:
+            inner, level = stack.pop()
+            yield inner
+            host = self.path.joinpath(inner.lstrip("/"))
+            if level >= depth or (leaf and is_regular(host / leaf)):
+                continue
+            try:
+                with os.scandir(host) as it:
+                    entries = [e for e in it if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            subdirs = [e.name for e in entries if e.name not in prune]
+            stack += [(os.path.join(inner, n), level + 1) for n in sorted(subdirs, reverse=True)]
+
     def inner(self, host: str | os.PathLike[str]) -> str:
         """The path as the target sees it, for reports."""
         host = os.fspath(host)
@@ -89,6 +121,16 @@ class Root:
         """True when a host path lies inside the root (lexically)."""
         host = os.path.normpath(os.fspath(host))
         return self.is_host or host == str(self.path) or host.startswith(str(self.path) + os.sep)
+
+
+def is_regular(path: Path) -> bool:
+    """A regular file, by ``lstat``: a symlink is never followed to find out."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def child(root: Root, directory: Path, name: str) -> Path:
