@@ -60,7 +60,7 @@ def _read_names(path: str) -> list[str]:
     try:
         lines = decode_utf8(read_capped(path, MAX_NODES_FILE_BYTES, what="node list")).splitlines()
     except OSError as exc:
-        raise InputError(reason(exc), path, 1, 1, "--nodes") from None
+        raise InputError(reason(exc), path, field="--nodes") from None
     except Undecodable as exc:
         raise InputError(str(exc), path, exc.line, exc.col, "--nodes") from None
     names = [line.split("#", 1)[0].strip() for line in lines]

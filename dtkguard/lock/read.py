@@ -78,7 +78,7 @@ def read_lock(path: str | Path) -> Lock:
     try:
         text = decode_utf8(read_capped(path, MAX_LOCK_BYTES, what="lock"))
     except OSError as exc:
-        raise InputError(f"cannot read lock: {reason(exc)}", str(path), 1, 1) from None
+        raise InputError(f"cannot read lock: {reason(exc)}", str(path)) from None
     except Undecodable as exc:
         raise InputError(str(exc), str(path), exc.line, exc.col) from None
     data = parse_toml(text, str(path))

@@ -61,7 +61,7 @@ def read_policy_bytes(path: Path) -> bytes:
     try:
         return read_capped(path, MAX_POLICY_BYTES, what="policy")
     except OSError as exc:
-        raise PolicyError(f"cannot read policy: {reason(exc)}", str(path), 1, 1) from None
+        raise PolicyError(f"cannot read policy: {reason(exc)}", str(path)) from None
 
 
 def parse_policy_bytes(path: Path, raw: bytes) -> _Read:
