@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtkguard.findings import Severity
+from dtkguard.report.sanitize import terminal
 
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
@@ -19,17 +20,17 @@ def _summary(report: Any, fail_on: Severity) -> str:
     )
     return (
         f"dtkguard {report.command}: {report.verdict(fail_on).upper()} ({counts}) "
-        f"policy={report.policy} target={target}"
+        f"policy={terminal(report.policy)} target={terminal(target)}"
     )
 
 
 def render_plain(report: Any, fail_on: Severity) -> str:
     lines = [
-        f"{f.severity.value.upper()} {f.rule} {f.subject}: {f.message}"
-        + (f" -- fix: {f.remediation}" if f.remediation else "")
+        f"{f.severity.value.upper()} {f.rule} {terminal(f.subject)}: {terminal(f.message)}"
+        + (f" -- fix: {terminal(f.remediation)}" if f.remediation else "")
         for f in report.findings
     ]
-    lines += [f"WARNING {w}" for w in report.warnings]
+    lines += [f"WARNING {terminal(w)}" for w in report.warnings]
     lines.append(_summary(report, fail_on))
     return "\n".join(lines) + "\n"
 
@@ -40,7 +41,11 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     from io import StringIO
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    def safe(text: str) -> str:  # neither control characters nor rich markup from a target
+        return escape(terminal(text))
 
     buffer = StringIO()
     console = Console(file=buffer, force_terminal=True, width=max(100, Console().width))
@@ -51,11 +56,15 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
         for f in report.findings:
             style = STYLES[f.severity.value]
             table.add_row(
-                f"[{style}]{f.severity.value}[/]", f.rule, f.subject, f.message, f.remediation
+                f"[{style}]{f.severity.value}[/]",
+                f.rule,
+                safe(f.subject),
+                safe(f.message),
+                safe(f.remediation),
             )
         console.print(table)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
     verdict_style = "bold red" if report.verdict(fail_on) == "fail" else "bold green"
-    console.print(f"[{verdict_style}]{_summary(report, fail_on)}[/]", highlight=False)
+    console.print(f"[{verdict_style}]{escape(_summary(report, fail_on))}[/]", highlight=False)
     return buffer.getvalue()
