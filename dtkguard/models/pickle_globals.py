@@ -122,22 +122,28 @@ def _add(out: PickleGlobals, dotted: str) -> None:
 
 def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleGlobals:
     """Globals referenced by the checkpoint at ``path`` (zip or legacy format)."""
+    from dtkguard.util.safe_read import open_regular
+
     out = PickleGlobals(path=str(path))
-    if zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
-                if not members:
-                    raise PickleScanError("zip without a data.pkl")
-                for info in members[:16]:
-                    if info.file_size > cap:
-                        raise PickleScanError(f"{info.filename}: {info.file_size} bytes, over cap")
-                    out.members.append(info.filename)
-                    with zf.open(info) as raw:
-                        _walk(_Reader(raw, cap), out, 1)
-        except zipfile.BadZipFile as exc:
-            raise PickleScanError(f"bad zip: {exc}") from None
-        return out
-    with open(path, "rb") as fh:
+    with open_regular(path, buffering=-1) as fh:  # a FIFO or device is refused, never read
+        if zipfile.is_zipfile(fh):
+            fh.seek(0)
+            try:
+                with zipfile.ZipFile(fh) as zf:
+                    members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
+                    if not members:
+                        raise PickleScanError("zip without a data.pkl")
+                    for info in members[:16]:
+                        if info.file_size > cap:
+                            raise PickleScanError(
+                                f"{info.filename}: {info.file_size} bytes, over cap"
+                            )
+                        out.members.append(info.filename)
+                        with zf.open(info) as raw:
+                            _walk(_Reader(raw, cap), out, 1)
+            except zipfile.BadZipFile as exc:
+                raise PickleScanError(f"bad zip: {exc}") from None
+            return out
+        fh.seek(0)
         _walk(_Reader(fh, cap), out, LEGACY_PICKLES)
     return out

@@ -46,11 +46,13 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> BinaryIO:
+def open_regular(
+    path: str | os.PathLike[str], *, follow: bool = True, buffering: int = 0
+) -> BinaryIO:
     """A binary file object of a regular file; `NotRegularFile` for anything else.
 
     ``follow=False`` refuses a final symlink (``O_NOFOLLOW``), for paths already resolved by hand
-    inside a root.
+    inside a root. ``buffering`` as for `open` (0: unbuffered, the default; -1: buffered).
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow:
@@ -60,7 +62,7 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> Binary
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(f"not a regular file ({_kind(mode)})")
-        return os.fdopen(fd, "rb", buffering=0)
+        return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
