@@ -27,7 +27,7 @@ from dtkguard.rules.catalog import is_known
 from dtkguard.util.text import Undecodable, decode_utf8
 
 #: a real policy is a few kilobytes; past this a file is refused before it is parsed
-MAX_POLICY_BYTES = 1 << 20
+MAX_POLICY_BYTES = 256 << 10
 
 
 @dataclass

@@ -12,7 +12,8 @@ import pytest
 from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 
-def dtkguard(*args, env=None, cwd=None):
+def dtkguard(*args, env=None, cwd=None, timeout=None):
+    """Run the CLI in a subprocess; ``timeout`` (seconds) turns a hang into a test failure."""
     run_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     run_env.pop("DTKGUARD_POLICY", None)
     return subprocess.run(
@@ -21,6 +22,7 @@ def dtkguard(*args, env=None, cwd=None):
         text=True,
         env=run_env,
         cwd=cwd,
+        timeout=timeout,
     )
 
 
