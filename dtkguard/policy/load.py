@@ -50,7 +50,7 @@ def resolve_policy_path(ref: str | None = None, *, base: Path | None = None) -> 
             )
     looks_like_path = ref.endswith(".toml") or os.sep in ref or ref.startswith(".")
     candidate = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():  # a FIFO or device: refused when read
         return candidate
     if not looks_like_path:
         named = bundled_dir() / f"{ref}.toml"
