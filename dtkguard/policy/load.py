@@ -106,6 +106,13 @@ def _digest(path: str) -> str:
     return hashlib.sha256(read_capped(path, MAX_POLICY_BYTES, what="policy")).hexdigest()
 
 
+def _policy_digest(policy: object) -> str:
+    """sha256 of the compiled policy's canonical JSON, as it reads back from the entry."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(policy, sort_keys=True).encode()).hexdigest()
+
+
 def _read_cache(path: Path) -> CompiledPolicy | None:
     """The cached policy of ``path`` when the entry is for exactly this path and every file of
     its ``extends`` chain still has the content it was compiled from; None (a miss) otherwise,
@@ -128,6 +135,8 @@ def _read_cache(path: Path) -> CompiledPolicy | None:
             file, digest = entry
             if not isinstance(file, str) or _digest(file) != digest:
                 return None
+        if data.get("policy-sha256") != _policy_digest(data.get("policy")):
+            return None  # a corrupt entry (a torn write, a flipped byte): its sources are fine
         policy = CompiledPolicy.from_json(data.get("policy"))
         if list(policy.files) != [f for f, _ in files]:
             return None
@@ -147,6 +156,7 @@ def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, st
             "files": [list(s) for s in sources],
             "policy": policy.to_json(),
         }
+        data["policy-sha256"] = _policy_digest(json.loads(json.dumps(data["policy"])))
         target = _cache_file(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target, json.dumps(data), through=False)
