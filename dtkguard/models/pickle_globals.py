@@ -16,6 +16,9 @@ from typing import BinaryIO
 
 #: the largest data.pkl we walk (a real one is a few MB)
 MAX_PICKLE = 256 * 1024 * 1024
+#: opcodes walked at most (a real checkpoint's data.pkl has tens of thousands); bounds time and
+#: the memo table of a pickle built of millions of one-byte opcodes
+MAX_OPCODES = 1_000_000
 #: the legacy format's magic number, protocol version, sys_info, then the object pickle
 LEGACY_PICKLES = 4
 _STRING_OPS = frozenset(
@@ -78,11 +81,17 @@ class _Reader:
 
 
 def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
+    walked = 0
     for _ in range(pickles):
         memo: dict[int, object] = {}
         recent: list[object] = []
         try:
             for op, arg, _pos in pickletools.genops(stream):
+                walked += 1
+                if walked > MAX_OPCODES:
+                    raise PickleScanError(
+                        f"more than the limit of {MAX_OPCODES:,} pickle opcodes: not scanned"
+                    )
                 name = op.name
                 if name in _STRING_OPS:
                     recent.append(arg)

@@ -114,3 +114,12 @@ def test_limits_name_the_limit(tmp_path, cache, injected):
     texts = json.dumps(json.loads(proc.stdout)["findings"])
     assert "RECORD larger than the limit of 16 MiB: not verified" in texts
     assert "malformed" not in texts
+
+
+def test_a_pickle_of_millions_of_opcodes_stops_at_the_limit(tmp_path, cache):
+    """1-byte MEMOIZE opcodes: walked without a cap, time and the memo table grow with size."""
+    model = tmp_path / "pytorch_model.bin"
+    model.write_bytes(b"\x80\x02N" + b"\x94" * 1_200_000 + b".")
+    proc = run("scan-model", str(model), "-f", "json", cache=cache)
+    assert proc.returncode == 2
+    assert "more than the limit of 1,000,000 pickle opcodes" in one_error_line(proc)
