@@ -24,7 +24,7 @@ from dtkguard.findings import Severity
 #: the report schema this merge reads (`dtkguard.report.SCHEMA_VERSION`)
 READS_SCHEMA = 1
 #: a report larger than this is not read (a node report of ~150 dists is well under 1 MB)
-MAX_REPORT_BYTES = 16 * 1024 * 1024
+MAX_REPORT_BYTES = 8 * 1024 * 1024
 #: findings of these rules are drift against a lock
 DRIFT_PREFIX = "drift-"
 
