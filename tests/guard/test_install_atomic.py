@@ -4,31 +4,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.guard.conftest import Guarded, changed
 from tests.support.cache import PIP_VERSIONS
+from tests.support.mounts import mount
 from tests.support.venvs import make_venv
 
 pytestmark = pytest.mark.wheel_cache
-
-
-def _mount(*args: str) -> None:
-    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount (root, CAP_SYS_ADMIN) unavailable: {proc.stderr.strip()}")
-
-
-@pytest.fixture
-def mounts() -> Iterator[list[Path]]:
-    done: list[Path] = []
-    yield done
-    for path in reversed(done):
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
 @pytest.fixture
@@ -46,9 +31,8 @@ def _install(g: Guarded, *extra: str):
 def test_a_read_only_site_packages_is_refused_before_anything_is_written(venv_guard, mounts):
     purelib = next(venv_guard.venv.path.glob("lib/python3*/site-packages"))
     before = venv_guard.venv.snapshot()
-    _mount("--bind", str(purelib), str(purelib))
-    mounts.append(purelib)
-    _mount("-o", "remount,bind,ro", str(purelib))
+    mount(mounts, "--bind", str(purelib), str(purelib))
+    mount(mounts, "-o", "remount,bind,ro", str(purelib))
     proc = _install(venv_guard)
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -72,8 +56,7 @@ def test_a_later_layer_that_fails_rolls_back_the_written_ones(venv_guard, mounts
     write fails with ENOSPC, and policy, constraints, pip.conf and the hook are undone."""
     full = tmp_path / "full"
     full.mkdir()
-    _mount("-t", "tmpfs", "-o", "size=16k", "tmpfs", str(full))
-    mounts.append(full)
+    mount(mounts, "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(full))
     fd = os.open(full / "filler", os.O_WRONLY | os.O_CREAT)
     try:
         while os.write(fd, b"x" * 4096):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_cli import dtkguard
 from tests.sitetree import vendor_site
+from tests.support.mounts import mount  # noqa: F401 - used by the tests of this folder
 
 #: seconds after which a run counts as hung (a FIFO read blocks forever)
 HANG = 120
@@ -51,18 +50,3 @@ def cache(tmp_path: Path) -> Path:
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     return vendor_site(tmp_path / "site")
-
-
-@pytest.fixture
-def mounts() -> Iterator[list[Path]]:
-    done: list[Path] = []
-    yield done
-    for path in reversed(done):
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
-def mount(mounts: list[Path], *args: str) -> None:
-    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount (root, CAP_SYS_ADMIN) unavailable: {proc.stderr.strip()}")
-    mounts.append(Path(args[-1]))
