@@ -63,7 +63,7 @@ def test_bad_policy_is_exit_2_one_line(tmp_path, cache_env):
     result = dtkguard("check", "--path", str(tmp_path), "--policy", str(bad), env=cache_env)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert f"{bad}:1:1: vendor: torch: '2.4.1' has no local label" in result.stderr
+    assert f"{bad}:2:1: vendor.torch: '2.4.1' has no local label" in result.stderr
 
 
 def test_bad_arguments_are_exit_2(tmp_path, cache_env):
