@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="install, show or remove the pip/uv guard of an interpreter",
-        description=__doc__,
+        description="install: guard an interpreter so that plain pip, python -m pip, pip "
+        "uninstall (and with --uv, uv) refuse what would clobber its vendor builds. status: "
+        "each layer as present, absent or stale. remove: undo exactly what install wrote.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", choices=("install", "status", "remove"))

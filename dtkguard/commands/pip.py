@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="pip with the policy in front of it (same as dtkpip)",
-        description=__doc__,
+        description="pip with the policy in front of it (same as dtkpip): an install that "
+        "would clobber a vendor build stops before anything is touched, and says why and what "
+        "to use instead. dtkpip's own options come first; everything after them is pip's.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
         prefix_chars="\0",

@@ -78,6 +78,8 @@ class Fp8Rule:
     serving: str = "deny"
     #: card series (as hy-smi prints it, upper case) -> action for all three kinds
     cards: dict[str, str] = field(default_factory=dict)
+    #: ``exec`` when the served model cannot be found: ``warn`` (start, say so) or ``deny``
+    unresolved_model: str = "warn"
 
     def action(self, kind: str, card: str | None = None) -> str:
         """``kind`` is ``weights``, ``kv_cache`` or ``serving``."""
@@ -90,6 +92,43 @@ class Fp8Rule:
     def severity(self, kind: str, card: str | None = None) -> Severity | None:
         """The severity of a finding of ``kind``; None when the policy allows it."""
         return FP8_SEVERITY.get(self.action(kind, card))
+
+
+def series_key(series: str) -> str:
+    """``k100-ai`` -> ``K100_AI``: card series as policies and hy-smi facts compare them."""
+    return re.sub(r"[\s-]+", "_", series.strip()).upper()
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """The oldest driver and DTK release that support a card series (a published table)."""
+
+    series: str
+    driver: str | None = None
+    dtk: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class StackRule:
+    """What the stack below Python must satisfy: the support table and which series not to mix."""
+
+    support: tuple[SupportRow, ...] = ()
+    #: groups of card series no two of which may share a node (``*``: any series)
+    no_mix: tuple[tuple[str, ...], ...] = ()
+
+    def row(self, series: str) -> SupportRow | None:
+        key = series_key(series)
+        return next((r for r in self.support if r.series == key), None)
+
+    def clash(self, a: str, b: str) -> bool:
+        """True when series ``a`` and ``b`` (different) must not share a node."""
+        a, b = series_key(a), series_key(b)
+        if a == b:
+            return False
+        return any(
+            ("*" in group or a in group) and ("*" in group or b in group) for group in self.no_mix
+        )
 
 
 @dataclass(frozen=True)
@@ -118,6 +157,7 @@ class CompiledPolicy:
     fp8: Fp8Rule = field(default_factory=Fp8Rule)
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
+    stack: StackRule = field(default_factory=StackRule)
     #: the files this policy was read from, first the named one, then what it extends
     files: tuple[str, ...] = ()
 
@@ -173,6 +213,23 @@ class CompiledPolicy:
             )
             exc.expiry  # noqa: B018 - a ValueError for a date that does not parse
             exceptions.append(exc)
+        stack = _fields(data.get("stack", {}), "stack", {"support", "no_mix"})
+        support = []
+        for r in _list(stack.get("support", []), "stack.support"):
+            r = _fields(r, "stack.support", {"series", "driver", "dtk", "source"})
+            optional = {k: r.get(k) for k in ("driver", "dtk")}
+            for k, v in optional.items():
+                if v is not None:
+                    _str(v, f"stack.support.{k}")
+            support.append(
+                SupportRow(
+                    _str(r.get("series"), "stack.support.series"),
+                    optional["driver"],
+                    optional["dtk"],
+                    _str(r.get("source", ""), "stack.support.source"),
+                )
+            )
+        no_mix = tuple(_strs(g, "stack.no_mix") for g in _list(stack.get("no_mix", []), "no_mix"))
         dtk = data.get("dtk")
         return cls(
             name=_str(data.get("name"), "name"),
@@ -199,6 +256,7 @@ class CompiledPolicy:
                 data.get("drift_extra_severity", "medium"), _SEVERITIES, "drift_extra_severity"
             ),
             files=_strs(data.get("files", []), "files"),
+            stack=StackRule(tuple(support), no_mix),
         )
 
 
@@ -216,6 +274,7 @@ _POLICY_KEYS = {
     "exceptions",
     "drift_extra_severity",
     "files",
+    "stack",
 }
 _SEVERITIES = ("critical", "high", "medium", "low", "info")
 

@@ -83,10 +83,9 @@ MAX_CACHE_BYTES = 16 << 20
 
 
 def _cache_dir() -> Path:
-    if os.environ.get("DTKGUARD_CACHE_DIR"):
-        return Path(os.environ["DTKGUARD_CACHE_DIR"]) / "policies"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dtkguard" / "policies"
+    from dtkguard.util.cache_dir import cache_root
+
+    return cache_root() / "policies"
 
 
 def _cache_file(path: Path) -> Path:
