@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "exec": "exec_",
     "report": "report",
     "pip": "pip",
+    "uv": "uv",
     "guard": "guard",
     "doctor": "doctor",
 }
@@ -78,3 +79,9 @@ def dtkpip_main(argv: Sequence[str] | None = None) -> int:
     """`dtkpip ARGS...` is `dtkguard pip ARGS...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return main(["pip", *argv])
+
+
+def dtkuv_main(argv: Sequence[str] | None = None) -> int:
+    """`dtkuv ARGS...` is `dtkguard uv ARGS...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return main(["uv", *argv])

@@ -50,6 +50,22 @@ def require_dists(env, args: argparse.Namespace) -> None:
     )
 
 
+def add_passthrough(
+    sub: argparse._SubParsersAction, name: str, help: str, description: str, run
+) -> None:
+    """A command that takes every argument as its own (dtkpip's and dtkuv's), ``--help`` too."""
+    parser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+        prefix_chars="\0",
+    )
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    parser.set_defaults(run=run)
+
+
 def add_stack_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("the stack below Python (DTK, driver, cards)")
     group.add_argument(

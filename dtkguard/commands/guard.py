@@ -2,14 +2,18 @@
 
 install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
 and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
-constraint-dependencies and vendor index to uv's config; --externally-managed adds a PEP 668
-marker (base and conda interpreters only). status shows each layer as present, absent or
+constraint-dependencies and vendor index to uv's config and a `uv` shim to the environment's
+bin/ (first on PATH when it is active) that runs uv through dtkuv; --externally-managed
+adds a PEP 668 marker (base and conda interpreters only). install also records the env's
+baseline (every dist, and each vendor build's RECORD digest and files; --lock adds the lock's
+wheel hashes) and installs the import tripwire. status shows each layer as present, absent or
 stale against the policy; remove undoes exactly what install wrote.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option
@@ -27,7 +31,11 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("action", choices=("install", "status", "remove"))
     parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
     add_policy_option(parser)
-    parser.add_argument("--uv", action="store_true", help="also write uv's config")
+    parser.add_argument(
+        "--uv",
+        action="store_true",
+        help="also guard uv: a `uv` shim in the env's bin/ (runs through dtkuv) and uv's config",
+    )
     parser.add_argument(
         "--uv-config",
         metavar="FILE",
@@ -38,11 +46,19 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         action="store_true",
         help="also write a PEP 668 EXTERNALLY-MANAGED marker (not for venvs)",
     )
+    parser.add_argument(
+        "--lock", metavar="L", help="also record the lock's wheel hashes in the baseline"
+    )
+    parser.add_argument(
+        "--rebaseline",
+        action="store_true",
+        help="record the baseline again (install keeps an intact one)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.guard import layers
+    from dtkguard.guard import layers, registry
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.guard.target import interpreter
     from dtkguard.policy.load import load_policy
@@ -51,17 +67,30 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "remove":
         for layer, path, what in layers.remove(interp):
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.forget(interp.prefix)
         return 0
     if args.action == "install":
         policy = load_policy(args.policy)
         uv_config = None
         if args.uv or args.uv_config:
             uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
+        lock = None
+        if args.lock:
+            from dtkguard.lock.read import read_lock
+
+            lock = read_lock(args.lock)
         results = layers.install(
-            interp, policy, uv_config=uv_config, externally_managed=args.externally_managed
+            interp,
+            policy,
+            uv_config=uv_config,
+            externally_managed=args.externally_managed,
+            uv_shim_too=uv_config is not None,
+            lock=lock,
+            rebaseline=args.rebaseline,
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.remember(os.path.abspath(interp.python), interp.prefix)
         print(f"guarded: {interp.python} (policy {policy.name})")
         return 0
     installed = load_guard_policy(None, interp) if args.policy is None else None

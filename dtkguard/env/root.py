@@ -123,6 +123,14 @@ class Root:
         return self.is_host or host == str(self.path) or host.startswith(str(self.path) + os.sep)
 
 
+def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The first ``limit`` bytes of a regular file of a target, a final symlink not followed
+    (`dtkguard.util.safe_read.read_head`; kept for the callers that import it from here)."""
+    from dtkguard.util.safe_read import read_head
+
+    return read_head(path, limit, follow=False)
+
+
 def is_regular(path: Path) -> bool:
     """A regular file, by ``lstat``: a symlink is never followed to find out."""
     import stat

@@ -15,21 +15,31 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from dtkguard.errors import InputError, TargetError
+from dtkguard.guard import baseline as baselines
 from dtkguard.guard.compiled import constraints_text, hook_json
 from dtkguard.guard.target import Interpreter
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.lock.read import Lock
+
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
+#: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
+HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
+TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 
 
 def hook_source(name: str) -> str:
@@ -39,6 +49,11 @@ def hook_source(name: str) -> str:
     except (ModuleNotFoundError, FileNotFoundError):
         src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
         return src.read_text(encoding="utf-8")
+
+
+def decision_source() -> str:
+    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
+    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -57,6 +72,8 @@ class Layer:
     name: str
     path: Path
     content: str
+    #: file mode when written (the `uv` shim is executable)
+    mode: int | None = None
 
 
 def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -> str:
@@ -105,6 +122,25 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
+def uv_shim(interp: Interpreter) -> str:
+    """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    from dtkguard.guard.uvplan import SHIM_MARKER
+
+    return (
+        "#!/bin/sh\n"
+        f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
+        "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
+        "uv unchanged.\n"
+        f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
+        f'{shlex.quote(str(interp.python))} "$@"\n'
+    )
+
+
+def shim_path(interp: Interpreter) -> Path:
+    return (interp.scripts or interp.prefix / "bin") / "uv"
+
+
 def _marker(policy: CompiledPolicy) -> str:
     pins = ", ".join(f"{n} {v}" for n, v in sorted(policy.vendor.items()) if n == "torch")
     return (
@@ -123,10 +159,20 @@ def planned_layers(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
+    baseline: dict | None = None,
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
-    pth = hook_source(HOOK_PTH).replace("__POLICY__", repr(str(interp.policy_file)))
+    mode = getattr(policy, "on_import", "warn")
+    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
+    tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
+    pth = (
+        hook_source(HOOK_PTH)
+        .replace("__POLICY__", repr(str(interp.policy_file)))
+        .replace("__VENDOR_MODULES__", repr(tuple(names)))
+        .replace("__TRIPWIRE__", repr(str(tripwire)))
+    )
     layers = [
         Layer("policy", interp.policy_file, hook_json(policy)),
         Layer("constraints", constraints, constraints_text(policy)),
@@ -136,10 +182,14 @@ def planned_layers(
             _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
+    layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
+    if uv_shim_too:
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
@@ -151,6 +201,22 @@ def planned_layers(
     return layers
 
 
+def _tripwire_layers(
+    interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
+) -> list[Layer]:
+    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
+    the vendor top-level modules inline; none with ``on-import = "off"``)."""
+    mode = getattr(policy, "on_import", "warn")
+    return [
+        Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
+        Layer(
+            "tripwire.txt",
+            interp.state_dir / baselines.TRIPWIRE_FILE,
+            baselines.tripwire_text(baseline or {}, mode),
+        ),
+    ]
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -160,6 +226,8 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None  # a folder in a layer's place is refused by `require_writable`
+    except UnicodeDecodeError:
+        return ""  # a binary (a real uv where the shim was): never the guard's file
 
 
 class Manifest:
@@ -193,28 +261,62 @@ def install(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
+    lock: Lock | None = None,
+    rebaseline: bool = False,
 ) -> list[tuple[str, Path, str]]:
-    """Write every layer; returns (layer, path, "written" | "unchanged")."""
+    """Write every layer; returns (layer, path, "written" | "unchanged").
+
+    The baseline is recorded first (nothing is written when a vendor build does not match
+    its RECORD) and kept on later installs unless ``rebaseline``."""
     manifest = Manifest(interp)
+    shim = shim_path(interp)
+    if uv_shim_too and str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
+        from dtkguard.guard.uvplan import is_shim
+
+        if not is_shim(shim):
+            raise InputError(
+                f"{shim} exists and is not dtkguard's shim (uv installed into the environment?): "
+                "uninstall it there and use a uv from outside the environment",
+                field="--uv",
+            )
+    base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
+    baseline = json.loads(base_text)
     originals = manifest.originals()
     wanted = [uv_config] if uv_config else []
     for path in [interp.prefix / "pip.conf", *wanted]:
         if str(path) not in originals:
             originals[str(path)] = _read(path)
     layers = planned_layers(
-        interp, policy, originals, uv_config=uv_config, externally_managed=externally_managed
+        interp,
+        policy,
+        originals,
+        uv_config=uv_config,
+        externally_managed=externally_managed,
+        uv_shim_too=uv_shim_too,
+        baseline=baseline,
     )
-    require_writable([manifest.path, *(layer.path for layer in layers)])
+    bpath = baselines.baseline_path(interp.prefix)
+    require_writable([manifest.path, bpath, *(layer.path for layer in layers)])
     results = []
     #: (path, content before) of every file written, manifest included: undone on failure
     written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
     try:
         interp.state_dir.mkdir(parents=True, exist_ok=True)
+        if base_state == "written":
+            written.append((bpath, _read(bpath)))
+            atomic_write_text(bpath, base_text)
+        manifest.files[str(bpath)] = {
+            "layer": "baseline",
+            "original": None,
+            "sha256": _sha(base_text),
+        }
+        manifest.save()
+        results.append(("baseline", bpath, base_state))
         for layer in layers:
             if str(layer.path) not in manifest.files:
                 original = originals.get(str(layer.path), _read(layer.path))
-                ours = layer.name in ("hook", "hook.pth", "externally-managed")
-                if ours and original is not None:
+                if layer.name in _OWN_FILES and original is not None:
                     if "dtkguard" not in original:
                         raise InputError(
                             f"{layer.path} exists and is not dtkguard's", field=layer.name
@@ -225,7 +327,7 @@ def install(
             if current != layer.content:
                 layer.path.parent.mkdir(parents=True, exist_ok=True)
                 written.append((layer.path, current))
-                atomic_write_text(layer.path, layer.content)
+                atomic_write_text(layer.path, layer.content, layer.mode)
             manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
             results.append(
                 (layer.name, layer.path, "unchanged" if current == layer.content else "written")
@@ -241,16 +343,54 @@ def install(
             undone += f"; could not restore {', '.join(left)}"
         where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", "")
         raise TargetError(f"cannot guard: {where}: {exc.strerror or exc}; {undone}") from None
-    pyc = _compile(interp, interp.purelib / HOOK_MODULE)
-    if pyc is not None and str(pyc) not in manifest.files:
-        manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
+    for module, layer_name in (
+        (HOOK_MODULE, "hook.pyc"),
+        (HOOK_DECISION, "hook.pyc"),
+        (TRIPWIRE_MODULE, "tripwire.pyc"),
+    ):
+        pyc = _compile(interp, interp.purelib / module)
+        if pyc is not None and str(pyc) not in manifest.files:
+            manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
         "externally_managed": externally_managed,
+        "uv_shim": uv_shim_too,
     }
     manifest.save()
     return results
+
+
+_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")
+
+
+def _baseline(
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    manifest: Manifest,
+    lock: Lock | None,
+    rebaseline: bool,
+) -> tuple[str, str]:
+    """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
+    as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
+    a changed one is refused (re-recording would bless the damage)."""
+    bpath = baselines.baseline_path(interp.prefix)
+    entry = manifest.files.get(str(bpath))
+    current = _read(bpath)
+    if not rebaseline and entry is not None and current is not None:
+        if _sha(current) != entry.get("sha256"):
+            raise InputError(
+                f"{bpath} changed since `guard install`; check the environment "
+                "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
+                field="baseline",
+            )
+        # same bytes, new mtimes (a reinstall of the same build): the stats follow
+        data, _ = baselines.refreshed(json.loads(current))
+        if lock is not None:
+            data["lock"] = baselines.lock_data(lock)
+        text = baselines.dumps(data)
+        return (current, "unchanged") if text == current else (text, "written")
+    return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
 def _compile(interp: Interpreter, module: Path) -> Path | None:
@@ -270,20 +410,40 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
 
 
 def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
-    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    """(layer, path, state) for every layer against ``policy``: "present"; "absent";
+    "tampered" when the file is no longer what `install` wrote (its sha256 in the manifest);
+    "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
+    bpath = baselines.baseline_path(interp.prefix)
+    text = _read(bpath)
+    entry = manifest.files.get(str(bpath)) or {}
+    try:
+        baseline = json.loads(text) if text is not None else None
+    except ValueError:
+        baseline = None
     layers = planned_layers(
         interp,
         policy,
         manifest.originals(),
         uv_config=Path(uv) if uv else None,
         externally_managed=bool(manifest.options.get("externally_managed")),
+        uv_shim_too=bool(manifest.options.get("uv_shim")),
+        baseline=baseline,
     )
-    out = []
+    base_state = (
+        "absent" if text is None else "present" if entry.get("sha256") == _sha(text) else "tampered"
+    )
+    out = [("baseline", bpath, base_state)]
     for layer in layers:
         current = _read(layer.path)
-        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        written = manifest.files.get(str(layer.path), {}).get("sha256")
+        if current is None:
+            state = "absent"
+        elif written and _sha(current) != written:
+            state = "tampered"
+        else:
+            state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
     return out
 
@@ -296,7 +456,7 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
         manifest.files.items(), key=lambda kv: kv[1].get("layer") == "policy"
     ):
         path = Path(path_text)
-        current = _read(path) if entry.get("layer") != "hook.pyc" else None
+        current = None if str(entry.get("layer")).endswith(".pyc") else _read(path)
         original = entry.get("original")
         if entry.get("sha256") and current is not None and _sha(current) != entry["sha256"]:
             results.append((entry["layer"], path, "kept (changed since install)"))

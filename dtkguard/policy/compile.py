@@ -183,6 +183,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
     dtk_allow: list[str] = []
     support: dict[str, SupportRow] = {}
     no_mix: tuple[tuple[str, ...], ...] = ()
+    startup_allow: list[str] = []
     for read in chain:
         m = read.model
         if m.policy.dtk:
@@ -216,6 +217,9 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
                     tuple(g if g == "*" else series_key(g) for g in group)
                     for group in m.stack.no_mix
                 )
+        if m.guard:
+            startup_allow += [a for a in m.guard.startup_allow if a not in startup_allow]
+            fields["on_import"] = m.guard.on_import
         exceptions += [
             PolicyException(
                 e.rule,
@@ -232,6 +236,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         exceptions=tuple(exceptions),
         dtk_allow=tuple(dtk_allow),
         stack=StackRule(tuple(support.values()), no_mix),
+        startup_allow=tuple(startup_allow),
         files=tuple(str(r.path) for r in reversed(chain)),
     )
 

@@ -62,11 +62,15 @@ class PolicyException:
 
     def covers(self, rule: str, subject: str) -> bool:
         """``package`` matches a package name (normalised) or a path (a model folder)."""
-        if rule != self.rule:
-            return False
-        if "/" in self.package:
-            return fnmatch.fnmatchcase(subject.lower(), self.package)
-        return fnmatch.fnmatchcase(canonical(subject), self.package)
+        from dtkguard.decision import exception_covers
+
+        return exception_covers(asdict(self), rule, subject)
+
+    def active(self, today: _dt.date) -> bool:
+        """Unexpired on ``today`` (the same test the pip hook applies)."""
+        from dtkguard.decision import exception_active
+
+        return exception_active(asdict(self), today.isoformat())
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,10 @@ class CompiledPolicy:
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
     stack: StackRule = field(default_factory=StackRule)
+    #: start-up files (``.pth``, sitecustomize) a dist may ship: ``[dist:]fnmatch-pattern``
+    startup_allow: tuple[str, ...] = ()
+    #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
+    on_import: str = "warn"
     #: the files this policy was read from, first the named one, then what it extends
     files: tuple[str, ...] = ()
 
@@ -170,6 +178,14 @@ class CompiledPolicy:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def decision_json(self) -> dict[str, Any]:
+        """``to_json()``, computed once: what `dtkguard.decision` reads."""
+        cached = self.__dict__.get("_decision_json")
+        if cached is None:
+            cached = self.to_json()
+            object.__setattr__(self, "_decision_json", cached)
+        return cached
 
     @classmethod
     def from_json(cls, data: Any) -> CompiledPolicy:
@@ -257,6 +273,8 @@ class CompiledPolicy:
             ),
             files=_strs(data.get("files", []), "files"),
             stack=StackRule(tuple(support), no_mix),
+            startup_allow=_strs(data.get("startup_allow", []), "startup_allow"),
+            on_import=_choice(data.get("on_import", "warn"), _ON_IMPORT, "on_import"),
         )
 
 
@@ -275,8 +293,11 @@ _POLICY_KEYS = {
     "drift_extra_severity",
     "files",
     "stack",
+    "startup_allow",
+    "on_import",
 }
 _SEVERITIES = ("critical", "high", "medium", "low", "info")
+_ON_IMPORT = ("warn", "error", "off")
 
 
 def _fields(value: Any, what: str, allowed: set[str]) -> dict[str, Any]:

@@ -115,6 +115,28 @@ class StackSection(_Section):
     no_mix: list[list[str]] = Field(default_factory=list)
 
 
+class GuardSection(_Section):
+    """How the installed guard behaves: what the import tripwire does, and the start-up code
+    (``.pth`` files, ``sitecustomize``/``usercustomize``) a distribution may ship, as
+    ``[dist:]pattern``."""
+
+    #: what the import tripwire does when a vendor build changed since `guard install`
+    on_import: Literal["warn", "error", "off"] = "warn"
+    startup_allow: list[str] = Field(default_factory=list)
+
+    @field_validator("startup_allow")
+    @classmethod
+    def _check_startup(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _dist, _, pattern = value.rpartition(":")
+            if not pattern.strip() or "/" in pattern:
+                raise ValueError(
+                    f"not a start-up file pattern: {value!r} (expected e.g. "
+                    "'setuptools:distutils-precedence.pth' or '__editable__.*.pth')"
+                )
+        return values
+
+
 class PolicyExceptionModel(_Section):
     rule: str
     package: str
@@ -164,4 +186,5 @@ class PolicyFile(_Section):
     fp8: Fp8 | None = None
     drift: Drift | None = None
     stack: StackSection | None = None
+    guard: GuardSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)

@@ -60,6 +60,29 @@ RULES: dict[str, RuleInfo] = {
             family="dtk",
         ),
         RuleInfo(
+            "file-conflict",
+            _C,
+            "A distribution would overwrite files of a vendor build",
+            "The wheel ships files that belong to an installed vendor build (e.g. "
+            "torch/version.py inside a package of another name); installing it would replace "
+            "vendor code, and uninstalling it later would delete it. The pip hook refuses it.",
+        ),
+        RuleInfo(
+            "guard-tamper",
+            _C,
+            "A distribution would overwrite the guard",
+            "The wheel ships files of the dtkguard guard itself (its hook module, the decision "
+            "module, the .pth line or the compiled policy). The pip hook refuses it.",
+        ),
+        RuleInfo(
+            "startup-code",
+            _C,
+            "A distribution would add code run at every interpreter start",
+            "The wheel ships a .pth file or a sitecustomize/usercustomize module, which run "
+            "before anything else and can disable the guard. Only what the policy's [guard] "
+            "startup-allow list names may be installed.",
+        ),
+        RuleInfo(
             "torch-abi",
             _H,
             "Extension built against another torch",
@@ -74,6 +97,41 @@ RULES: dict[str, RuleInfo] = {
             "torch/version.py says cuda is set or hip is None: a community build, the DCU "
             "is unusable. Reinstall the vendor torch.",
             family="torch-build",
+        ),
+        RuleInfo(
+            "vendor-missing",
+            _C,
+            "Vendor build gone since guard install",
+            "A vendor build the guard's baseline recorded is no longer installed (removed by "
+            "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
+            "dtkguard restore --python <interpreter>.",
+            family="baseline",
+        ),
+        RuleInfo(
+            "vendor-not-baseline",
+            _C,
+            "Vendor name and label, other bytes",
+            "The installed build carries the vendor's name and label, but its RECORD differs "
+            "from the one recorded by guard install: a relabelled community build. Restore the "
+            "vendor build with dtkguard restore --python <interpreter>.",
+            family="baseline",
+        ),
+        RuleInfo(
+            "vendor-files-changed",
+            _C,
+            "Vendor build's files changed since guard install",
+            "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
+            "an installer writing over them). Restore with dtkguard restore --python "
+            "<interpreter>.",
+            family="baseline",
+        ),
+        RuleInfo(
+            "baseline-tampered",
+            _H,
+            "The guard's baseline cannot be trusted",
+            "baseline.json is unreadable or differs from the digest in the guard's manifest. "
+            "Check the environment, then record it again with guard install --rebaseline.",
+            family="baseline",
         ),
         RuleInfo(
             "drift-missing",

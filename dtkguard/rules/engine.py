@@ -27,12 +27,13 @@ CHECKS: dict[str, str] = {
     "dtk": "dtkguard.rules.dtk:check",
     "torch-build": "dtkguard.rules.torch_build:check",
     "override": "dtkguard.rules.override:check",
+    "baseline": "dtkguard.rules.baseline:check",
     "drift": "dtkguard.rules.drift:check",
     "files": "dtkguard.rules.files:check",
     "fp8": "dtkguard.rules.fp8:check",
     "stack": "dtkguard.rules.stack:check",
 }
-ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
+ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
 
 
 def load_check(family: str) -> Check:
@@ -148,7 +149,7 @@ def _waive(
             (i for i, e in enumerate(policy.exceptions) if e.covers(finding.rule, finding.subject)),
             None,
         )
-        if waiver is not None and policy.exceptions[waiver].expiry >= today:
+        if waiver is not None and policy.exceptions[waiver].active(today):
             used.add(waiver)
             continue
         yield finding
@@ -157,7 +158,7 @@ def _waive(
     where = policy.files[0] if policy.files else None
     for i, exc in enumerate(policy.exceptions):
         subject = f"{exc.rule}:{exc.package}"
-        if exc.expiry < today:
+        if not exc.active(today):
             yield Finding(
                 "exception-expired",
                 Severity.MEDIUM,

@@ -38,29 +38,34 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _runtime(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
-    """dtk-runtime-mismatch: the wheels' DTK release is not the DTK installed in the target."""
-    from dtkguard.rules.dtk import _allowed, _reference
+    """dtk-runtime-mismatch: the wheels' DTK release is not the DTK installed in the target.
 
-    installed = _release(facts.dtk)
+    The wheels' release and what may sit beside it are `dtkguard.decision`'s answer, as for
+    dtk-mixed, the pip hook and `lock`."""
+    from dtkguard.decision import parse_release, reference_release, release_allowed, release_text
+
+    installed = parse_release((facts.dtk or "").split("-")[0])
     if installed is None:
         return
+    policy = ctx.policy.decision_json()
     for dists in ctx.env.groups().values():
-        ref = _reference(ctx, dists)
+        ref = reference_release(policy, {d.key: d.version for d in dists})
         if ref is None:
             continue
         wanted, source = ref
-        if _allowed(installed, wanted, ctx.policy.dtk_allow):
+        if release_allowed(installed, wanted, policy.get("dtk_allow", ())):
             continue
+        wanted_text = release_text(wanted)
         yield Finding(
             "dtk-runtime-mismatch",
             Severity.HIGH,
             "dtk",
-            f"the vendor builds are for DTK {wanted} ({source}); the DTK installed is "
+            f"the vendor builds are for DTK {wanted_text} ({source}); the DTK installed is "
             f"{facts.dtk} ({facts.dtk_source})",
-            f"use an image or host with DTK {wanted} (/opt/dtk -> dtk-{wanted}), or the vendor "
-            f"builds made for DTK {facts.dtk}",
+            f"use an image or host with DTK {wanted_text} (/opt/dtk -> dtk-{wanted_text}), or "
+            f"the vendor builds made for DTK {facts.dtk}",
             facts.dtk_source,
-            {"installed": facts.dtk, "expected": str(wanted)},
+            {"installed": facts.dtk, "expected": wanted_text},
         )
         return
 

@@ -10,7 +10,7 @@ import pytest
 from dtkguard.cli import COMMANDS, build_parser
 
 
-@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"pip"}))
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"pip", "uv"}))
 def test_every_command_registers_and_has_help(name):
     parser = build_parser([name])
     with pytest.raises(SystemExit) as info:
@@ -18,8 +18,9 @@ def test_every_command_registers_and_has_help(name):
     assert info.value.code == 0
 
 
-def test_pip_passes_every_argument_to_pip_untouched():
-    args = build_parser(["pip"]).parse_args(["pip", "--help", "install", "-U", "torch"])
+@pytest.mark.parametrize("name", ["pip", "uv"])
+def test_pip_and_uv_pass_every_argument_on_untouched(name):
+    args = build_parser([name]).parse_args([name, "--help", "install", "-U", "torch"])
     assert args.argv == ["--help", "install", "-U", "torch"]
 
 

@@ -37,7 +37,7 @@ def test_install_status_remove_round_trip(
     assert again.returncode == 0 and "written" not in again.stdout
     status = g.dtkguard("guard", "status", "--python", py)
     assert status.returncode == 0, status.stdout
-    assert status.stdout.count("present") == 5
+    assert status.stdout.count("present") == 9
     # the site pip.conf is what `pip --isolated` still reads
     env = hermetic_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     env.pop("PIP_CONFIG_FILE")
@@ -45,10 +45,10 @@ def test_install_status_remove_round_trip(
         [py, "-m", "pip", "--isolated", "config", "list"], env=env, capture_output=True, text=True
     )
     assert "site:install.constraint" in listed.stdout or "install.constraint" in listed.stdout
-    # stale after the policy changes
+    # an edited guard file is reported as tampered
     (venv.path / "dtkguard" / "constraints.txt").write_text("# edited\n")
     stale = g.dtkguard("guard", "status", "--python", py)
-    assert stale.returncode == 1 and "stale" in stale.stdout
+    assert stale.returncode == 1 and "tampered" in stale.stdout
     (venv.path / "dtkguard" / "constraints.txt").write_text(constraints)
     removed = g.dtkguard("guard", "remove", "--python", py)
     assert removed.returncode == 0, removed.stderr
