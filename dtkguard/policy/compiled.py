@@ -194,14 +194,13 @@ class CompiledPolicy:
         The JSON comes from a cache or a hook file that another process may have written, so
         every value is checked: a wrong type is an error, never a policy with ``None`` in it.
         """
-        data = _fields(data, "policy", _POLICY_KEYS)
+        data = _fields(data, "policy", _names(cls))
         target = _fields(
             data.get("target", {}), "target", {"python", "platforms", "implementation"}
         )
-        fp8 = _fields(data.get("fp8", {}), "fp8", {"weights", "kv_cache", "serving", "cards"})
+        fp8 = _fields(data.get("fp8", {}), "fp8", _names(Fp8Rule))
         cards = _str_map(fp8.get("cards", {}), "fp8.cards")
-        for key in ("weights", "kv_cache", "serving"):
-            _choice(fp8.get(key, "deny"), FP8_ACTIONS, f"fp8.{key}")
+        actions = {k: _choice(v, FP8_ACTIONS, f"fp8.{k}") for k, v in fp8.items() if k != "cards"}
         for action in cards.values():
             _choice(action, FP8_ACTIONS, "fp8.cards")
         deny = []
@@ -261,43 +260,57 @@ class CompiledPolicy:
             indexes=_strs(data.get("indexes", []), "indexes"),
             vendor=_str_map(data.get("vendor", {}), "vendor"),
             deny=tuple(deny),
-            fp8=Fp8Rule(
-                fp8.get("weights", "deny"),
-                fp8.get("kv_cache", "deny"),
-                fp8.get("serving", "deny"),
-                cards,
-            ),
+            fp8=Fp8Rule(**actions, cards=cards),
             exceptions=tuple(exceptions),
             drift_extra_severity=_choice(
                 data.get("drift_extra_severity", "medium"), _SEVERITIES, "drift_extra_severity"
             ),
             files=_strs(data.get("files", []), "files"),
             stack=StackRule(tuple(support), no_mix),
-            startup_allow=_strs(data.get("startup_allow", []), "startup_allow"),
             on_import=_choice(data.get("on_import", "warn"), _ON_IMPORT, "on_import"),
+            **_plain_fields(cls, data),
         )
 
 
-_POLICY_KEYS = {
-    "name",
-    "description",
-    "dtk",
-    "dtk_allow",
-    "target",
-    "find_links",
-    "indexes",
-    "vendor",
-    "deny",
-    "fp8",
-    "exceptions",
-    "drift_extra_severity",
-    "files",
-    "stack",
-    "startup_allow",
-    "on_import",
-}
+#: the fields `from_json` reads with their own checks; any other is typed by its default
+_CHECKED = {
+    "name", "description", "dtk", "dtk_allow", "target", "find_links", "indexes", "vendor",
+    "deny", "fp8", "exceptions", "drift_extra_severity", "files", "stack", "on_import",
+}  # fmt: skip
 _SEVERITIES = ("critical", "high", "medium", "low", "info")
 _ON_IMPORT = ("warn", "error", "off")
+
+
+def _names(cls: type) -> set[str]:
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _plain_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """Fields `from_json` has no own check for, typed like their defaults (str, bool, tuple of
+    str, dict of str); a field of another kind cannot come from JSON (`TypeError`: a miss)."""
+    import dataclasses
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in _CHECKED or f.name not in data:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        value = data[f.name]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise TypeError(f"{f.name}: not a boolean")
+            out[f.name] = value
+        elif isinstance(default, str):
+            out[f.name] = _str(value, f.name)
+        elif isinstance(default, tuple):
+            out[f.name] = _strs(value, f.name)
+        elif isinstance(default, dict):
+            out[f.name] = _str_map(value, f.name)
+        else:
+            raise TypeError(f"{f.name}: cannot be read from JSON")
+    return out
 
 
 def _fields(value: Any, what: str, allowed: set[str]) -> dict[str, Any]:

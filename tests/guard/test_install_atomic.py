@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_a_later_layer_that_fails_rolls_back_the_written_ones(venv_guard, mounts
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert "uv.toml: No space left on device" in line
-    assert "rolled back the 5 layer(s) written before it" in line
+    assert re.search(r"rolled back the [1-9]\d* layer\(s\) written before it", line), line
     assert changed(before, venv_guard.venv.snapshot()) == []
     assert conf.read_text() == "[global]\ntimeout = 60\n"
     assert not os.path.exists(full / "uv.toml")

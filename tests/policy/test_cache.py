@@ -146,3 +146,14 @@ def test_an_edit_while_another_process_compiles_is_never_cached_as_current(tmp_p
         on_disk = compile_policy(path)
         assert load_policy(str(path)) == on_disk
         assert load_policy(str(path)) == on_disk  # and from the cache
+
+
+def test_every_field_of_a_compiled_policy_reads_back_from_json():
+    """A field added to CompiledPolicy must survive the cache and the hook's JSON; a strict
+    reader that does not know it would turn every hit into a miss and the guard blind."""
+    from dtkguard.policy.compiled import CompiledPolicy
+    from dtkguard.policy.load import bundled_names
+
+    for name in bundled_names():
+        policy = load_policy(name, cache=False)
+        assert CompiledPolicy.from_json(json.loads(json.dumps(policy.to_json()))) == policy
