@@ -36,10 +36,8 @@ class InputError(DtkguardError):
         where = ""
         if self.file:
             where = self.file
-            if self.line_no:
-                where += f":{self.line_no}"
-                if self.col:
-                    where += f":{self.col}"
+            if self.line_no:  # a known line always comes with a column (1: the line start)
+                where += f":{self.line_no}:{max(self.col or 1, 1)}"
             where += ": "
         field = f"{self.field}: " if self.field else ""
         return f"{where}{field}{self.message}"

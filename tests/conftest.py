@@ -39,6 +39,8 @@ from tests.support.reports import (
 from tests.support.venvs import hermetic_env
 
 COMMUNITY_REPORTS = ("vllm085", "vllm092", "hfstack")
+#: fixture modules of tests/support (``mounts``)
+pytest_plugins = ["tests.support.mounts"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

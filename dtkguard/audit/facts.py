@@ -13,7 +13,8 @@ import os
 import re
 from typing import Any
 
-from dtkguard.env.root import ConfinementError, Root, read_capped
+from dtkguard.env.root import ConfinementError, Root
+from dtkguard.util.safe_read import read_head
 
 VERSION_FILES = (
     "opt/dtk/.info/version",
@@ -26,7 +27,7 @@ DEVICE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVI
 
 def _first_line(root: Root, inner: str) -> str | None:
     try:
-        data = read_capped(root.resolve(inner), 4096)
+        data = read_head(root.resolve(inner), 4096, follow=False)
     except (OSError, ConfinementError):
         return None
     text = data.decode("utf-8", "replace").strip()
@@ -40,8 +41,8 @@ def dtk_release(root: Root) -> dict[str, Any]:
         if line and (m := _RELEASE.search(line)):
             return {"release": m.group(1), "source": "/" + inner, "raw": line}
     try:
-        link = os.readlink(root.path / "opt" / "dtk")
-    except OSError:
+        link = os.readlink(root.resolve("/opt") / "dtk")  # the link itself, its folder confined
+    except (OSError, ConfinementError):
         link = ""
     if m := re.search(r"dtk-?(\d{2}\.\d{2}(?:\.\d+)?)", link):
         return {"release": m.group(1), "source": "/opt/dtk -> " + link}
@@ -92,7 +93,10 @@ def device_facts(
     ``cards``: the card series when the caller already read them (hy-smi runs once).
     """
     facts: dict[str, Any] = {"dtk": dtk_release(root)}
-    facts["hyhal"] = os.path.isdir(root.path / "opt" / "hyhal")
+    try:
+        facts["hyhal"] = root.resolve("/opt/hyhal").is_dir()
+    except ConfinementError:
+        facts["hyhal"] = False
     if live:
         facts["cards"] = card_series() if cards is None else cards
         facts["gfx"] = gfx_archs()

@@ -6,7 +6,7 @@ from typing import Any
 
 from dtkguard.audit.verify import RECORD_LIMIT, decode_digest, rows_of
 from dtkguard.env.dist import Dist
-from dtkguard.env.root import read_capped
+from dtkguard.util.safe_read import read_head
 
 
 def record_files(dist: Dist) -> list[dict[str, Any]]:
@@ -15,7 +15,7 @@ def record_files(dist: Dist) -> list[dict[str, Any]]:
     if path is None:
         return []
     try:
-        text = read_capped(path, RECORD_LIMIT).decode("utf-8", "replace")
+        text = read_head(path, RECORD_LIMIT, follow=False).decode("utf-8", "replace")
     except OSError:
         return []
     out = []

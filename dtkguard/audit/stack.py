@@ -15,7 +15,8 @@ from pathlib import Path
 
 from dtkguard.audit.facts import dtk_release
 from dtkguard.env.device import Card
-from dtkguard.env.root import ConfinementError, Root, child, read_capped
+from dtkguard.env.root import ConfinementError, Root, child
+from dtkguard.util.safe_read import read_capped, read_head, reason
 
 #: where a DTK keeps its HIP version, first match wins (DTK and ROCm layouts)
 HIP_VERSION_FILES = (
@@ -78,7 +79,7 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 
 def _read_text(root: Root, inner: str, limit: int = 1 << 16) -> str | None:
     try:
-        return read_capped(root.resolve(inner), limit).decode("utf-8", "replace")
+        return read_head(root.resolve(inner), limit, follow=False).decode("utf-8", "replace")
     except (OSError, ConfinementError):
         return None
 
@@ -107,7 +108,7 @@ def torch_build(env) -> tuple[str, dict] | None:
         return None
     version_py = child(env.root, child(env.root, torch.site, "torch"), "version.py")
     try:
-        text = read_capped(version_py, 1 << 16).decode("utf-8", "replace")
+        text = read_head(version_py, 1 << 16, follow=False).decode("utf-8", "replace")
     except OSError:
         return torch.version, {}
     return torch.version, build_info(text)
@@ -118,11 +119,9 @@ def _recorded(path: str | Path) -> str:
     from dtkguard.errors import InputError
 
     try:
-        data = read_capped(Path(path), 1 << 20)
+        data = read_capped(Path(path), 1 << 20, what="hy-smi output")
     except OSError as exc:
-        raise InputError(
-            exc.strerror or str(exc), file=str(path), field="--hy-smi-output"
-        ) from None
+        raise InputError(reason(exc), file=str(path), field="--hy-smi-output") from None
     return data.decode("utf-8", "replace")
 
 

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dtkguard.env.dist import Dist
-from dtkguard.env.root import ConfinementError, Root, child, read_capped
+from dtkguard.env.root import ConfinementError, Root, child
+from dtkguard.util.safe_read import TooLarge, read_capped, read_head, reason
 
-RECORD_LIMIT = 64 << 20
+#: a RECORD larger than this is not verified (torch's, ~20,000 files, is about 2 MiB)
+RECORD_LIMIT = 16 << 20
 CHUNK = 1 << 20
 #: a batch of jobs handed to one worker: this many files or this many bytes, whichever first
 BATCH_FILES = 128
@@ -215,9 +217,12 @@ class _Planner:
             )
             return
         try:
-            data = read_capped(record_path, RECORD_LIMIT)
+            data = read_capped(record_path, RECORD_LIMIT, what="RECORD", follow=False)
+        except TooLarge as exc:  # not "malformed rows": the file was not read to its end
+            issue("unreadable", record_inner, f"{exc}: not verified")
+            return
         except OSError as exc:
-            issue("unreadable", record_inner, f"cannot read RECORD: {exc.strerror or exc}")
+            issue("unreadable", record_inner, f"cannot read RECORD: {reason(exc)}")
             return
         site_inner = self.root.inner(dist.site)
         prefix = prefix_of(site_inner)
@@ -364,7 +369,7 @@ _LAUNCHER_LINES = re.compile(
 def _entry_points(dist: Dist) -> dict[str, str]:
     """``{script name: "module:attr"}`` of a dist's console and gui scripts."""
     try:
-        text = read_capped(child(dist.root, dist.path, "entry_points.txt"), 1 << 20)
+        text = read_head(child(dist.root, dist.path, "entry_points.txt"), 1 << 20, follow=False)
     except OSError:
         return {}
     out: dict[str, str] = {}

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 
 from dtkguard.commands.common import (
+    add_allow_empty_option,
     add_policy_option,
     add_report_options,
     add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    require_dists,
 )
 
 
@@ -47,6 +49,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument(
         "--processes", action="store_true", help="scan running serving processes for FP8 requests"
     )
+    add_allow_empty_option(parser)
     add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise InputError("must be at least 1", field="--workers")
     env = open_target(args)  # first: a target that cannot be read is exit 3 whatever else
+    require_dists(env, args)
     policy = load_policy(args.policy)
     lock = None
     if args.lock:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from dtkguard.commands.common import (
+    add_allow_empty_option,
     add_policy_option,
     add_report_options,
     add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    require_dists,
     stack_inputs,
 )
 
@@ -26,6 +28,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     add_target_options(parser)
     add_policy_option(parser)
     parser.add_argument("--lock", metavar="L", help="also report drift against a PEP 751 lock")
+    add_allow_empty_option(parser)
     add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
         lock = read_lock(args.lock)
     env = open_target(args)
+    require_dists(env, args)
     families = ENVIRONMENT_CHECKS + ("stack",) + (("drift",) if lock else ())
     extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
     timings: dict[str, float] = {}

@@ -25,6 +25,31 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_allow_empty_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a target without any distribution passes (default: exit 3, a typo'd path "
+        "must not pass a gate)",
+    )
+
+
+def require_dists(env, args: argparse.Namespace) -> None:
+    """`TargetError` (exit 3) when the target holds no distribution and --allow-empty is off."""
+    if env.dists or getattr(args, "allow_empty", False):
+        return
+    from dtkguard.errors import TargetError
+
+    target = env.target
+    where = next(
+        (str(target[k]) for k in ("container", "pid", "root", "path", "python") if target.get(k)),
+        str(env.root.path),
+    )
+    raise TargetError(
+        f"nothing to check at {where}: no installed distributions found (--allow-empty to pass)"
+    )
+
+
 def add_passthrough(
     sub: argparse._SubParsersAction, name: str, help: str, description: str, run
 ) -> None:

@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     lock = read_lock(args.lock)
     text = export.constraints(lock) if args.kind == "constraints" else export.requirements(lock)
     if args.output:
-        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.output import write_output
 
-        atomic_write_text(args.output, text)
+        write_output(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

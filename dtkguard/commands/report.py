@@ -54,13 +54,20 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     merge.set_defaults(run=run_merge)
 
 
+#: a node list of tens of thousands of names is well under this
+MAX_NODES_FILE_BYTES = 4 << 20
+
+
 def _read_names(path: str) -> list[str]:
+    from dtkguard.util.safe_read import read_capped, reason
+    from dtkguard.util.text import Undecodable, decode_utf8
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(reason, file=path, field="--nodes") from None
+        lines = decode_utf8(read_capped(path, MAX_NODES_FILE_BYTES, what="node list")).splitlines()
+    except OSError as exc:
+        raise InputError(reason(exc), path, field="--nodes") from None
+    except Undecodable as exc:
+        raise InputError(str(exc), path, exc.line, exc.col, "--nodes") from None
     names = [line.split("#", 1)[0].strip() for line in lines]
     return [n for n in names if n]
 
@@ -92,9 +99,9 @@ def run_merge(args: argparse.Namespace) -> int:
         from dtkguard.fleet.render import render_markdown as render
     text = render(fleet)
     if args.output and args.output != "-":
-        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.output import write_output
 
-        atomic_write_text(args.output, text)
+        write_output(args.output, text)
         from dtkguard.fleet.render import headline
 
         print(f"dtkguard: {headline(fleet)}; wrote {args.output}", file=sys.stderr)

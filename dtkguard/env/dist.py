@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from dtkguard.env.root import Root, child, read_capped
+from dtkguard.env.root import Root, child
 from dtkguard.policy.compiled import canonical
+from dtkguard.util.safe_read import read_head
 
 #: METADATA larger than this is read only this far (headers come first)
 METADATA_LIMIT = 1 << 20
@@ -50,9 +51,9 @@ class Dist:
         if not self.path.is_dir():
             return None
         try:
-            return read_capped(child(self.root, self.path, name), SMALL_FILE_LIMIT).decode(
-                "utf-8", "replace"
-            )
+            return read_head(
+                child(self.root, self.path, name), SMALL_FILE_LIMIT, follow=False
+            ).decode("utf-8", "replace")
         except OSError:
             return None
 
@@ -63,7 +64,7 @@ class Dist:
 
     @cached_property
     def requested(self) -> bool:
-        return self.path.is_dir() and (self.path / "REQUESTED").exists()
+        return self.path.is_dir() and os.path.lexists(self.path / "REQUESTED")
 
     @cached_property
     def direct_url(self) -> dict | None:
@@ -128,7 +129,7 @@ def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str
             meta = child(root, path, "METADATA" if entry.endswith(".dist-info") else "PKG-INFO")
         else:
             meta = path  # an .egg-info file is the PKG-INFO itself
-        data = read_capped(meta, METADATA_LIMIT)
+        data = read_head(meta, METADATA_LIMIT, follow=False)
     except OSError as exc:
         return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"
     return _from_metadata(data, path, site, root, group, root.inner(site / entry))
@@ -187,7 +188,9 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
     if entry.endswith(".egg"):
         return [read_egg(root, site, child(root, site, entry), group)]
     try:
-        text = read_capped(child(root, site, entry), SMALL_FILE_LIMIT).decode("utf-8", "replace")
+        text = read_head(child(root, site, entry), SMALL_FILE_LIMIT, follow=False).decode(
+            "utf-8", "replace"
+        )
     except OSError as exc:
         return [f"{root.inner(path)}: cannot read: {exc.strerror or exc}"]
     out: list[Dist | str] = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.dist import Dist, read_egg, scan_site
-from dtkguard.env.root import ConfinementError, Root
+from dtkguard.env.root import ConfinementError, Root, is_regular
 from dtkguard.errors import TargetError
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -187,21 +187,13 @@ def root_sites(root: Root) -> list[tuple[Path, str]]:
 
 
 def _find_venvs(root: Root) -> list[str]:
-    """Inner paths of ``pyvenv.cfg`` files under the usual homes; symlinks are not followed."""
+    """Inner paths of ``pyvenv.cfg`` files under the usual homes, every step inside the root."""
     hits: list[str] = []
+    skip = ("proc", "sys", "dev", "lib", "share")
     for home in _VENV_HOMES:
-        start = root.path / home
-        if start.is_symlink() or not start.is_dir():
-            continue
-        base_depth = str(start).count(os.sep)
-        for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-            if "pyvenv.cfg" in filenames:
-                hits.append(root.inner(os.path.join(dirpath, "pyvenv.cfg")))
-                dirnames[:] = []
-                continue
-            if dirpath.count(os.sep) - base_depth >= _VENV_DEPTH:
-                dirnames[:] = []
-            dirnames[:] = [d for d in dirnames if d not in ("proc", "sys", "dev", "lib", "share")]
+        for inner in root.walk(home, _VENV_DEPTH, prune=skip, leaf="pyvenv.cfg"):
+            if is_regular(root.path.joinpath(inner.lstrip("/"), "pyvenv.cfg")):
+                hits.append(os.path.join(inner, "pyvenv.cfg"))
     return sorted(set(hits))
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dtkguard.env.root import read_capped
+from dtkguard.util.safe_read import read_head
 
 
 def read(proc: str, name: str, limit: int = 1 << 20) -> bytes | None:
     """``/proc/N/<name>`` (``proc`` is ``/proc/N``), at most ``limit`` bytes; None if unreadable."""
     try:
-        return read_capped(Path(proc, name), limit)
+        return read_head(Path(proc, name), limit, follow=False)
     except OSError:
         return None
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from dtkguard.env import procfiles
 from dtkguard.env.environment import Environment, _collect
-from dtkguard.env.root import ConfinementError, Root, read_capped
+from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
+from dtkguard.util.safe_read import read_head
 
 _PY_NAME = re.compile(r"^python(\d(?:\.\d+)?)?$")
 _LIBPY = re.compile(r"/libpython(\d\.\d+)[^/]*\.so")
@@ -26,7 +27,7 @@ _SITE_IN_MAPS = re.compile(r"(/\S*/(?:site|dist)-packages)/")
 def _cfg(root: Root, prefix: str) -> dict[str, str] | None:
     """``pyvenv.cfg`` of a prefix as a dict, None when it is not a venv."""
     try:
-        data = read_capped(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16)
+        data = read_head(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16, follow=False)
     except (OSError, ConfinementError):
         return None
     out = {}

@@ -8,6 +8,7 @@ done by hand because the target is not our mount namespace (syft#3396).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 MAX_LINKS = 40
@@ -77,6 +78,37 @@ class Root:
             current = nxt
         return current
 
+    def walk(
+        self, start: str, depth: int, prune: tuple[str, ...] = (), leaf: str | None = None
+    ) -> Iterator[str]:
+        """Inner paths of the directories under ``start`` (itself first), ``depth`` levels deep;
+        folders named in ``prune`` are skipped, and one holding a regular file named ``leaf``
+        is yielded but not entered.
+
+        ``start`` is resolved inside the root and no symlink below it is followed or even
+        stat'ed through (``lstat`` only): a link to ``/usr`` is a name, not a directory.
+        """
+        try:
+            top = self.resolve(start)
+        except ConfinementError:
+            return
+        if not top.is_dir():
+            return
+        stack = [(self.inner(top), 0)]
+        while stack:
+            inner, level = stack.pop()
+            yield inner
+            host = self.path.joinpath(inner.lstrip("/"))
+            if level >= depth or (leaf and is_regular(host / leaf)):
+                continue
+            try:
+                with os.scandir(host) as it:
+                    entries = [e for e in it if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            subdirs = [e.name for e in entries if e.name not in prune]
+            stack += [(os.path.join(inner, n), level + 1) for n in sorted(subdirs, reverse=True)]
+
     def inner(self, host: str | os.PathLike[str]) -> str:
         """The path as the target sees it, for reports."""
         host = os.fspath(host)
@@ -91,25 +123,22 @@ class Root:
         return self.is_host or host == str(self.path) or host.startswith(str(self.path) + os.sep)
 
 
-def read_capped(path: Path, limit: int) -> bytes:
-    """Read at most ``limit`` bytes of a regular file (never a FIFO or device)."""
+def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The first ``limit`` bytes of a regular file of a target, a final symlink not followed
+    (`dtkguard.util.safe_read.read_head`; kept for the callers that import it from here)."""
+    from dtkguard.util.safe_read import read_head
+
+    return read_head(path, limit, follow=False)
+
+
+def is_regular(path: Path) -> bool:
+    """A regular file, by ``lstat``: a symlink is never followed to find out."""
     import stat
 
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"not a regular file: {path}")
-        chunks = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def child(root: Root, directory: Path, name: str) -> Path:

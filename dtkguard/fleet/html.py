@@ -64,7 +64,7 @@ def render_html(fleet: Fleet) -> str:
             [[_e(n.name), _badge(n.status), _e(n.file or "-"), _e(n.detail)] for n in problems],
         )
     if fleet.duplicates:
-        body.append('<h2 id="duplicates">Duplicate reports (older ones ignored)</h2>')
+        body.append('<h2 id="duplicates">Duplicate reports (the worst of each set is kept)</h2>')
         body += _table(
             ["report", "created", "kept instead"],
             [[_e(d.file), _e(d.created), _e(d.replaced_by)] for d in fleet.duplicates],

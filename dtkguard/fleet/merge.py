@@ -5,8 +5,8 @@ keys of its findings), so memory grows with the number of nodes, not with the si
 
 Fleet verdict: ``fail`` when any node fails, or when any expected report is missing, unreadable,
 truncated or of a schema version this dtkguard cannot read; ``pass`` otherwise. Duplicates (the same
-host and target reported twice) are not failures: the newest report is kept and the older ones are
-listed. Exit code: 0 pass, 1 fail.
+host and target reported twice) keep the worst report (a failing one over a passing one whatever
+their dates, else the newest); the others are listed. Exit code: 0 pass, 1 fail.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dtkguard.findings import Severity
 #: the report schema this merge reads (`dtkguard.report.SCHEMA_VERSION`)
 READS_SCHEMA = 1
 #: a report larger than this is not read (a node report of ~150 dists is well under 1 MB)
-MAX_REPORT_BYTES = 64 * 1024 * 1024
+MAX_REPORT_BYTES = 8 * 1024 * 1024
 #: findings of these rules are drift against a lock
 DRIFT_PREFIX = "drift-"
 
@@ -248,28 +248,33 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
     """Read one report file into a `NodeResult`; never raises for a bad file."""
     path = Path(path)
     node = NodeResult(name=path.stem, file=str(path), status=UNREADABLE)
+    from dtkguard.util.safe_read import TooLarge, read_capped, reason
+    from dtkguard.util.text import json_loads
+
     try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            node.detail = f"{size} bytes, larger than {MAX_REPORT_BYTES}"
-            return node
-        raw = path.read_bytes()
+        raw = read_capped(path, MAX_REPORT_BYTES, what="report")
     except FileNotFoundError:
         node.status, node.detail = MISSING, "no such file"
         return node
+    except TooLarge as exc:
+        node.detail = str(exc)
+        return node
     except OSError as exc:
-        node.detail = exc.strerror or str(exc)
+        node.detail = reason(exc)
         return node
     if not raw.strip():
         node.status, node.detail = TRUNCATED, "empty file"
         return node
     try:
-        data = json.loads(raw)
+        data = json_loads(raw)
     except json.JSONDecodeError as exc:
         node.status, node.detail = _decode_error(exc, len(raw))
         return node
     except UnicodeDecodeError as exc:
         node.detail = f"not UTF-8 ({exc.reason} at byte {exc.start})"
+        return node
+    except ValueError as exc:  # too deep, an integer of thousands of digits, NaN
+        node.detail = f"not a dtkguard report: {exc}"
         return node
     del raw
     if not isinstance(data, dict):
@@ -361,31 +366,46 @@ def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def _dedupe(nodes: list[NodeResult]) -> tuple[list[NodeResult], list[NodeResult]]:
-    """Keep the newest report per (host, target); name apart different targets on one host."""
-    newest: dict[tuple[str, str], NodeResult] = {}
+    """One report per (host, target): the worst one, the newest among equally bad ones.
+
+    A report's date is the node's word, so a later (or future-dated) passing report must not
+    hide a failing one: failing beats passing whatever the dates, and the kept report says how
+    many reports there were.
+    """
+    kept_by: dict[tuple[str, str], NodeResult] = {}
+    count: Counter[tuple[str, str]] = Counter()
     duplicates: list[NodeResult] = []
     others: list[NodeResult] = []
     for node in nodes:
         if not node.host:
             others.append(node)
             continue
-        seen = newest.get(node.identity)
+        count[node.identity] += 1
+        seen = kept_by.get(node.identity)
         if seen is None:
-            newest[node.identity] = node
+            kept_by[node.identity] = node
             continue
-        old, new = sorted((seen, node), key=lambda n: (n.created, n.file))
-        old.replaced_by = new.file
-        duplicates.append(old)
-        newest[node.identity] = new
-    kept = list(newest.values())
+        drop, keep = sorted((seen, node), key=_keep_order)
+        drop.replaced_by = keep.file
+        duplicates.append(drop)
+        kept_by[node.identity] = keep
+    kept = list(kept_by.values())
     names = Counter(n.name for n in kept)
     for node in kept:
         if names[node.name] > 1:
             node.name = f"{node.name}:{Path(node.file).stem}"
+        if count[node.identity] > 1:
+            note = f"{count[node.identity]} reports for this host and target; kept the worst"
+            node.detail = f"{node.detail}; {note}" if node.detail else note
     for dup in duplicates:
         dup.status = DUPLICATE
-        dup.detail = f"same host and target as {dup.replaced_by}, which is newer and kept"
+        dup.detail = f"same host and target as {dup.replaced_by}, which is kept"
     return kept + others, duplicates
+
+
+def _keep_order(node: NodeResult) -> tuple[bool, str, str]:
+    """Sort key: the last is kept (failing over passing, then the newest)."""
+    return (node.status in FAILING, node.created, node.file)
 
 
 def _common(nodes: list[NodeResult], top: int) -> list[dict[str, Any]]:

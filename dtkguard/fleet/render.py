@@ -12,7 +12,9 @@ DRIFT_SHOWN = 8
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    from dtkguard.report.sanitize import markdown
+
+    return markdown(text)
 
 
 def counts_text(node: NodeResult) -> str:
@@ -49,7 +51,7 @@ def render_markdown(fleet: Fleet) -> str:
         ]
         lines.append("")
     if fleet.duplicates:
-        lines += ["### Duplicate reports (older ones ignored)", ""]
+        lines += ["### Duplicate reports (the worst of each set is kept)", ""]
         lines += [f"- {_cell(d.file)}: {_cell(d.detail)}" for d in fleet.duplicates]
         lines.append("")
     groups = fleet.drift_by_lock()

@@ -27,6 +27,9 @@ def hook_json(policy: CompiledPolicy) -> str:
 def read_policy_json(path: Path) -> CompiledPolicy | None:
     """The compiled policy a guard install left; None when absent or unreadable."""
     try:
-        return CompiledPolicy.from_json(json.loads(path.read_text(encoding="utf-8")))
+        from dtkguard.util.safe_read import read_capped
+        from dtkguard.util.text import json_loads
+
+        return CompiledPolicy.from_json(json_loads(read_capped(path, 16 << 20)))
     except (OSError, ValueError, TypeError, KeyError):
         return None

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from dtkguard.errors import InputError
+from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
 from dtkguard.guard.compiled import constraints_text, hook_json
 from dtkguard.guard.target import Interpreter
+from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
 
@@ -223,8 +224,8 @@ def _sha(text: str) -> str:
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None  # a folder in a layer's place is refused by `require_writable`
     except UnicodeDecodeError:
         return ""  # a binary (a real uv where the shim was): never the guard's file
 
@@ -295,31 +296,53 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=baseline,
     )
-    results = []
-    interp.state_dir.mkdir(parents=True, exist_ok=True)
     bpath = baselines.baseline_path(interp.prefix)
-    if base_state == "written":
-        atomic_write_text(bpath, base_text)
-    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(base_text)}
-    manifest.save()
-    results.append(("baseline", bpath, base_state))
-    for layer in layers:
-        if str(layer.path) not in manifest.files:
-            original = originals.get(str(layer.path), _read(layer.path))
-            if layer.name in _OWN_FILES and original is not None:
-                if "dtkguard" not in original:
-                    raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
-                original = None
-            manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
-        current = _read(layer.path)
-        if current != layer.content:
-            layer.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(layer.path, layer.content, layer.mode)
-        manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
-        results.append(
-            (layer.name, layer.path, "unchanged" if current == layer.content else "written")
-        )
-        manifest.save()  # after every file: a crash never leaves an unlisted file behind
+    require_writable([manifest.path, bpath, *(layer.path for layer in layers)])
+    results = []
+    #: (path, content before) of every file written, manifest included: undone on failure
+    written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
+    try:
+        interp.state_dir.mkdir(parents=True, exist_ok=True)
+        if base_state == "written":
+            written.append((bpath, _read(bpath)))
+            atomic_write_text(bpath, base_text)
+        manifest.files[str(bpath)] = {
+            "layer": "baseline",
+            "original": None,
+            "sha256": _sha(base_text),
+        }
+        manifest.save()
+        results.append(("baseline", bpath, base_state))
+        for layer in layers:
+            if str(layer.path) not in manifest.files:
+                original = originals.get(str(layer.path), _read(layer.path))
+                if layer.name in _OWN_FILES and original is not None:
+                    if "dtkguard" not in original:
+                        raise InputError(
+                            f"{layer.path} exists and is not dtkguard's", field=layer.name
+                        )
+                    original = None
+                manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
+            current = _read(layer.path)
+            if current != layer.content:
+                layer.path.parent.mkdir(parents=True, exist_ok=True)
+                written.append((layer.path, current))
+                atomic_write_text(layer.path, layer.content, layer.mode)
+            manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
+            results.append(
+                (layer.name, layer.path, "unchanged" if current == layer.content else "written")
+            )
+            manifest.save()  # after every file: a crash never leaves an unlisted file behind
+    except (OSError, InputError) as exc:
+        left = roll_back(written)
+        if isinstance(exc, InputError):
+            raise
+        done = sum(1 for _, _, what in results if what == "written")
+        undone = f"rolled back the {done} layer(s) written before it"
+        if left:
+            undone += f"; could not restore {', '.join(left)}"
+        where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", "")
+        raise TargetError(f"cannot guard: {where}: {exc.strerror or exc}; {undone}") from None
     for module, layer_name in (
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),

@@ -8,6 +8,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from dtkguard.util.safe_read import read_capped
+
+#: the override log is one short JSON line per override
+MAX_LOG_BYTES = 16 << 20
+
 ENV_VAR = "DTKGUARD_OVERRIDE"
 #: the one-time token dtkpip hands its pip child: the hook does not record the override again
 #: when the token file exists (it deletes it) and the record carries the same token. A token
@@ -66,7 +71,7 @@ def record(
 def read(path: Path) -> Iterator[tuple[int, dict | None]]:
     """(line number, record or None when the line is not a JSON object)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_capped(path, MAX_LOG_BYTES, what="override log").decode("utf-8", "replace")
     except OSError:
         return
     for no, line in enumerate(text.splitlines(), 1):

@@ -64,23 +64,27 @@ def _file(data: dict[str, Any]) -> LockedFile:
     )
 
 
+#: a lock of a few hundred packages with hashes is well under a megabyte
+MAX_LOCK_BYTES = 16 << 20
+
+
 def read_lock(path: str | Path) -> Lock:
-    """Parse and validate a lock; `InputError` (exit 2) names the file and the problem."""
-    import tomlkit
-    from tomlkit.exceptions import ParseError
+    """Parse and validate a lock; `InputError` (exit 2) names the file, position and key."""
+    from dtkguard.policy.tomlpos import key_positions, parse_toml
+    from dtkguard.util.safe_read import read_capped, reason
+    from dtkguard.util.text import Undecodable, decode_utf8
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read lock: {exc}", str(path)) from None
-    try:
-        data = tomlkit.parse(text).unwrap()
-    except ParseError as exc:
-        raise InputError(
-            f"invalid TOML: {str(exc).split(' at line ')[0]}", str(path), exc.line, exc.col
-        ) from None
-    _validate(path, data)
+        text = decode_utf8(read_capped(path, MAX_LOCK_BYTES, what="lock"))
+    except OSError as exc:
+        raise InputError(f"cannot read lock: {reason(exc)}", str(path)) from None
+    except Undecodable as exc:
+        raise InputError(str(exc), str(path), exc.line, exc.col) from None
+    data = parse_toml(text, str(path))
+    where = _Where(path, key_positions(text))
+    _validate(where, data)
+    _check_tool_tables(where, data)
     packages = []
     for entry in data.get("packages", []):
         files = [_file(w) for w in entry.get("wheels", [])]
@@ -118,23 +122,74 @@ def read_lock(path: str | Path) -> Lock:
     )
 
 
-def _validate(path: Path, data: dict[str, Any]) -> None:
+@dataclass
+class _Where:
+    """Errors at a key of one lock file, with its line and column."""
+
+    path: Path
+    positions: dict[tuple[object, ...], tuple[int, int]]
+
+    def error(self, loc: tuple[object, ...], message: str) -> InputError:
+        from dtkguard.policy.tomlpos import locate
+
+        line, col = locate(self.positions, loc)
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        return InputError(message, str(self.path), line, col, field or None)
+
+
+def _context_loc(context: str | None) -> tuple[object, ...]:
+    """``packages[0].version`` -> ``("packages", 0, "version")``."""
+    import re
+
+    return tuple(
+        int(index) if index else key
+        for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", context or "")
+    )
+
+
+def _validate(where: _Where, data: dict[str, Any]) -> None:
+    if not isinstance(data.get("packages", []), list):
+        raise where.error(("packages",), "not an array of tables")
+    for i, pkg in enumerate(data.get("packages", [])):
+        if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
+            raise where.error(("packages", i, "name"), "package without a name")
     try:
         from packaging.pylock import Pylock, PylockValidationError
     except ImportError:  # packaging < 26: check the essentials by hand
         if str(data.get("lock-version", "")).split(".")[0] != "1":
-            raise InputError(
-                "unsupported or missing lock-version", str(path), field="lock-version"
-            ) from None
-        for i, pkg in enumerate(data.get("packages", [])):
-            if not isinstance(pkg, dict) or "name" not in pkg:
-                raise InputError(
-                    "package without a name", str(path), field=f"packages[{i}]"
-                ) from None
+            raise where.error(("lock-version",), "unsupported or missing lock-version") from None
         return
     try:
         Pylock.from_dict(data)
     except PylockValidationError as exc:
-        raise InputError(f"not a valid PEP 751 lock: {exc}", str(path)) from None
+        loc = _context_loc(exc.context)
+        raise where.error(loc, f"not a valid PEP 751 lock: {exc.message}") from None
     except Exception as exc:  # PylockUnsupportedVersionError and friends
-        raise InputError(f"not a valid PEP 751 lock: {exc}", str(path)) from None
+        raise where.error(("lock-version",), f"not a valid PEP 751 lock: {exc}") from None
+
+
+def _check_tool_tables(where: _Where, data: dict[str, Any]) -> None:
+    """``[tool]`` is free-form in PEP 751, but dtkguard reads its own tables: they must be typed
+    as dtkguard writes them."""
+
+    def table(value: Any, loc: tuple[object, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise where.error(loc, f"a {type(value).__name__}, expected a table")
+        return value
+
+    dtk = table(table(data.get("tool", {}), ("tool",)).get("dtkguard", {}), ("tool", "dtkguard"))
+    installed = dtk.get("installed", [])
+    if not isinstance(installed, list):
+        raise where.error(("tool", "dtkguard", "installed"), "expected an array of tables")
+    for i, item in enumerate(installed):
+        loc = ("tool", "dtkguard", "installed", i)
+        table(item, loc)
+        for key in ("name", "version"):
+            if key in item and not isinstance(item[key], str):
+                raise where.error((*loc, key), f"a {type(item[key]).__name__}, expected a string")
+    for key in ("policy", "policy-sha256", "dtk"):
+        if key in dtk and not isinstance(dtk[key], str):
+            raise where.error(("tool", "dtkguard", key), "expected a string")
+    for i, pkg in enumerate(data.get("packages", [])):
+        tool = table(pkg.get("tool", {}), ("packages", i, "tool"))
+        table(tool.get("dtkguard", {}), ("packages", i, "tool", "dtkguard"))

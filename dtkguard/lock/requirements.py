@@ -29,10 +29,27 @@ def from_command_line(texts: Iterable[str]) -> list[Requirement]:
     return out
 
 
+#: a requirements file of thousands of pins is well under this
+MAX_REQUIREMENTS_BYTES = 4 << 20
+
+
+def _read(path: Path) -> str:
+    """A requirements file's text: a regular file, capped; problems are `InputError`."""
+    from dtkguard.util.safe_read import read_capped, reason
+    from dtkguard.util.text import Undecodable, decode_utf8
+
+    try:
+        return decode_utf8(read_capped(path, MAX_REQUIREMENTS_BYTES, what="requirements file"))
+    except OSError as exc:
+        raise InputError(f"cannot read: {reason(exc)}", str(path), field="-r") from None
+    except Undecodable as exc:
+        raise InputError(str(exc), str(path), exc.line, exc.col, "-r") from None
+
+
 def _logical_lines(path: Path) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     buf, start = "", 0
-    for no, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for no, raw in enumerate(_read(path).splitlines(), 1):
         if not buf:
             start = no
         line = raw

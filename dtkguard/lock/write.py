@@ -234,7 +234,7 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 def write_lock(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> bytes:
     """Validate ``doc``, render it and replace ``path`` atomically; returns the bytes."""
-    from dtkguard.util.atomic import atomic_write_bytes
+    from dtkguard.util.output import write_output
 
     target = Path(path)
     pylock = require_pylock()
@@ -246,5 +246,5 @@ def write_lock(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> bytes:
         )
     validate(doc, str(target))
     data = dumps(doc).encode("utf-8")
-    atomic_write_bytes(target, data)
+    write_output(target, data)
     return data

@@ -12,7 +12,6 @@ fields read, per producer, are listed in docs/fp8.md.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 from collections import Counter
@@ -99,14 +98,16 @@ class QuantConfig:
 
 def load_json(path: str | os.PathLike[str], cap: int = MAX_CONFIG) -> dict[str, Any]:
     """A JSON object from ``path``, refusing files larger than ``cap``."""
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size > cap:
-            raise ConfigError(f"{size} bytes, larger than the {cap}-byte cap")
-        raw = fh.read(size + 1)
+    from dtkguard.util.safe_read import TooLarge, read_capped
+    from dtkguard.util.text import json_loads
+
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raw = read_capped(path, cap, what="config")
+    except TooLarge as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        data = json_loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"not JSON: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise ConfigError("not a JSON object")

@@ -81,7 +81,9 @@ def _skip_value(fh: BinaryIO, vtype: int, size: int, depth: int = 0) -> bytes | 
 
 def read_gguf(path: str | os.PathLike[str]) -> GgufHeader:
     """Tensor type histogram of a GGUF file."""
-    with open(path, "rb") as fh:
+    from dtkguard.util.safe_read import open_regular
+
+    with open_regular(path, buffering=-1) as fh:
         size = os.fstat(fh.fileno()).st_size
         if _read(fh, 4) != b"GGUF":
             raise GgufError("no GGUF magic")

@@ -16,6 +16,9 @@ from typing import BinaryIO
 
 #: the largest data.pkl we walk (a real one is a few MB)
 MAX_PICKLE = 256 * 1024 * 1024
+#: opcodes walked at most (a real checkpoint's data.pkl has tens of thousands); bounds time and
+#: the memo table of a pickle built of millions of one-byte opcodes
+MAX_OPCODES = 1_000_000
 #: the legacy format's magic number, protocol version, sys_info, then the object pickle
 LEGACY_PICKLES = 4
 _STRING_OPS = frozenset(
@@ -78,11 +81,17 @@ class _Reader:
 
 
 def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
+    walked = 0
     for _ in range(pickles):
         memo: dict[int, object] = {}
         recent: list[object] = []
         try:
             for op, arg, _pos in pickletools.genops(stream):
+                walked += 1
+                if walked > MAX_OPCODES:
+                    raise PickleScanError(
+                        f"more than the limit of {MAX_OPCODES:,} pickle opcodes: not scanned"
+                    )
                 name = op.name
                 if name in _STRING_OPS:
                     recent.append(arg)
@@ -122,22 +131,28 @@ def _add(out: PickleGlobals, dotted: str) -> None:
 
 def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleGlobals:
     """Globals referenced by the checkpoint at ``path`` (zip or legacy format)."""
+    from dtkguard.util.safe_read import open_regular
+
     out = PickleGlobals(path=str(path))
-    if zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
-                if not members:
-                    raise PickleScanError("zip without a data.pkl")
-                for info in members[:16]:
-                    if info.file_size > cap:
-                        raise PickleScanError(f"{info.filename}: {info.file_size} bytes, over cap")
-                    out.members.append(info.filename)
-                    with zf.open(info) as raw:
-                        _walk(_Reader(raw, cap), out, 1)
-        except zipfile.BadZipFile as exc:
-            raise PickleScanError(f"bad zip: {exc}") from None
-        return out
-    with open(path, "rb") as fh:
+    with open_regular(path, buffering=-1) as fh:  # a FIFO or device is refused, never read
+        if zipfile.is_zipfile(fh):
+            fh.seek(0)
+            try:
+                with zipfile.ZipFile(fh) as zf:
+                    members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
+                    if not members:
+                        raise PickleScanError("zip without a data.pkl")
+                    for info in members[:16]:
+                        if info.file_size > cap:
+                            raise PickleScanError(
+                                f"{info.filename}: {info.file_size} bytes, over cap"
+                            )
+                        out.members.append(info.filename)
+                        with zf.open(info) as raw:
+                            _walk(_Reader(raw, cap), out, 1)
+            except zipfile.BadZipFile as exc:
+                raise PickleScanError(f"bad zip: {exc}") from None
+            return out
+        fh.seek(0)
         _walk(_Reader(fh, cap), out, LEGACY_PICKLES)
     return out

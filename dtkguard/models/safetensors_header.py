@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import BinaryIO, NamedTuple
 
+from dtkguard.util.text import json_loads
+
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
-MAX_HEADER = 100_000_000
+#: a header larger than this is refused (one of 10,000 tensors is about 1 MB)
+MAX_HEADER = 16 << 20
 #: the schema limits shapes and offsets to 48-bit integers
 MAX_INT = (1 << 48) - 1
 
@@ -72,7 +75,9 @@ def _read_exact(fh: BinaryIO, n: int) -> bytes:
 
 def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> SafetensorsHeader:
     """Parse the header of ``path``. Raises :class:`HeaderError` (or OSError) on bad input."""
-    with open(path, "rb", buffering=0) as fh:  # unbuffered: read exactly the header bytes
+    from dtkguard.util.safe_read import open_regular
+
+    with open_regular(path) as fh:  # unbuffered: read exactly the header bytes
         size = os.fstat(fh.fileno()).st_size
         head = _read_exact(fh, 8)
         if len(head) != 8:
@@ -91,11 +96,13 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
         raise HeaderError("header does not start with '{'")
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        data = json_loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise HeaderError("header is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise HeaderError(f"header is not JSON: {exc.msg} at byte {exc.pos}") from None
+    except ValueError as exc:  # nested too deeply, an integer of thousands of digits
+        raise HeaderError(f"header is not usable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HeaderError("header is not a JSON object")
     return _validate(str(path), n, size, data)

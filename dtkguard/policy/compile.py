@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
 from pydantic import BaseModel, ValidationError
-from tomlkit.exceptions import ParseError
 
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import (
@@ -27,8 +25,12 @@ from dtkguard.policy.compiled import (
     series_key,
 )
 from dtkguard.policy.model import PolicyFile
-from dtkguard.policy.tomlpos import key_positions, locate
+from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
 from dtkguard.rules.catalog import is_known
+from dtkguard.util.text import Undecodable, decode_utf8
+
+#: a real policy is a few kilobytes; past this a file is refused before it is parsed
+MAX_POLICY_BYTES = 256 << 10
 
 
 @dataclass
@@ -36,6 +38,8 @@ class _Read:
     path: Path
     model: PolicyFile
     positions: dict[tuple[object, ...], tuple[int, int]]
+    #: sha256 of the exact bytes that were parsed (the policy cache validates hits against it)
+    digest: str = ""
 
     def error(self, loc: tuple[object, ...], message: str) -> PolicyError:
         line, col = locate(self.positions, loc)
@@ -45,21 +49,33 @@ class _Read:
 
 def read_policy_file(path: Path) -> _Read:
     """Parse and validate one file (no ``extends`` handling)."""
+    import hashlib
+
+    raw = read_policy_bytes(path)
+    read = parse_policy_bytes(path, raw)
+    read.digest = hashlib.sha256(raw).hexdigest()
+    return read
+
+
+def read_policy_bytes(path: Path) -> bytes:
+    """The bytes of a policy file: a regular file of at most `MAX_POLICY_BYTES`."""
+    from dtkguard.util.safe_read import read_capped, reason
+
     try:
-        raw = path.read_bytes()
+        return read_capped(path, MAX_POLICY_BYTES, what="policy")
     except OSError as exc:
-        raise PolicyError(f"cannot read policy: {exc.strerror}", str(path)) from None
+        raise PolicyError(f"cannot read policy: {reason(exc)}", str(path)) from None
+
+
+def parse_policy_bytes(path: Path, raw: bytes) -> _Read:
+    """Parse and validate the bytes of one policy file read from ``path``."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"not UTF-8 text (byte {exc.start})", str(path)) from None
+        text = decode_utf8(raw)
+    except Undecodable as exc:
+        raise PolicyError(str(exc), str(path), exc.line, exc.col) from None
     if not text.strip():
         raise PolicyError("empty policy file", str(path), 1, 1)
-    try:
-        data = tomlkit.parse(text).unwrap()
-    except ParseError as exc:
-        message = str(exc).split(" at line ")[0]
-        raise PolicyError(f"invalid TOML: {message}", str(path), exc.line, exc.col) from None
+    data = parse_toml(text, str(path), PolicyError)
     positions = key_positions(text)
     try:
         model = PolicyFile.model_validate(data)
@@ -124,9 +140,19 @@ def _check_semantics(read: _Read, data: dict[str, Any]) -> None:
 
 def compile_policy(path: Path) -> CompiledPolicy:
     """Read ``path`` and everything it extends; merge parents first, the file itself last."""
+    return compile_with_sources(path)[0]
+
+
+def compile_with_sources(path: Path) -> tuple[CompiledPolicy, list[tuple[str, str]]]:
+    """`compile_policy`, plus (path, sha256) of the bytes read of each file, in `files` order.
+
+    The digests are of what was parsed, so a file edited while it is compiled cannot be
+    recorded with content it did not have.
+    """
     chain: list[_Read] = []
     _collect(path.resolve(), chain, stack=[])
-    return _merge(chain)
+    sources = [(str(r.path), r.digest) for r in reversed(chain)]
+    return _merge(chain), sources
 
 
 def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:

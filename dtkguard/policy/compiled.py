@@ -188,22 +188,163 @@ class CompiledPolicy:
         return cached
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CompiledPolicy:
-        data = dict(data)
-        data["target"] = Target(
-            **{
-                **data.get("target", {}),
-                "platforms": tuple(data.get("target", {}).get("platforms", Target.platforms)),
-            }
+    def from_json(cls, data: Any) -> CompiledPolicy:
+        """The inverse of `to_json`; `TypeError` or `ValueError` for anything mistyped.
+
+        The JSON comes from a cache or a hook file that another process may have written, so
+        every value is checked: a wrong type is an error, never a policy with ``None`` in it.
+        """
+        data = _fields(data, "policy", _names(cls))
+        target = _fields(
+            data.get("target", {}), "target", {"python", "platforms", "implementation"}
         )
-        data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
-        data["fp8"] = Fp8Rule(**data.get("fp8", {}))
-        data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))
-        stack = data.get("stack", {})
-        data["stack"] = StackRule(
-            tuple(SupportRow(**r) for r in stack.get("support", ())),
-            tuple(tuple(g) for g in stack.get("no_mix", ())),
+        fp8 = _fields(data.get("fp8", {}), "fp8", _names(Fp8Rule))
+        cards = _str_map(fp8.get("cards", {}), "fp8.cards")
+        actions = {k: _choice(v, FP8_ACTIONS, f"fp8.{k}") for k, v in fp8.items() if k != "cards"}
+        for action in cards.values():
+            _choice(action, FP8_ACTIONS, "fp8.cards")
+        deny = []
+        for d in _list(data.get("deny", []), "deny"):
+            d = _fields(d, "deny", {"pattern", "reason", "severity", "vendor_builds_ok"})
+            _choice(d.get("severity", "critical"), _SEVERITIES, "deny.severity")
+            if not isinstance(d.get("vendor_builds_ok", False), bool):
+                raise TypeError("deny.vendor_builds_ok: not a boolean")
+            deny.append(
+                DenyRule(
+                    _str(d.get("pattern"), "deny.pattern"),
+                    _str(d.get("reason"), "deny.reason"),
+                    d.get("severity", "critical"),
+                    d.get("vendor_builds_ok", False),
+                )
+            )
+        exceptions = []
+        for e in _list(data.get("exceptions", []), "exceptions"):
+            e = _fields(e, "exceptions", {"rule", "package", "reason", "expires"})
+            exc = PolicyException(
+                *(
+                    _str(e.get(k), f"exceptions.{k}")
+                    for k in ("rule", "package", "reason", "expires")
+                )
+            )
+            exc.expiry  # noqa: B018 - a ValueError for a date that does not parse
+            exceptions.append(exc)
+        stack = _fields(data.get("stack", {}), "stack", {"support", "no_mix"})
+        support = []
+        for r in _list(stack.get("support", []), "stack.support"):
+            r = _fields(r, "stack.support", {"series", "driver", "dtk", "source"})
+            optional = {k: r.get(k) for k in ("driver", "dtk")}
+            for k, v in optional.items():
+                if v is not None:
+                    _str(v, f"stack.support.{k}")
+            support.append(
+                SupportRow(
+                    _str(r.get("series"), "stack.support.series"),
+                    optional["driver"],
+                    optional["dtk"],
+                    _str(r.get("source", ""), "stack.support.source"),
+                )
+            )
+        no_mix = tuple(_strs(g, "stack.no_mix") for g in _list(stack.get("no_mix", []), "no_mix"))
+        dtk = data.get("dtk")
+        return cls(
+            name=_str(data.get("name"), "name"),
+            description=_str(data.get("description", ""), "description"),
+            dtk=None if dtk is None else _str(dtk, "dtk"),
+            dtk_allow=_strs(data.get("dtk_allow", []), "dtk_allow"),
+            target=Target(
+                _str(target.get("python", Target.python), "target.python"),
+                _strs(target.get("platforms", list(Target.platforms)), "target.platforms"),
+                _str(target.get("implementation", Target.implementation), "target.implementation"),
+            ),
+            find_links=_strs(data.get("find_links", []), "find_links"),
+            indexes=_strs(data.get("indexes", []), "indexes"),
+            vendor=_str_map(data.get("vendor", {}), "vendor"),
+            deny=tuple(deny),
+            fp8=Fp8Rule(**actions, cards=cards),
+            exceptions=tuple(exceptions),
+            drift_extra_severity=_choice(
+                data.get("drift_extra_severity", "medium"), _SEVERITIES, "drift_extra_severity"
+            ),
+            files=_strs(data.get("files", []), "files"),
+            stack=StackRule(tuple(support), no_mix),
+            on_import=_choice(data.get("on_import", "warn"), _ON_IMPORT, "on_import"),
+            **_plain_fields(cls, data),
         )
-        for key in ("dtk_allow", "find_links", "indexes", "files", "startup_allow"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+
+
+#: the fields `from_json` reads with their own checks; any other is typed by its default
+_CHECKED = {
+    "name", "description", "dtk", "dtk_allow", "target", "find_links", "indexes", "vendor",
+    "deny", "fp8", "exceptions", "drift_extra_severity", "files", "stack", "on_import",
+}  # fmt: skip
+_SEVERITIES = ("critical", "high", "medium", "low", "info")
+_ON_IMPORT = ("warn", "error", "off")
+
+
+def _names(cls: type) -> set[str]:
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _plain_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """Fields `from_json` has no own check for, typed like their defaults (str, bool, tuple of
+    str, dict of str); a field of another kind cannot come from JSON (`TypeError`: a miss)."""
+    import dataclasses
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in _CHECKED or f.name not in data:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        value = data[f.name]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise TypeError(f"{f.name}: not a boolean")
+            out[f.name] = value
+        elif isinstance(default, str):
+            out[f.name] = _str(value, f.name)
+        elif isinstance(default, tuple):
+            out[f.name] = _strs(value, f.name)
+        elif isinstance(default, dict):
+            out[f.name] = _str_map(value, f.name)
+        else:
+            raise TypeError(f"{f.name}: cannot be read from JSON")
+    return out
+
+
+def _fields(value: Any, what: str, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what}: not an object")
+    unknown = set(value) - allowed
+    if unknown:
+        raise TypeError(f"{what}: unknown keys {sorted(unknown)}")
+    return value
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: not a string")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{what}: not a list")
+    return value
+
+
+def _strs(value: Any, what: str) -> tuple[str, ...]:
+    return tuple(_str(v, what) for v in _list(value, what))
+
+
+def _str_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what}: not an object")
+    return {_str(k, what): _str(v, what) for k, v in value.items()}
+
+
+def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what}: {value!r} is not one of {', '.join(allowed)}")
+    return value

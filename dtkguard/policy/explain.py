@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from dtkguard.policy.compile import MAX_POLICY_BYTES
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 from dtkguard.policy.tomlpos import key_positions
+from dtkguard.util.safe_read import read_capped
 
 
 def _where(policy: CompiledPolicy, section: str, name: str) -> str:
     """FILE:LINE of the first policy file in the chain that names ``name`` under ``section``."""
     for file in policy.files:
         try:
-            positions = key_positions(Path(file).read_text(encoding="utf-8"))
+            raw = read_capped(file, MAX_POLICY_BYTES, what="policy")
+            positions = key_positions(raw.decode("utf-8", "replace"))
         except OSError:
             continue
         for path, (line, _col) in positions.items():

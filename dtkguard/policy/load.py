@@ -1,7 +1,10 @@
 """Find, read, validate, merge (``extends``) and cache policies.
 
 The first read of a policy validates it with pydantic and writes the compiled JSON to a cache
-keyed by the files' paths, sizes and mtimes; later reads load that JSON only.
+file named by the sha256 of the policy's path. An entry records the path and the sha256 of the
+exact bytes compiled of every file of the ``extends`` chain; a later read uses it only when the
+path matches and every file still hashes the same (size and mtime are not trusted: ``cp -p``,
+rsync and tar keep them across a content change).
 """
 
 from __future__ import annotations
@@ -13,10 +16,6 @@ from pathlib import Path
 from dtkguard import __version__
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import CompiledPolicy
-
-TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
-if TYPE_CHECKING:
-    from typing import Any
 
 DEFAULT_POLICY = "dtk-25.04.1"
 SYSTEM_POLICY = Path("/etc/dtkguard/policy.toml")
@@ -51,7 +50,7 @@ def resolve_policy_path(ref: str | None = None, *, base: Path | None = None) -> 
             )
     looks_like_path = ref.endswith(".toml") or os.sep in ref or ref.startswith(".")
     candidate = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():  # a FIFO or device: refused when read
         return candidate
     if not looks_like_path:
         named = bundled_dir() / f"{ref}.toml"
@@ -66,17 +65,21 @@ def resolve_policy_path(ref: str | None = None, *, base: Path | None = None) -> 
 
 
 def load_policy(ref: str | None = None, *, cache: bool = True) -> CompiledPolicy:
-    """Load a policy by path or bundled name, with ``extends`` merged, from cache when fresh."""
+    """Load a policy by path or bundled name, with ``extends`` merged, from cache when valid."""
     path = resolve_policy_path(ref).resolve()
     cached = _read_cache(path) if cache else None
     if cached is not None:
         return cached
-    from dtkguard.policy.compile import compile_policy  # pydantic + tomlkit: only on a miss
+    from dtkguard.policy.compile import compile_with_sources  # pydantic + tomlkit: on a miss
 
-    policy = compile_policy(path)
+    policy, sources = compile_with_sources(path)
     if cache:
-        _write_cache(path, policy)
+        _write_cache(path, policy, sources)
     return policy
+
+
+#: a cache entry is the compiled form of at most a few policies of `MAX_POLICY_BYTES` each
+MAX_CACHE_BYTES = 16 << 20
 
 
 def _cache_dir() -> Path:
@@ -85,36 +88,76 @@ def _cache_dir() -> Path:
     return cache_root() / "policies"
 
 
-def _stamp(path: str) -> list[Any]:
-    st = os.stat(path)
-    return [path, st.st_size, st.st_mtime_ns]
-
-
 def _cache_file(path: Path) -> Path:
-    return _cache_dir() / (str(path).strip(os.sep).replace(os.sep, "%") + ".json")
+    """One file per policy path: the sha256 of the path, so two paths never share a file."""
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(path)).hexdigest()
+    return _cache_dir() / f"{key}.json"
+
+
+def _digest(path: str) -> str:
+    import hashlib
+
+    from dtkguard.policy.compile import MAX_POLICY_BYTES
+    from dtkguard.util.safe_read import read_capped
+
+    return hashlib.sha256(read_capped(path, MAX_POLICY_BYTES, what="policy")).hexdigest()
+
+
+def _policy_digest(policy: object) -> str:
+    """sha256 of the compiled policy's canonical JSON, as it reads back from the entry."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(policy, sort_keys=True).encode()).hexdigest()
 
 
 def _read_cache(path: Path) -> CompiledPolicy | None:
+    """The cached policy of ``path`` when the entry is for exactly this path and every file of
+    its ``extends`` chain still has the content it was compiled from; None (a miss) otherwise,
+    including for an entry that is corrupt, hostile or typed wrong."""
+    from dtkguard.util.safe_read import read_capped
+    from dtkguard.util.text import json_loads
+
     try:
-        data = json.loads(_cache_file(path).read_text())
-        if data["tool"] != __version__ or any(_stamp(f[0]) != f for f in data["files"]):
+        data = json_loads(read_capped(_cache_file(path), MAX_CACHE_BYTES))
+        if not isinstance(data, dict) or data.get("tool") != __version__:
             return None
-        return CompiledPolicy.from_json(data["policy"])
-    except (OSError, ValueError, KeyError, TypeError):
+        if data.get("source") != str(path):
+            return None
+        files = data.get("files")
+        if not isinstance(files, list) or not files or files[0] != [str(path), files[0][1]]:
+            return None
+        for entry in files:
+            if not (isinstance(entry, list) and len(entry) == 2):
+                return None
+            file, digest = entry
+            if not isinstance(file, str) or _digest(file) != digest:
+                return None
+        if data.get("policy-sha256") != _policy_digest(data.get("policy")):
+            return None  # a corrupt entry (a torn write, a flipped byte): its sources are fine
+        policy = CompiledPolicy.from_json(data.get("policy"))
+        if list(policy.files) != [f for f, _ in files]:
+            return None
+        return policy
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
 
 
-def _write_cache(path: Path, policy: CompiledPolicy) -> None:
+def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, str]]) -> None:
+    """Cache ``policy``, stamped with the digests of the bytes it was compiled from."""
     try:
         from dtkguard.util.atomic import atomic_write_text
 
         data = {
             "tool": __version__,
-            "files": [_stamp(f) for f in policy.files],
+            "source": str(path),
+            "files": [list(s) for s in sources],
             "policy": policy.to_json(),
         }
+        data["policy-sha256"] = _policy_digest(json.loads(json.dumps(data["policy"])))
         target = _cache_file(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, json.dumps(data))
-    except OSError:
+        atomic_write_text(target, json.dumps(data), through=False)
+    except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

@@ -7,10 +7,10 @@ few entries; `dtkguard.policy.load` merges the files and compiles the result.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Literal
+from typing import Annotated, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from dtkguard.policy.compiled import canonical
 from dtkguard.policy.labels import DtkRelease
@@ -158,31 +158,33 @@ class PolicyExceptionModel(_Section):
         raise ValueError(f"not a date: {value!r} (expected YYYY-MM-DD)")
 
 
+def _vendor_version(version: str) -> str:
+    """A vendor build's full version; errors land on the package's own key."""
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise ValueError(f"not a PEP 440 version: {version!r}") from None
+    if parsed.local is None:
+        raise ValueError(
+            f"{version!r} has no local label; a vendor build is pinned with its "
+            f"full label, e.g. '2.4.1+das.opt1.dtk25041'"
+        )
+    return version
+
+
+VendorVersion = Annotated[str, AfterValidator(_vendor_version)]
+
+
 class PolicyFile(_Section):
     """One policy file as written; all sections optional."""
 
     policy: Identity = Field(default_factory=Identity)
     target: TargetSection | None = None
     sources: Sources | None = None
-    vendor: dict[str, str] = Field(default_factory=dict)
+    vendor: dict[str, VendorVersion] = Field(default_factory=dict)
     deny: list[Deny] = Field(default_factory=list)
     fp8: Fp8 | None = None
     drift: Drift | None = None
     stack: StackSection | None = None
     guard: GuardSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)
-
-    @field_validator("vendor")
-    @classmethod
-    def _check_vendor(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, version in value.items():
-            try:
-                parsed = Version(version)
-            except InvalidVersion:
-                raise ValueError(f"{name}: not a PEP 440 version: {version!r}") from None
-            if parsed.local is None:
-                raise ValueError(
-                    f"{name}: {version!r} has no local label; a vendor build is pinned with its "
-                    f"full label, e.g. '2.4.1+das.opt1.dtk25041'"
-                )
-        return value

@@ -7,6 +7,9 @@ once, tracking table headers, arrays of tables, and multi-line strings and array
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from dtkguard.errors import InputError
 
 Path = tuple[object, ...]
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -74,9 +77,15 @@ def _depth_change(line: str, in_string: str | None) -> tuple[int, str | None]:
     return depth, in_string
 
 
-def key_positions(text: str) -> dict[Path, tuple[int, int]]:
-    """Map every key path (``("vendor", "torch")``, ``("deny", 2, "reason")``) to (line, col)."""
+def key_positions(
+    text: str, duplicates: list[tuple[Path, int, int]] | None = None
+) -> dict[Path, tuple[int, int]]:
+    """Map every key path (``("vendor", "torch")``, ``("deny", 2, "reason")``) to (line, col).
+
+    A key assigned twice in one table is appended to ``duplicates`` with its second position.
+    """
     positions: dict[Path, tuple[int, int]] = {}
+    assigned: set[Path] = set()
     counters: dict[tuple[object, ...], int] = {}
     table: tuple[object, ...] = ()
     depth = 0
@@ -100,10 +109,34 @@ def key_positions(text: str) -> dict[Path, tuple[int, int]]:
                 continue
             parts, used = _split_key(line)
             if parts and line[used : used + 1] == "=":
-                positions.setdefault((*table, *parts), (number, indent + 1))
+                key = (*table, *parts)
+                positions.setdefault(key, (number, indent + 1))
+                if key in assigned and duplicates is not None:
+                    duplicates.append((key, number, indent + 1))
+                assigned.add(key)
         change, in_string = _depth_change(raw, in_string)
         depth = max(0, depth + change)
     return positions
+
+
+def parse_toml(text: str, file: str, error: type[InputError] = InputError) -> dict[str, Any]:
+    """Parse TOML text into plain values; any problem is one ``error`` with line and column."""
+    import tomlkit
+    from tomlkit.exceptions import KeyAlreadyPresent, ParseError, TOMLKitError
+
+    try:
+        return tomlkit.parse(text).unwrap()
+    except ParseError as exc:  # tomlkit counts columns from 0
+        message = str(exc).split(" at line ")[0]
+        raise error(f"invalid TOML: {message}", file, exc.line, exc.col + 1) from None
+    except KeyAlreadyPresent:
+        found: list[tuple[Path, int, int]] = []
+        key_positions(text, found)
+        key, line, col = found[0] if found else ((), 1, 1)
+        field = ".".join(map(str, (k for k in key if not isinstance(k, int)))) or None
+        raise error("invalid TOML: key defined twice", file, line, col, field) from None
+    except (TOMLKitError, ValueError, RecursionError) as exc:
+        raise error(f"invalid TOML: {exc}", file, 1, 1) from None
 
 
 def locate(positions: dict[Path, tuple[int, int]], path: Path) -> tuple[int, int]:

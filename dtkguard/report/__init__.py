@@ -120,9 +120,9 @@ def emit(
         return render(report, fmt, fail_on=fail_on, color=color)
 
     if output and output != "-":
-        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.output import write_output
 
-        atomic_write_text(output, rendered(False))
+        write_output(output, rendered(False))
     else:
         text = rendered(use_color())
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

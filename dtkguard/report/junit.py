@@ -10,6 +10,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from dtkguard.findings import Severity
+from dtkguard.report.sanitize import xml
 from dtkguard.rules.catalog import info
 
 
@@ -26,14 +27,14 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
         if (f.rule, f.subject) in seen:
             continue
         seen.add((f.rule, f.subject))
-        case = ET.SubElement(suite, "testcase", classname=f"dtkguard.{f.rule}", name=f.subject)
+        case = ET.SubElement(suite, "testcase", classname=f"dtkguard.{f.rule}", name=xml(f.subject))
         cases.append((case, f.rule))  # severity: the failure's type (the XSD has no case props)
         if f.severity >= fail_on:
             failures += 1
-            node = ET.SubElement(case, "failure", message=f.message, type=f.severity.value)
+            node = ET.SubElement(case, "failure", message=xml(f.message), type=f.severity.value)
         else:
             node = ET.SubElement(case, "system-out")
-        node.text = f"[{f.severity.value}] {f.message}\n{f.remediation}".rstrip()
+        node.text = xml(f"[{f.severity.value}] {f.message}\n{f.remediation}".rstrip())
     failed_rules = {f.rule for f in report.findings}
     for rule in sorted(set(report.rules) - failed_rules):
         case = ET.SubElement(suite, "testcase", classname=f"dtkguard.{rule}", name="all")
@@ -52,7 +53,7 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     suite.set("errors", "0")
     suite.set("skipped", "0")
     suite.set("time", elapsed)
-    suite.set("hostname", report.host)
+    suite.set("hostname", xml(report.host))
     suite.set("timestamp", report.created)
     root = ET.Element(
         "testsuites", tests=str(len(cases)), failures=str(failures), errors="0", time=elapsed

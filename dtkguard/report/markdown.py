@@ -5,19 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from dtkguard.findings import Severity
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+from dtkguard.report.sanitize import markdown as _cell
 
 
 def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
-    target = ", ".join(f"{k}={v}" for k, v in report.target.items())
+    target = ", ".join(f"{k}={_cell(v)}" for k, v in report.target.items())
     lines = [
         f"## dtkguard {report.command}: {report.verdict(fail_on).upper()}",
         "",
         f"Target: {target}  ",
-        f"Policy: {report.policy}",
+        f"Policy: {_cell(report.policy)}",
         "",
     ]
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)

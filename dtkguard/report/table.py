@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtkguard.findings import Severity
+from dtkguard.report.sanitize import terminal
 
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
@@ -22,17 +23,17 @@ def _summary(report: Any, fail_on: Severity) -> str:
     target = target_text(report.target)
     return (
         f"dtkguard {report.command}: {report.verdict(fail_on).upper()} ({counts}) "
-        f"policy={report.policy} target={target}"
+        f"policy={terminal(report.policy)} target={terminal(target)}"
     )
 
 
 def render_plain(report: Any, fail_on: Severity) -> str:
     lines = [
-        f"{f.severity.value.upper()} {f.rule} {f.subject}: {f.message}"
-        + (f" -- fix: {f.remediation}" if f.remediation else "")
+        f"{f.severity.value.upper()} {f.rule} {terminal(f.subject)}: {terminal(f.message)}"
+        + (f" -- fix: {terminal(f.remediation)}" if f.remediation else "")
         for f in report.findings
     ]
-    lines += [f"WARNING {w}" for w in report.warnings]
+    lines += [f"WARNING {terminal(w)}" for w in report.warnings]
     lines.append(_summary(report, fail_on))
     return "\n".join(lines) + "\n"
 
@@ -53,6 +54,7 @@ def render(
     from io import StringIO
 
     from rich.console import Console
+    from rich.markup import escape
 
     buffer = StringIO()
     width = width or Console().width
@@ -60,10 +62,17 @@ def render(
     if report.findings:
         (_table if width >= TABLE_MIN_WIDTH else _blocks)(console, report.findings)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {_safe(warning)}", highlight=False)
     verdict_style = "bold red" if report.verdict(fail_on) == "fail" else "bold green"
-    console.print(f"[{verdict_style}]{_summary(report, fail_on)}[/]", highlight=False)
+    console.print(f"[{verdict_style}]{escape(_summary(report, fail_on))}[/]", highlight=False)
     return buffer.getvalue()
+
+
+def _safe(text: str) -> str:
+    """Target text for rich markup: no control characters, no markup of its own."""
+    from rich.markup import escape
+
+    return escape(terminal(text))
 
 
 def _table(console: Any, findings: list) -> None:
@@ -75,7 +84,11 @@ def _table(console: Any, findings: list) -> None:
     for f in findings:
         style = STYLES[f.severity.value]
         table.add_row(
-            f"[{style}]{f.severity.value}[/]", f.rule, f.subject, f.message, f.remediation
+            f"[{style}]{f.severity.value}[/]",
+            f.rule,
+            _safe(f.subject),
+            _safe(f.message),
+            _safe(f.remediation),
         )
     console.print(table)
 
@@ -94,9 +107,11 @@ def _blocks(console: Any, findings: list) -> None:
             " ",
             (f.rule, "bold"),
             " ",
-            f.subject,
+            terminal(f.subject),
         )
         console.print(head, soft_wrap=True)
-        console.print(Text("  " + f.message), soft_wrap=True)
+        console.print(Text("  " + terminal(f.message)), soft_wrap=True)
         if f.remediation:
-            console.print(Text.assemble(("  fix: ", "dim"), f.remediation), soft_wrap=True)
+            console.print(
+                Text.assemble(("  fix: ", "dim"), terminal(f.remediation)), soft_wrap=True
+            )

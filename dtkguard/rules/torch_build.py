@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dtkguard.env.root import child, read_capped
+from dtkguard.env.root import child
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.util.safe_read import read_head
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
@@ -41,7 +42,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             continue
         version_py = child(ctx.env.root, child(ctx.env.root, dist.site, "torch"), "version.py")
         try:
-            text = read_capped(version_py, 1 << 16).decode("utf-8", "replace")
+            text = read_head(version_py, 1 << 16, follow=False).decode("utf-8", "replace")
         except OSError:
             continue  # no torch package next to its metadata: nothing to read
         info = build_info(text)

@@ -13,14 +13,20 @@ import stat
 from pathlib import Path
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half."""
-    target = Path(os.path.realpath(path))
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, mode: int | None = None, *, through: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
+
+    ``through=False`` (files dtkguard owns, such as caches) replaces whatever is at ``path``,
+    a symlink, FIFO or device included, instead of writing through it.
+    """
+    target = Path(os.path.realpath(path) if through else os.path.abspath(path))
     try:
-        current = target.stat()
+        current = target.stat() if through else target.lstat()
     except FileNotFoundError:
         current = None
-    if current is not None and not stat.S_ISREG(current.st_mode):
+    if current is not None and not stat.S_ISREG(current.st_mode) and through:
         with open(target, "wb") as fh:  # a device or pipe: there is nothing to replace
             fh.write(data)
         return
@@ -34,7 +40,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
             os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        elif current is not None:
+        elif current is not None and stat.S_ISREG(current.st_mode):
             os.chmod(tmp, current.st_mode & 0o7777)
         else:
             os.chmod(tmp, 0o644)
@@ -45,5 +51,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
         raise
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, mode: int | None = None, *, through: bool = True
+) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode, through=through)

@@ -79,7 +79,7 @@ def test_bad_lock_exits_2_with_one_line_and_writes_nothing(venv, tmp_path):
     out = tmp_path / "report.json"
     result = run_cli("audit", "--path", site(venv), "--lock", str(lock), "-o", str(out))
     assert result.code == 2
-    assert result.err.startswith(f"dtkguard: error: {lock}: ")
+    assert result.err.startswith(f"dtkguard: error: {lock}:3:1: packages[0].name: ")
     assert result.err.count("\n") == 1
     assert not out.exists()
     broken = tmp_path / "pylock.broken.toml"

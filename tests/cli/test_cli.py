@@ -12,7 +12,8 @@ import pytest
 from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 
-def dtkguard(*args, env=None, cwd=None):
+def dtkguard(*args, env=None, cwd=None, timeout=None):
+    """Run the CLI in a subprocess; ``timeout`` (seconds) turns a hang into a test failure."""
     run_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     run_env.pop("DTKGUARD_POLICY", None)
     return subprocess.run(
@@ -21,6 +22,7 @@ def dtkguard(*args, env=None, cwd=None):
         text=True,
         env=run_env,
         cwd=cwd,
+        timeout=timeout,
     )
 
 
@@ -61,7 +63,7 @@ def test_bad_policy_is_exit_2_one_line(tmp_path, cache_env):
     result = dtkguard("check", "--path", str(tmp_path), "--policy", str(bad), env=cache_env)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert f"{bad}:1:1: vendor: torch: '2.4.1' has no local label" in result.stderr
+    assert f"{bad}:2:1: vendor.torch: '2.4.1' has no local label" in result.stderr
 
 
 def test_bad_arguments_are_exit_2(tmp_path, cache_env):

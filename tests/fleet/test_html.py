@@ -66,7 +66,7 @@ def test_html_is_well_formed_with_every_section(tmp_path):
     assert html.startswith("<!DOCTYPE html>")
     assert parser.h2 == [
         "Reports missing or unreadable",
-        "Duplicate reports (older ones ignored)",
+        "Duplicate reports (the worst of each set is kept)",
         "Drift from the lock",
         "Most common findings",
         "Nodes",

@@ -104,17 +104,30 @@ def test_newer_schema_is_read_forward_compatibly(tmp_path):
     assert fleet.nodes[0].status == "fail" and "newer" in fleet.nodes[0].detail
 
 
-def test_duplicates_keep_the_newest(tmp_path):
-    older = node_report("a", REPLACED, created="2026-11-29T10:00:00+00:00")
+def test_duplicates_keep_the_newest_of_equals(tmp_path):
+    older = node_report("a", created="2026-11-29T10:00:00+00:00")
     newer = node_report("a", created="2026-11-30T10:00:00+00:00")
     paths = _fleet(tmp_path, run2=newer, run1=older, b=node_report("b"))
     fleet = merge(paths)
     assert [n.file for n in fleet.duplicates] == [str(tmp_path / "run1.json")]
     assert fleet.duplicates[0].replaced_by == str(tmp_path / "run2.json")
-    assert fleet.verdict == "pass"  # the kept (newest) report of a passes
+    assert fleet.verdict == "pass"
     assert len(fleet.nodes) == 2
     out = merge(paths).to_dict()
     assert out["duplicates"][0]["kept"].endswith("run2.json")
+
+
+@pytest.mark.parametrize("later", ["2026-11-30T10:00:00+00:00", "2099-01-01T00:00:00+00:00"])
+def test_a_later_passing_duplicate_never_hides_a_failure(tmp_path, later):
+    failing = node_report("a", REPLACED, created="2026-11-29T10:00:00+00:00")
+    passing = node_report("a", created=later)  # 2099: a report dated in the future
+    paths = _fleet(tmp_path, failing=failing, passing=passing, b=node_report("b"))
+    fleet = merge(paths)
+    assert fleet.verdict == "fail" and fleet.exit_code() == 1
+    kept = next(n for n in fleet.nodes if n.host == "a")
+    assert kept.status == "fail" and kept.file == str(tmp_path / "failing.json")
+    assert "2 reports for this host and target" in kept.detail
+    assert [d.file for d in fleet.duplicates] == [str(tmp_path / "passing.json")]
 
 
 def test_same_host_different_targets_are_two_nodes(tmp_path):

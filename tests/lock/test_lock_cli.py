@@ -135,7 +135,7 @@ def test_malformed_requirement_line_exits_2_with_file_and_line(tmp_path, das_ind
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("dtkguard: error: reqs.txt:4: requirement: invalid requirement")
+    assert lines[0].startswith("dtkguard: error: reqs.txt:4:1: requirement: invalid requirement")
     assert not (tmp_path / "pylock.x.toml").exists()
 
 
@@ -146,7 +146,7 @@ def test_malformed_included_file_names_that_file(tmp_path, das_index):
         "lock", "-r", "reqs.txt", "--index-url", das_index.url, "-o", "pylock.x.toml", cwd=tmp_path
     )
     assert proc.returncode == 2
-    assert "base.txt:3: requirement:" in proc.stderr
+    assert "base.txt:3:1: requirement:" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 

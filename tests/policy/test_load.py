@@ -141,8 +141,8 @@ BAD_POLICIES = [
         apex = "1.4.0+das.opt1.dtk25041"
         torch = "2.4.1"
      """,
-        1,
-        "vendor",
+        3,
+        "vendor.torch",
         "no local label",
     ),
     (
@@ -151,8 +151,8 @@ BAD_POLICIES = [
         [vendor]
         torch = "two point four"
      """,
-        1,
-        "vendor",
+        2,
+        "vendor.torch",
         "not a PEP 440 version",
     ),
     (

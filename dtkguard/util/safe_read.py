@@ -1,0 +1,112 @@
+"""Open and read files that may be hostile: FIFOs, devices, sockets, huge files.
+
+Every file dtkguard reads from a user, an image or a node goes through here. A path is opened
+non-blocking (a FIFO without a writer does not hang the open), anything that is not a regular
+file is refused (``/dev/zero`` reports ``st_size`` 0 and never ends), and reads are capped by the
+bytes actually read, never by ``st_size``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+#: how a non-regular file is named in errors
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, device, socket or directory."""
+
+
+class TooLarge(OSError):
+    """The file holds more than the limit allows; ``limit`` is that limit in bytes."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def human_bytes(n: int) -> str:
+    """``1048576`` -> ``1 MiB`` (exact units only; otherwise bytes)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, follow: bool = True, buffering: int = 0
+) -> BinaryIO:
+    """A binary file object of a regular file; `NotRegularFile` for anything else.
+
+    ``follow=False`` refuses a final symlink (``O_NOFOLLOW``), for paths already resolved by hand
+    inside a root. ``buffering`` as for `open` (0: unbuffered, the default; -1: buffered).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"not a regular file ({_kind(mode)})")
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_at_most(fh: BinaryIO, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fh``, counting what was actually read."""
+    chunks = []
+    left = limit
+    while left > 0:
+        chunk = fh.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_head(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes:
+    """The first ``limit`` bytes of a regular file (the rest, if any, is not read)."""
+    with open_regular(path, follow=follow) as fh:
+        return read_at_most(fh, limit)
+
+
+def read_capped(
+    path: str | os.PathLike[str], limit: int, *, what: str = "file", follow: bool = True
+) -> bytes:
+    """The whole of a regular file of at most ``limit`` bytes; `TooLarge` names the limit."""
+    with open_regular(path, follow=follow) as fh:
+        data = read_at_most(fh, limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{what} larger than the limit of {human_bytes(limit)}", limit)
+    return data
+
+
+def read_text(
+    path: str | os.PathLike[str], limit: int, *, what: str = "file", follow: bool = True
+) -> str:
+    """`read_capped` decoded as UTF-8 (`UnicodeDecodeError` propagates)."""
+    return read_capped(path, limit, what=what, follow=follow).decode("utf-8")
+
+
+def reason(exc: OSError) -> str:
+    """A short reason for an error of this module or of the OS."""
+    if isinstance(exc, (NotRegularFile, TooLarge)):
+        return str(exc)
+    return exc.strerror or str(exc)
