@@ -1,10 +1,10 @@
 """Every rule id dtkguard reports, with its default severity, family and help text.
 
 Each rule module declares the rules it reports once, as a module-level ``RULES`` tuple of
-`RuleInfo`; this module collects them through `dtkguard.rules.engine.FAMILIES` (the one table of
-check families), with the rules the decision core reports while an installer runs (family
-``guard``) and the policy's housekeeping (``policy``, `dtkguard.rules.engine.HOUSEKEEPING`). SARIF
-rule descriptors, `policy explain`, JUnit test cases and the validation of policy exceptions all
+`RuleInfo`; this module collects them through `FAMILIES` (the one table of check families),
+with the rules the decision core reports while an installer runs (family ``guard``) and the
+policy's housekeeping (``policy``, reported by `dtkguard.rules.engine`). SARIF rule
+descriptors, `policy explain`, JUnit test cases and the validation of policy exceptions all
 read it. Third-party checks add dotted ids (``acme.no-foo``).
 """
 
@@ -23,9 +23,24 @@ class RuleInfo:
     severity: Severity
     title: str
     help: str
-    #: the check family (`dtkguard.rules.engine.FAMILIES`) that reports it
+    #: the check family (`FAMILIES`) that reports it
     family: str = ""
 
+
+#: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
+#: family is registered in (`dtkguard.rules.engine` runs them)
+FAMILIES: dict[str, str] = {
+    "vendor": "dtkguard.rules.vendor",
+    "deny": "dtkguard.rules.deny",
+    "dtk": "dtkguard.rules.dtk",
+    "torch-build": "dtkguard.rules.torch_build",
+    "override": "dtkguard.rules.override",
+    "baseline": "dtkguard.rules.baseline",
+    "drift": "dtkguard.rules.drift",
+    "files": "dtkguard.rules.files",
+    "fp8": "dtkguard.rules.fp8",
+    "stack": "dtkguard.rules.stack",
+}
 
 #: what the decision core (`dtkguard.decision`) refuses while pip or uv installs
 GUARD_RULES = (
@@ -58,11 +73,28 @@ GUARD_RULES = (
 )
 
 
+#: what `dtkguard.rules.engine.apply_exceptions` reports about the policy's exceptions themselves
+HOUSEKEEPING = (
+    RuleInfo(
+        "exception-expired",
+        Severity.MEDIUM,
+        "Policy exception expired",
+        "An exception in the policy is past its expiry date and no longer applies.",
+        family="policy",
+    ),
+    RuleInfo(
+        "exception-unused",
+        Severity.LOW,
+        "Policy exception unused",
+        "An exception in the policy matched no finding; remove it.",
+        family="policy",
+    ),
+)
+
+
 def rules_of(families: Iterable[str]) -> list[RuleInfo]:
     """The rules the check ``families`` report, as their modules declare them."""
     import importlib
-
-    from dtkguard.rules.engine import FAMILIES
 
     return [r for f in families for r in importlib.import_module(FAMILIES[f]).RULES]
 
@@ -70,16 +102,12 @@ def rules_of(families: Iterable[str]) -> list[RuleInfo]:
 def checked_by(families: Iterable[str]) -> list[str]:
     """The rule ids a run of ``families`` evaluates (a report lists them as checked): theirs and
     the policy's housekeeping."""
-    from dtkguard.rules.engine import HOUSEKEEPING
-
     return [r.id for r in (*rules_of(families), *HOUSEKEEPING)]
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, RuleInfo]:
     """id -> `RuleInfo` of every built-in rule."""
-    from dtkguard.rules.engine import FAMILIES, HOUSEKEEPING
-
     return {r.id: r for r in (*rules_of(FAMILIES), *GUARD_RULES, *HOUSEKEEPING)}
 
 

@@ -1,8 +1,8 @@
 """Run checks over a context, apply the policy's exceptions, report their housekeeping.
 
-``FAMILIES`` names every built-in check family and its module, which declares the rules it
-reports (``RULES``) and checks them (``check``); third parties add checks through the
-``dtkguard.checks`` entry point group (a callable taking a `CheckContext`).
+`dtkguard.rules.catalog.FAMILIES` names every built-in check family and its module, which
+declares the rules it reports (``RULES``) and checks them (``check``); third parties add
+checks through the ``dtkguard.checks`` entry point group (a callable taking a `CheckContext`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator
 
 from dtkguard.findings import Finding, Severity, sort_key
-from dtkguard.rules.catalog import RuleInfo
+from dtkguard.rules.catalog import FAMILIES
 from dtkguard.rules.context import CheckContext
 
 TYPE_CHECKING = False
@@ -22,41 +22,9 @@ if TYPE_CHECKING:
 
 Check = Callable[[CheckContext], Iterable[Finding]]
 
-#: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
-#: family is registered in; `check` runs ENVIRONMENT_CHECKS, `audit` adds more
-FAMILIES: dict[str, str] = {
-    "vendor": "dtkguard.rules.vendor",
-    "deny": "dtkguard.rules.deny",
-    "dtk": "dtkguard.rules.dtk",
-    "torch-build": "dtkguard.rules.torch_build",
-    "override": "dtkguard.rules.override",
-    "baseline": "dtkguard.rules.baseline",
-    "drift": "dtkguard.rules.drift",
-    "files": "dtkguard.rules.files",
-    "fp8": "dtkguard.rules.fp8",
-    "stack": "dtkguard.rules.stack",
-}
-#: family -> "module:function"
+#: family -> "module:function" (families are registered in `dtkguard.rules.catalog.FAMILIES`)
 CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
-
-#: what `apply_exceptions` reports about the policy's exceptions themselves
-HOUSEKEEPING = (
-    RuleInfo(
-        "exception-expired",
-        Severity.MEDIUM,
-        "Policy exception expired",
-        "An exception in the policy is past its expiry date and no longer applies.",
-        family="policy",
-    ),
-    RuleInfo(
-        "exception-unused",
-        Severity.LOW,
-        "Policy exception unused",
-        "An exception in the policy matched no finding; remove it.",
-        family="policy",
-    ),
-)
 
 
 def load_check(family: str) -> Check:
