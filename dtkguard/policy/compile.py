@@ -156,7 +156,7 @@ def compile_with_sources(path: Path) -> tuple[CompiledPolicy, list[tuple[str, st
 
 
 def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:
-    from dtkguard.policy.load import resolve_policy_path
+    from dtkguard.policy.locate import resolve_policy_path
 
     read = read_policy_file(path)
     stack = [*stack, path]

@@ -53,7 +53,8 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
 
     import tomlkit
 
-    from dtkguard.policy.load import DEFAULT_POLICY, bundled_dir, load_policy
+    from dtkguard.policy.load import load_policy
+    from dtkguard.policy.locate import DEFAULT_POLICY, bundled_dir
 
     builds = vendor_builds(env)
     if not builds:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from dtkguard.cli import main
-from dtkguard.policy.load import bundled_dir
+from dtkguard.policy.locate import bundled_dir
 from tests.fleet.factory import finding, node_report, write_lock
 
 SEED = 20261130

@@ -152,7 +152,7 @@ def test_every_field_of_a_compiled_policy_reads_back_from_json():
     """A field added to CompiledPolicy must survive the cache and the hook's JSON; a strict
     reader that does not know it would turn every hit into a miss and the guard blind."""
     from dtkguard.policy.compiled import CompiledPolicy
-    from dtkguard.policy.load import bundled_names
+    from dtkguard.policy.locate import bundled_names
 
     for name in bundled_names():
         policy = load_policy(name, cache=False)

@@ -11,7 +11,8 @@ import pytest
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compile import compile_policy
 from dtkguard.policy.compiled import canonical
-from dtkguard.policy.load import bundled_names, load_policy, resolve_policy_path
+from dtkguard.policy.load import load_policy
+from dtkguard.policy.locate import bundled_names, resolve_policy_path
 
 #: `pip list | grep dtk` in the DAS 25.04.1 image, verbatim from the vendor's documentation
 SEED_LIST = Path(__file__).parents[1] / "data" / "das-25.04.1-pip-list.txt"
