@@ -83,7 +83,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     lock: Any = ctx.extra.get("lock")
     if lock is None:
         return
-    python = ctx.env.target.get("python_version")
+    from dtkguard.env.identity import python_version
+
+    python = python_version(ctx.env)  # the target's, as `audit` reports it: not dtkguard's own
     where = str(lock.path)
     locked = {p.key: p for p in lock.packages if marker_applies(p.marker, python)}
     all_locked = {p.key for p in lock.packages}

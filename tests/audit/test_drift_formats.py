@@ -73,6 +73,27 @@ def test_check_takes_a_lock_too(venv, tmp_path):
     assert "drift-missing" not in rules_of(plain)
 
 
+def test_check_and_audit_evaluate_lock_markers_for_the_target_python(tmp_path):
+    from tests.sitetree import add_dist
+
+    other = "3.8" if sys.version_info[:2] != (3, 8) else "3.9"
+    site_dir = tmp_path / "env" / "lib" / f"python{other}" / "site-packages"
+    add_dist(site_dir, "kept", "1.0")
+    lock = tmp_path / "pylock.toml"
+    write_lock(lock, [("kept", "1.0"), ("only-target", "1.0"), ("only-here", "1.0")])
+    text = lock.read_text()
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    for name, python in (("only-target", other), ("only-here", here)):
+        text = text.replace(
+            f'name = "{name}"\n', f'name = "{name}"\nmarker = "python_version == \'{python}\'"\n'
+        )
+    lock.write_text(text)
+    for command in ("check", "audit"):
+        result = run_cli(command, "--path", str(site_dir), "--lock", str(lock), "-f", "json")
+        missing = [f["subject"] for f in rules_of(result).get("drift-missing", [])]
+        assert missing == ["only-target"], (command, result.err)
+
+
 def test_bad_lock_exits_2_with_one_line_and_writes_nothing(venv, tmp_path):
     lock = tmp_path / "pylock.bad.toml"
     lock.write_text('lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nversion = "1"\n')
