@@ -27,6 +27,9 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "pip": "pip",
     "guard": "guard",
+    "restore": "restore",
+    "undo": "undo",
+    "history": "history",
 }
 
 

@@ -95,7 +95,7 @@ def _uninstall(
             "dtkpip",
         )
         env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
-    return run_pip(interp.python, pip_args, env, capture=False).returncode
+    return _journalled(interp, pip_args, lambda: run_pip(interp.python, pip_args, env, False))
 
 
 def _install(
@@ -153,7 +153,14 @@ def _install(
             return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
-        return run_pip(interp.python, real_args, env, capture=False).returncode
+        return _journalled(interp, pip_args, lambda: run_pip(interp.python, real_args, env, False))
+
+
+def _journalled(interp: Interpreter, pip_args: list[str], run) -> int:
+    """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
+    from dtkguard.recover.journal import journalled
+
+    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], lambda: run().returncode)
 
 
 def _satisfied(plan: Plan) -> str:

@@ -1,0 +1,70 @@
+"""Packages the journal kept: a removed or replaced distribution, repacked from its files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dtkguard.recover.journal import Layout, Transaction, transactions
+from dtkguard.recover.wanted import Want
+
+
+def kept_dist_info(txn: Transaction, key: str, version: str) -> Path | None:
+    """The original path of ``key``'s dist-info when ``txn`` kept it at ``version``."""
+    from dtkguard.env.dist import read_dist
+    from dtkguard.env.root import Root
+    from dtkguard.rules.vendor import same_version
+
+    if not same_version(txn.before.get(key, ""), version):
+        return None
+    for i, root in enumerate(txn.roots):
+        kept = txn.pre / str(i)
+        try:
+            entries = sorted(e for e in os.listdir(kept) if e.endswith(".dist-info"))
+        except OSError:
+            continue
+        for entry in entries:
+            dist = read_dist(Root(), kept, entry)
+            if (
+                not isinstance(dist, str)
+                and dist.key == key
+                and same_version(dist.version, version)
+            ):
+                return Path(root) / entry
+    return None
+
+
+def repack_from(lay: Layout, txn: Transaction, want: Want, dest: Path) -> Path | None:
+    """A wheel of ``want`` repacked from what ``txn`` kept, every file checked against its
+    RECORD; None when ``txn`` did not keep it whole."""
+    from dtkguard.recover.repack import Installed, RepackError, repack
+
+    dist_info = kept_dist_info(txn, want.key, want.version)
+    if dist_info is None:
+        return None
+
+    def locate(path: Path) -> Path | None:
+        kept = txn.pre_path(Path(os.path.realpath(path.parent)) / path.name)
+        if kept is not None and kept.exists():
+            return kept
+        return path if path.exists() else None  # untouched: checked against RECORD too
+
+    try:
+        return repack(
+            Installed(dist_info, dist_info.parent, lay.prefix, lay.scripts),
+            dest / f"{txn.id:04d}",
+            locate,
+            check_record=True,
+        )
+    except RepackError:
+        return None
+
+
+def repack_kept(lay: Layout, want: Want, dest: Path) -> tuple[str, Path] | None:
+    """(where, wheel) from the newest committed transaction that kept ``want`` whole."""
+    for txn in reversed(transactions(lay.journal)):
+        if txn.state in ("committed", "undone"):
+            wheel = repack_from(lay, txn, want, dest)
+            if wheel is not None:
+                return f"the journal (transaction {txn.id})", wheel
+    return None

@@ -1,0 +1,190 @@
+"""Carry out a restore plan with the target's own pip, inside one journalled transaction.
+
+Order: uninstall what goes (one pip run), then install the staged, hash-checked wheels (one
+pip run: ``--no-index --find-links STAGE --no-deps --force-reinstall --require-hashes``, so
+pip checks the hashes again and writes no ``direct_url.json``), then packages only an index
+has. A failing pip run rolls the environment back to where the restore started. The guard's
+pip hook is passed legitimately: reinstalling a vendor build is what it allows; removing a
+pinned name or installing something the policy forbids carries an override whose reason names
+the restore and its journal transaction (recorded there, not as a user override).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from dtkguard.guard.plan import run_pip
+from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.recover.journal import Transaction, TransactionFailed
+from dtkguard.recover.plan import RestorePlan
+from dtkguard.recover.sources import _ONE_SOURCE
+
+ARCHIVED_OVERRIDES = "overrides.jsonl"
+
+
+def _needs_override(plan: RestorePlan, policy: CompiledPolicy) -> bool:
+    from dtkguard.rules.vendor import same_version
+
+    for r in plan.removals:
+        if policy.vendor_build(r.dist.name):
+            return True
+    for i in plan.installs:
+        pin = policy.vendor_build(i.want.name)
+        if pin is not None and not same_version(pin, i.want.version):
+            return True
+        rule = policy.deny_rule(i.want.name)
+        if rule is not None and not (rule.vendor_builds_ok and i.want.vendor):
+            return True
+    return False
+
+
+def _pip(python: str, args: list[str], env: dict[str, str], what: str) -> None:
+    proc = run_pip(python, args, env)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        tail = lines[-1].strip() if lines else f"pip exited {proc.returncode}"
+        raise TransactionFailed(f"{what} failed: {tail}")
+
+
+def execute(
+    python: str, plan: RestorePlan, policy: CompiledPolicy, txn: Transaction, stage: Path
+) -> None:
+    """Run the plan's pip steps; `TransactionFailed` (after which the caller rolls back)."""
+    env = dict(os.environ)
+    if _needs_override(plan, policy):
+        reason = f"dtkguard restore (journal transaction {txn.id})"
+        env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
+        txn.reason = reason
+        txn.save()
+    if plan.removals:
+        names = sorted({r.dist.name for r in plan.removals})
+        _pip(python, ["uninstall", "-y", *names], env, "pip uninstall")
+    staged = [i for i in plan.installs if i.found is not None]
+    if staged:
+        flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
+        lines = []
+        for item in staged:
+            assert item.found is not None
+            wheel = flat / item.found.wheel.name
+            shutil.copyfile(item.found.wheel, wheel)
+            from dtkguard.recover.wheels import sha256_of
+
+            lines.append(f"{item.want.name}=={item.want.version} --hash=sha256:{sha256_of(wheel)}")
+        req = flat / "restore-requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
+        args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
+        _pip(python, args, {**env, **_ONE_SOURCE}, "pip install of the vendor builds")
+    indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
+    if indexed:
+        args = ["install", "--no-deps", "--force-reinstall", *indexed]
+        _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index")
+
+
+def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
+    """Move the environment's override records into the restore's transaction: the state they
+    let in is gone. Returns how many records moved."""
+    try:
+        text = overrides_file.read_text(encoding="utf-8")
+    except OSError:
+        return 0
+    count = sum(1 for line in text.splitlines() if line.strip())
+    if count:
+        dest = txn.dir / ARCHIVED_OVERRIDES
+        with open(dest, "a", encoding="utf-8") as fh:
+            fh.write(text)
+        txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
+        txn.save()
+    os.unlink(overrides_file)
+    return count
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def restore(
+    python: str,
+    wanted_of: object,
+    policy: CompiledPolicy,
+    *,
+    find_links: list[str],
+    indexes: list[str],
+    dry_run: bool,
+    argv: list[str],
+) -> int:
+    """Plan, print, do, check. ``wanted_of(layout) -> Wanted`` reads the target state (after an
+    interrupted transaction was rolled back). Exit 0 matched, 1 something not restored."""
+    from dtkguard.env.environment import from_python
+    from dtkguard.guard.target import interpreter
+    from dtkguard.recover import journal
+    from dtkguard.recover.plan import make_plan, render
+    from dtkguard.recover.sources import Sources
+    from dtkguard.recover.vault import open_vault
+
+    lay = journal.layout(python)
+    if not dry_run:
+        journal.recover(lay)
+    wanted = wanted_of(lay)  # type: ignore[operator]
+    with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
+        sources = Sources(
+            python,
+            Path(tmp),
+            vault=open_vault(lay.prefix),
+            find_links=[*find_links, *policy.find_links],
+            indexes=[*indexes, *policy.indexes],
+            lay=lay,
+        )
+        plan = make_plan(wanted, policy, from_python(python), lay.roots, sources)
+        say(render(plan, policy, python, dry_run))
+        if dry_run:
+            return 1 if plan.missing else 0
+        if plan.removals or plan.installs:
+            interp = interpreter(python)
+            with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
+                execute(python, plan, policy, txn, Path(tmp))
+                if not plan.missing:
+                    archive_overrides(interp.overrides_file, txn)
+            say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
+    return final_check(python, wanted, policy, lay)
+
+
+def final_check(python: str, wanted: object, policy: CompiledPolicy, lay: object) -> int:
+    """Compare again (nothing fetched) and run the rules of `dtkguard check`."""
+    from dtkguard.env.environment import from_python
+    from dtkguard.findings import Severity
+    from dtkguard.recover.plan import make_plan
+    from dtkguard.recover.sources import Sources
+    from dtkguard.rules.context import CheckContext
+    from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
+
+    env = from_python(python)
+    with tempfile.TemporaryDirectory(prefix="dtkguard-check-") as tmp:
+        nowhere = Sources(python, Path(tmp))
+        left = make_plan(wanted, policy, env, lay.roots, nowhere)  # type: ignore[arg-type,attr-defined]
+    findings = [
+        f
+        for f in run_checks(CheckContext(env, policy, extra={}), ENVIRONMENT_CHECKS)
+        if f.severity >= Severity.HIGH
+    ]
+    lines = [
+        f"  - {r.dist.name} {r.dist.version}: still installed ({r.why})" for r in left.removals
+    ]
+    lines += [f"  - {i.want.name} {i.want.version}: {i.why}" for i in left.installs]
+    lines += [f"  - {what}: {why}" for what, why in left.missing]
+    lines += [f"  - {f.rule} ({f.severity.value}) {f.subject}: {f.message}" for f in findings]
+    if not lines:
+        say(f"check: {python} matches {_target_words(wanted)} again; `dtkguard check` is clean.\n")
+        return 0
+    say(f"check: {python} does not match {_target_words(wanted)} yet:\n" + "\n".join(lines) + "\n")
+    return 1
+
+
+def _target_words(wanted: object) -> str:
+    kind = getattr(wanted, "kind", "baseline")
+    return "its baseline" if kind == "baseline" else f"the lock {getattr(wanted, 'source', '')}"

@@ -1,0 +1,140 @@
+"""`undo`: revert one journalled transaction with pip, as a transaction of its own.
+
+Packages the transaction added are uninstalled; packages it removed or replaced are put back
+from the files it kept (repacked into wheels, each file checked against its RECORD) with
+``pip install --no-index --no-deps --force-reinstall --require-hashes``. A package changed
+again by a later transaction is not touched: undo refuses and names that transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from dtkguard.errors import InputError
+from dtkguard.recover import journal
+from dtkguard.recover.journal import Layout, Transaction, TransactionFailed
+
+
+def pick(lay: Layout, number: int | None) -> Transaction:
+    """The transaction to undo: ``number``, or the newest committed one."""
+    txns = {t.id: t for t in journal.transactions(lay.journal)}
+    if number is None:
+        live = [t for t in txns.values() if t.state == "committed"]
+        if not live:
+            raise InputError(f"nothing to undo: the journal {lay.journal} has no transaction")
+        return live[-1]
+    txn = txns.get(number)
+    if txn is None:
+        raise InputError(f"no transaction {number} in {lay.journal}", field="N")
+    if txn.state != "committed":
+        raise InputError(f"transaction {number} is {txn.state}; only committed ones", field="N")
+    return txn
+
+
+def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
+    """Why ``txn`` cannot be undone as it is: its packages changed since."""
+    out = []
+    later = [
+        t for t in journal.transactions(lay.journal) if t.id > txn.id and t.state == "committed"
+    ]
+    for key, _, after in txn.changes():
+        if now.get(key) != after:
+            who = next((t.id for t in later if key in {k for k, _, _ in t.changes()}), None)
+            since = f" by transaction {who}" if who else ""
+            out.append(
+                f"{txn.names.get(key, key)} changed since{since} (now {now.get(key, 'absent')})"
+            )
+    return out
+
+
+def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> int:
+    from dtkguard.guard.plan import run_pip
+    from dtkguard.guard.target import interpreter
+    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, say
+    from dtkguard.recover.sources import _ONE_SOURCE
+    from dtkguard.recover.wanted import Want
+    from dtkguard.recover.wheels import sha256_of
+
+    lay = journal.layout(python)
+    journal.recover(lay)
+    txn = pick(lay, number)
+    now, _ = journal.installed_versions(lay.roots)
+    problems = conflicts(lay, txn, now)
+    if problems:
+        say(f"dtkguard undo: transaction {txn.id} cannot be undone; nothing was changed:\n")
+        say("".join(f"  - {p}\n" for p in problems))
+        return 1
+    changes = txn.changes()
+    remove = [txn.names.get(k, k) for k, before, _ in changes if before is None]
+    back = [(k, before) for k, before, _ in changes if before is not None]
+    say(f"dtkguard undo: transaction {txn.id} ({txn.time}, {' '.join(txn.argv)}):\n")
+    for key, before, after in changes:
+        name = txn.names.get(key, key)
+        if before is None:
+            say(f"  - remove {name} {after}\n")
+        elif after is None:
+            say(f"  - put back {name} {before}\n")
+        else:
+            say(f"  - {name} {after} back to {before}\n")
+    if not changes and txn.kept_files:
+        say(f"  - put back {txn.kept_files} file(s) it replaced\n")
+    with tempfile.TemporaryDirectory(prefix="dtkguard-undo-") as tmp:
+        wheels: list[tuple[str, str, Path]] = []
+        for key, version in back:
+            want = Want(key, txn.names.get(key, key), version, False)
+            found = _kept_by(lay, txn, want, Path(tmp))
+            if found is None:
+                say(
+                    f"dtkguard undo: transaction {txn.id} kept no intact copy of "
+                    f"{want.name} {version}; nothing was changed\n"
+                )
+                return 1
+            wheels.append((want.name, version, found))
+        env = dict(os.environ)
+        if reason:
+            env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
+        with journal.transaction(
+            python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
+        ) as new:
+            if remove:
+                proc = run_pip(python, ["uninstall", "-y", *remove], env)
+                if proc.returncode != 0:
+                    raise TransactionFailed(f"pip uninstall failed: {_tail(proc.stderr)}")
+            if wheels:
+                flat = Path(tmp) / "install"
+                flat.mkdir()
+                lines = []
+                for name, version, wheel in wheels:
+                    dest = flat / wheel.name
+                    os.replace(wheel, dest)
+                    lines.append(f"{name}=={version} --hash=sha256:{sha256_of(dest)}")
+                (flat / "req.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+                args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
+                args += ["--force-reinstall", "--require-hashes", "-r", str(flat / "req.txt")]
+                proc = run_pip(python, args, {**env, **_ONE_SOURCE})
+                if proc.returncode != 0:
+                    raise TransactionFailed(f"pip install failed: {_tail(proc.stderr)}")
+            archived = txn.dir / ARCHIVED_OVERRIDES
+            if archived.is_file():  # a restore archived them: they describe the state back now
+                target = interpreter(python).overrides_file
+                with open(target, "a", encoding="utf-8") as fh:
+                    fh.write(archived.read_text(encoding="utf-8"))
+                archived.unlink()
+        txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")
+        txn.state = "undone"
+        txn.save()
+    say(f"dtkguard undo: done (journal transaction {new.id}).\n")
+    return 0
+
+
+def _kept_by(lay: Layout, txn: Transaction, want, dest: Path) -> Path | None:
+    from dtkguard.recover.keep import repack_from
+
+    return repack_from(lay, txn, want, dest)
+
+
+def _tail(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output"

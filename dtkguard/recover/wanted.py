@@ -1,0 +1,104 @@
+"""What an environment should hold: from its baseline, or from a PEP 751 lock.
+
+A `Wanted` set is {canonical name: `Want`}: the version, whether it is a vendor build (then its
+wheel must be hash-checked before it is installed), and what the hash check compares with: the
+baseline's per-file hashes of that build, or the lock's wheel hashes and where the lock says
+the wheel is (URL or path).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dtkguard.errors import InputError
+from dtkguard.policy.compiled import CompiledPolicy, canonical
+
+#: the installer itself: never removed, whatever the target says (pip must survive a restore)
+KEEP = ("pip", "setuptools", "wheel", "dtkguard")
+
+
+@dataclass(frozen=True)
+class LockWheel:
+    """One wheel a lock names, with its hashes; ``location`` is a URL or an absolute path."""
+
+    location: str
+    hashes: dict[str, str]
+    name: str
+
+
+@dataclass
+class Want:
+    key: str
+    name: str
+    version: str
+    vendor: bool
+    lock_wheels: list[LockWheel] = field(default_factory=list)
+
+
+@dataclass
+class Wanted:
+    """The target state; ``kind`` is ``baseline`` or ``lock``, ``source`` its file."""
+
+    kind: str
+    source: str
+    dists: dict[str, Want]
+    baseline: dict[str, Any] | None = None
+    #: remove installed dists the target does not list (a lock lists its closure only)
+    remove_unlisted: bool = True
+
+
+def _lock_wheels(lock: Any, pkg: Any) -> list[LockWheel]:
+    out = []
+    base = Path(lock.path).parent
+    for f in pkg.files:
+        where = f.url or (str((base / f.path).resolve()) if f.path else None)
+        name = f.name or os.path.basename(f.path or f.url or "")
+        if where and name.endswith(".whl"):
+            out.append(LockWheel(where, dict(f.hashes), name))
+    return out
+
+
+def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
+    """Every dist of the baseline; its vendor builds are checked file by file; the lock the
+    baseline was recorded with (when it is still there, unchanged) adds wheel locations."""
+    dists: dict[str, Want] = {}
+    vendor = baseline.get("vendor") or {}
+    locked = lock.by_name() if lock is not None else {}
+    for key, entry in sorted((baseline.get("dists") or {}).items()):
+        try:
+            name, version = str(entry["name"]), str(entry["version"])
+        except (KeyError, TypeError):
+            raise InputError(f"baseline entry {key!r} has no name or version") from None
+        want = Want(canonical(key), name, version, key in vendor)
+        if key in locked:
+            want.lock_wheels = _lock_wheels(lock, locked[key])
+        dists[want.key] = want
+    return Wanted("baseline", "baseline", dists, baseline)
+
+
+def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) -> Wanted:
+    """The lock's packages whose marker applies here; a package is a vendor build when the
+    policy pins it or its version carries a DAS/DTK label."""
+    from packaging.markers import InvalidMarker, Marker
+
+    from dtkguard.policy.labels import label_of
+
+    dists: dict[str, Want] = {}
+    for pkg in lock.packages:
+        if pkg.marker:
+            try:
+                if not Marker(pkg.marker).evaluate(environment):
+                    continue
+            except (InvalidMarker, KeyError, ValueError):
+                raise InputError(
+                    f"unreadable marker {pkg.marker!r}", str(lock.path), field=pkg.name
+                ) from None
+        if not pkg.version:
+            raise InputError("package without a version", str(lock.path), field=pkg.name)
+        label = label_of(pkg.version)
+        vendor = bool(policy.vendor_build(pkg.name)) or (label is not None and label.is_vendor)
+        dists[pkg.key] = Want(pkg.key, pkg.name, pkg.version, vendor, _lock_wheels(lock, pkg))
+    return Wanted("lock", str(lock.path), dists, None)
