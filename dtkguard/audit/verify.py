@@ -288,6 +288,15 @@ class _Planner:
                 issue("missing", path, "listed in RECORD (without a hash) but not on disk")
 
 
+def record_jobs(dist: Dist, root: Root) -> tuple[list[Job], list[Issue]]:
+    """The hashing jobs of one dist's RECORD rows, and its dist-level issues (the same
+    planning `verify` does; the guard's baseline records and compares with it)."""
+    jobs: list[Job] = []
+    issues: list[Issue] = []
+    _Planner(root).plan(dist, 0, jobs, issues, Verification())
+    return jobs, issues
+
+
 # --- hashing ------------------------------------------------------------------------------
 
 

@@ -3,7 +3,9 @@
 install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
 and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
 constraint-dependencies and vendor index to uv's config; --externally-managed adds a PEP 668
-marker (base and conda interpreters only). status shows each layer as present, absent or
+marker (base and conda interpreters only). install also records the env's baseline (every
+dist, and each vendor build's RECORD digest and files; --lock adds the lock's wheel hashes)
+and installs the import tripwire. status shows each layer as present, absent or
 stale against the policy; remove undoes exactly what install wrote.
 """
 
@@ -36,6 +38,14 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         action="store_true",
         help="also write a PEP 668 EXTERNALLY-MANAGED marker (not for venvs)",
     )
+    parser.add_argument(
+        "--lock", metavar="L", help="also record the lock's wheel hashes in the baseline"
+    )
+    parser.add_argument(
+        "--rebaseline",
+        action="store_true",
+        help="record the baseline again (install keeps an intact one)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -55,8 +65,18 @@ def run(args: argparse.Namespace) -> int:
         uv_config = None
         if args.uv or args.uv_config:
             uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
+        lock = None
+        if args.lock:
+            from dtkguard.lock.read import read_lock
+
+            lock = read_lock(args.lock)
         results = layers.install(
-            interp, policy, uv_config=uv_config, externally_managed=args.externally_managed
+            interp,
+            policy,
+            uv_config=uv_config,
+            externally_managed=args.externally_managed,
+            lock=lock,
+            rebaseline=args.rebaseline,
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")

@@ -21,14 +21,21 @@ from importlib import resources
 from pathlib import Path
 
 from dtkguard.errors import InputError
+from dtkguard.guard import baseline as baselines
 from dtkguard.guard.compiled import constraints_text, hook_json
 from dtkguard.guard.target import Interpreter
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.lock.read import Lock
+
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
 MARKER = "EXTERNALLY-MANAGED"
+TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
+TRIPWIRE_PTH = "dtkguard-tripwire.pth"
 
 
 def hook_source(name: str) -> str:
@@ -122,6 +129,7 @@ def planned_layers(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    baseline: dict | None = None,
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
@@ -137,6 +145,7 @@ def planned_layers(
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
+    layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if externally_managed:
@@ -148,6 +157,26 @@ def planned_layers(
             )
         layers.append(Layer("externally-managed", interp.stdlib / MARKER, _marker(policy)))
     return layers
+
+
+def _tripwire_layers(
+    interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
+) -> list[Layer]:
+    """The import tripwire: its module, its ``.pth`` line (the vendor top-level names inline;
+    none with ``on-import = "off"``, so nothing is inserted) and ``tripwire.txt``."""
+    mode = getattr(policy, "on_import", "warn")
+    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
+    data = interp.state_dir / baselines.TRIPWIRE_FILE
+    pth = (
+        hook_source(TRIPWIRE_PTH)
+        .replace("__NAMES__", repr(tuple(names)))
+        .replace("__DATA__", repr(str(data)))
+    )
+    return [
+        Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
+        Layer("tripwire.pth", interp.purelib / TRIPWIRE_PTH, pth),
+        Layer("tripwire.txt", data, baselines.tripwire_text(baseline or {}, mode)),
+    ]
 
 
 def _sha(text: str) -> str:
@@ -192,23 +221,41 @@ def install(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    lock: Lock | None = None,
+    rebaseline: bool = False,
 ) -> list[tuple[str, Path, str]]:
-    """Write every layer; returns (layer, path, "written" | "unchanged")."""
+    """Write every layer; returns (layer, path, "written" | "unchanged").
+
+    The baseline is recorded first (nothing is written when a vendor build does not match
+    its RECORD) and kept on later installs unless ``rebaseline``."""
     manifest = Manifest(interp)
+    base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
+    baseline = json.loads(base_text)
     originals = manifest.originals()
     wanted = [uv_config] if uv_config else []
     for path in [interp.prefix / "pip.conf", *wanted]:
         if str(path) not in originals:
             originals[str(path)] = _read(path)
     layers = planned_layers(
-        interp, policy, originals, uv_config=uv_config, externally_managed=externally_managed
+        interp,
+        policy,
+        originals,
+        uv_config=uv_config,
+        externally_managed=externally_managed,
+        baseline=baseline,
     )
     results = []
     interp.state_dir.mkdir(parents=True, exist_ok=True)
+    bpath = baselines.baseline_path(interp.prefix)
+    if base_state == "written":
+        atomic_write_text(bpath, base_text)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(base_text)}
+    manifest.save()
+    results.append(("baseline", bpath, base_state))
     for layer in layers:
         if str(layer.path) not in manifest.files:
             original = originals.get(str(layer.path), _read(layer.path))
-            if layer.name in ("hook", "hook.pth", "externally-managed") and original is not None:
+            if layer.name in _OWN_FILES and original is not None:
                 if "dtkguard" not in original:
                     raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
                 original = None
@@ -222,9 +269,10 @@ def install(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
         )
         manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    pyc = _compile(interp, interp.purelib / HOOK_MODULE)
-    if pyc is not None and str(pyc) not in manifest.files:
-        manifest.files[str(pyc)] = {"layer": "hook.pyc", "original": None, "sha256": None}
+    for module, layer_name in ((HOOK_MODULE, "hook.pyc"), (TRIPWIRE_MODULE, "tripwire.pyc")):
+        pyc = _compile(interp, interp.purelib / module)
+        if pyc is not None and str(pyc) not in manifest.files:
+            manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -232,6 +280,36 @@ def install(
     }
     manifest.save()
     return results
+
+
+_OWN_FILES = ("hook", "hook.pth", "externally-managed", "tripwire", "tripwire.pth")
+
+
+def _baseline(
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    manifest: Manifest,
+    lock: Lock | None,
+    rebaseline: bool,
+) -> tuple[str, str]:
+    """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
+    as it is intact; a changed one is refused (re-recording would bless the damage)."""
+    bpath = baselines.baseline_path(interp.prefix)
+    entry = manifest.files.get(str(bpath))
+    current = _read(bpath)
+    if not rebaseline and entry is not None and current is not None:
+        if _sha(current) != entry.get("sha256"):
+            raise InputError(
+                f"{bpath} changed since `guard install`; check the environment "
+                "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
+                field="baseline",
+            )
+        data = json.loads(current)
+        if lock is None or data.get("lock") == baselines.lock_data(lock):
+            return current, "unchanged"
+        data["lock"] = baselines.lock_data(lock)
+        return baselines.dumps(data), "written"
+    return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
 def _compile(interp: Interpreter, module: Path) -> Path | None:
@@ -254,14 +332,25 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
+    bpath = baselines.baseline_path(interp.prefix)
+    text = _read(bpath)
+    entry = manifest.files.get(str(bpath)) or {}
+    try:
+        baseline = json.loads(text) if text is not None else None
+    except ValueError:
+        baseline = None
     layers = planned_layers(
         interp,
         policy,
         manifest.originals(),
         uv_config=Path(uv) if uv else None,
         externally_managed=bool(manifest.options.get("externally_managed")),
+        baseline=baseline,
     )
-    out = []
+    base_state = (
+        "absent" if text is None else "present" if entry.get("sha256") == _sha(text) else "tampered"
+    )
+    out = [("baseline", bpath, base_state)]
     for layer in layers:
         current = _read(layer.path)
         state = "absent" if current is None else "present" if current == layer.content else "stale"
@@ -277,7 +366,7 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
         manifest.files.items(), key=lambda kv: kv[1].get("layer") == "policy"
     ):
         path = Path(path_text)
-        current = _read(path) if entry.get("layer") != "hook.pyc" else None
+        current = None if str(entry.get("layer")).endswith(".pyc") else _read(path)
         original = entry.get("original")
         if entry.get("sha256") and current is not None and _sha(current) != entry["sha256"]:
             results.append((entry["layer"], path, "kept (changed since install)"))

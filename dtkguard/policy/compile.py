@@ -175,6 +175,8 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
             )
         if m.drift:
             fields["drift_extra_severity"] = m.drift.extra_severity
+        if m.guard:
+            fields["on_import"] = m.guard.on_import
         exceptions += [
             PolicyException(
                 e.rule,

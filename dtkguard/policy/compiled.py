@@ -118,6 +118,8 @@ class CompiledPolicy:
     fp8: Fp8Rule = field(default_factory=Fp8Rule)
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
+    #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
+    on_import: str = "warn"
     #: the files this policy was read from, first the named one, then what it extends
     files: tuple[str, ...] = ()
 

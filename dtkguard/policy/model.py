@@ -93,6 +93,11 @@ class Drift(_Section):
     extra_severity: SeverityName = "medium"
 
 
+class GuardSection(_Section):
+    #: what the import tripwire does when a vendor build changed since `guard install`
+    on_import: Literal["warn", "error", "off"] = "warn"
+
+
 class PolicyExceptionModel(_Section):
     rule: str
     package: str
@@ -124,6 +129,7 @@ class PolicyFile(_Section):
     deny: list[Deny] = Field(default_factory=list)
     fp8: Fp8 | None = None
     drift: Drift | None = None
+    guard: GuardSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)
 
     @field_validator("vendor")

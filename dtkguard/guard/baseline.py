@@ -1,0 +1,412 @@
+"""The baseline `guard install` records: what the env held, and the vendor builds byte for byte.
+
+``<prefix>/dtkguard/baseline.json`` (listed in the guard's manifest with its own sha256, so
+`guard status` reports it tampered or missing and `guard remove` removes it). JSON, one object:
+
+``format``
+    ``"dtkguard-baseline/1"``.
+``created``, ``python``, ``prefix``, ``policy``
+    When (UTC, ISO 8601), for which interpreter (as given to `guard install`) and prefix, and
+    the name of the policy whose vendor builds were recorded.
+``restore``
+    The one command that puts the vendor builds back: ``dtkguard restore --python <python>``.
+``dists``
+    Every distribution installed at that time: ``{canonical name: {"name", "version",
+    "site", "dist_info"}}`` (``site``: the absolute site directory as the interpreter sees it;
+    ``dist_info``: the metadata directory's name inside it).
+``vendor``
+    Every vendor build of the policy that was installed (name and exact version as pinned):
+    ``{canonical name: {"name", "version", "site", "dist_info", "top_level": [module, ...],
+    "record": {"sha256", "size", "mtime_ns"}, "files": {path: {"sha256", "size",
+    "mtime_ns"}}}}``. ``record.sha256`` is the hex sha256 of the installed RECORD file; ``files``
+    holds every RECORD row with a hash, keyed by the row's path as written in RECORD (relative
+    to ``site``; scripts start with ``../``), each verified against RECORD while recording
+    (a vendor build whose files differ from its RECORD is refused: no baseline of damage).
+``lock``
+    ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
+    "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.
+
+`is_baseline_build` answers "is this (name, version, RECORD digest or file digests) the
+vendor build of the baseline?"; `compare` finds what changed (a fast size/mtime pass, then
+hashing only the files whose stat changed); `tripwire_text` is the small extract the import
+tripwire reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.env.root import Root
+from dtkguard.errors import DtkguardError, InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from dtkguard.env.dist import Dist
+    from dtkguard.guard.target import Interpreter
+    from dtkguard.lock.read import Lock
+    from dtkguard.policy.compiled import CompiledPolicy
+
+FORMAT = "dtkguard-baseline/1"
+FILE_NAME = "baseline.json"
+TRIPWIRE_FILE = "tripwire.txt"
+#: files besides RECORD the import tripwire stats per vendor build (the largest ones)
+TRIPWIRE_LARGEST = 3
+
+
+class BaselineError(DtkguardError):
+    """A vendor build cannot be recorded (its files differ from its RECORD). Exit 1."""
+
+    exit_code = 1
+
+
+def restore_command(python: str) -> str:
+    """The one command that restores a guarded env's vendor builds."""
+    return f"dtkguard restore --python {python}"
+
+
+def baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    from dtkguard.guard.target import STATE_DIR
+
+    return Path(prefix) / STATE_DIR / FILE_NAME
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str | None:
+    """Hex sha256 of a regular file (verify's reader: no FIFOs, no devices); None if unreadable."""
+    from dtkguard.audit.verify import hash_file
+
+    status, digest, _, _ = hash_file(os.fspath(path), "sha256", False)
+    return digest.hex() if status == "ok" else None
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+# --- recording ---------------------------------------------------------------------------
+
+
+def _top_level(dist: Dist, rels: list[str]) -> list[str]:
+    """Importable top-level names: ``top_level.txt`` when present, else from RECORD paths."""
+    text = dist._small("top_level.txt")
+    names = {n.strip() for n in text.splitlines() if n.strip()} if text else set()
+    if not names:
+        for rel in rels:
+            head = rel.split("/", 1)[0]
+            if (
+                head.startswith("..")
+                or head.endswith((".dist-info", ".data"))
+                or head
+                in (
+                    "__pycache__",
+                    "",
+                )
+            ):
+                continue
+            name = head.split(".", 1)[0] if "/" not in rel else head
+            if name.isidentifier():
+                names.add(name)
+    return sorted(n for n in names if n.isidentifier() and "/" not in n)
+
+
+def _record_dist(dist: Dist) -> dict[str, Any]:
+    """One vendor build: its RECORD digest and every hashed RECORD file, verified."""
+    from dtkguard.audit.verify import record_jobs, verify
+
+    root = Root()
+    jobs, _ = record_jobs(dist, root)
+    issues = verify([dist], root).issues
+    bad = [i for i in issues if i.kind in ("modified", "missing", "unreadable", "outside")]
+    if dist.record is None:
+        bad += [i for i in issues if i.kind in ("no-record", "distro")]
+    if bad:
+        shown = ", ".join(f"{i.path} ({i.kind})" for i in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise BaselineError(
+            f"{dist.name} {dist.version} does not match its own RECORD ({shown}{more}); "
+            "refusing to record it as the vendor build: reinstall it from the vendor wheelhouse "
+            "first"
+        )
+    relocated = {i.path for i in issues if i.kind == "shebang"}
+    site = str(dist.site)
+    files: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        rel = os.path.relpath(job.inner, site)
+        st = _stat(job.host)
+        if st is None:  # vanished since verify: refuse rather than record a hole
+            raise BaselineError(f"{job.inner} vanished while recording the baseline")
+        digest = job.digest.hex() if job.algo == "sha256" and job.inner not in relocated else None
+        files[rel] = {"sha256": digest or sha256_file(job.host), "size": st[0], "mtime_ns": st[1]}
+    record = dist.record
+    assert record is not None
+    rst = _stat(str(record))
+    return {
+        "name": dist.name,
+        "version": dist.version,
+        "site": site,
+        "dist_info": dist.path.name,
+        "top_level": _top_level(dist, list(files)),
+        "record": {
+            "sha256": sha256_file(record),
+            "size": rst[0] if rst else None,
+            "mtime_ns": rst[1] if rst else None,
+        },
+        "files": files,
+    }
+
+
+def lock_data(lock: Lock) -> dict[str, Any]:
+    packages = {
+        p.key: {
+            "version": p.version,
+            "wheels": [
+                {"name": f.name or os.path.basename(f.path or f.url or ""), "hashes": f.hashes}
+                for f in p.files
+                if (f.name or f.path or f.url or "").endswith(".whl")
+            ],
+        }
+        for p in lock.packages
+    }
+    return {"path": str(lock.path), "sha256": sha256_file(lock.path), "packages": packages}
+
+
+def record(interp: Interpreter, policy: CompiledPolicy, lock: Lock | None = None) -> dict[str, Any]:
+    """The baseline of ``interp`` under ``policy`` (see the module docstring for the format)."""
+    from dtkguard.env.environment import from_python
+    from dtkguard.rules.vendor import same_version
+
+    env = from_python(interp.python)
+    dists: dict[str, dict[str, Any]] = {}
+    vendor: dict[str, dict[str, Any]] = {}
+    for dist in env:
+        if dist.key in dists:
+            continue
+        dists[dist.key] = {
+            "name": dist.name,
+            "version": dist.version,
+            "site": str(dist.site),
+            "dist_info": dist.path.name,
+        }
+        pin = policy.vendor_build(dist.name)
+        if pin is not None and same_version(dist.version, pin):
+            vendor[dist.key] = _record_dist(dist)
+    return {
+        "format": FORMAT,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": interp.python,
+        "prefix": str(interp.prefix),
+        "policy": policy.name,
+        "restore": restore_command(interp.python),
+        "dists": dists,
+        "vendor": vendor,
+        "lock": lock_data(lock) if lock is not None else None,
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """A baseline file; None when there is none; `InputError` when it is not a baseline."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable baseline: {exc}", file=str(path)) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"not a dtkguard baseline (format {FORMAT})", file=str(path))
+    if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("dists"), dict):
+        raise InputError("not a dtkguard baseline: no 'vendor' or 'dists' table", file=str(path))
+    return data
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+def _comparable(rel: str) -> bool:
+    """Files a wheel and its installed copy share: not the metadata pip rewrites, not .pyc."""
+    return ".dist-info/" not in rel and not rel.endswith(".pyc") and not rel.startswith("../")
+
+
+def is_baseline_build(
+    baseline: dict[str, Any],
+    name: str,
+    version: str,
+    *,
+    record_sha256: str | None = None,
+    files: dict[str, str] | None = None,
+    wheel_sha256: str | None = None,
+) -> bool | None:
+    """Is (name, version) with these digests the vendor build the baseline recorded?
+
+    ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path: hex sha256}
+    (e.g. read from a wheel's RECORD): every importable file must be the baseline's, no more, no
+    fewer; ``wheel_sha256``: the wheel file's hash, matched against the lock's hashes when the
+    baseline has a lock. None when the baseline has no vendor build of that name and version
+    (the question does not apply); False when no digest was given.
+    """
+    from dtkguard.policy.compiled import canonical
+    from dtkguard.rules.vendor import same_version
+
+    entry = baseline.get("vendor", {}).get(canonical(name))
+    if entry is None or not same_version(version, entry["version"]):
+        return None
+    verdicts: list[bool] = []
+    if record_sha256 is not None:
+        verdicts.append(record_sha256.lower() == entry["record"]["sha256"])
+    if files is not None:
+        mine = {r: f["sha256"] for r, f in entry["files"].items() if _comparable(r)}
+        theirs = {r: d.lower() for r, d in files.items() if _comparable(r)}
+        verdicts.append(mine == theirs)
+    if wheel_sha256 is not None:
+        locked = ((baseline.get("lock") or {}).get("packages") or {}).get(canonical(name))
+        hashes = [w.get("hashes", {}).get("sha256") for w in (locked or {}).get("wheels", [])]
+        verdicts.append(bool(hashes) and wheel_sha256.lower() in hashes)
+    return bool(verdicts) and all(verdicts)
+
+
+# --- comparing -------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    """What happened to one vendor build of the baseline."""
+
+    key: str
+    name: str
+    version: str
+    #: the dist-info as the target sees it
+    dist_info: str
+    #: "missing" (dist-info gone), "record" (RECORD differs) or "files"
+    kind: str
+    #: (RECORD path, "modified" | "missing") for kind "files"
+    files: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class CompareStats:
+    """How much work a comparison did: files stat'ed and files hashed."""
+
+    stated: int = 0
+    hashed: int = 0
+
+
+def _host(root: Root, inner: str) -> str:
+    if root.is_host:
+        return inner
+    try:
+        return str(root.resolve(inner))
+    except OSError:
+        return os.path.join(str(root.path), inner.lstrip("/"))
+
+
+def _changed(
+    root: Root, path: str, recorded: dict[str, Any], stats: CompareStats, confined: bool
+) -> str | None:
+    """None when the file is as recorded; else "missing" or "modified". Hashes only when the
+    size is equal and the mtime is not."""
+    from dtkguard.audit.verify import hash_file
+
+    stats.stated += 1
+    host = _host(root, path) if confined else path
+    st = _stat(host)
+    if st is None:
+        return "missing"
+    if st == (recorded.get("size"), recorded.get("mtime_ns")):
+        return None
+    if st[0] != recorded.get("size"):
+        return "modified"
+    stats.hashed += 1
+    status, digest, _, _ = hash_file(host, "sha256", confined)
+    return None if status == "ok" and digest.hex() == recorded.get("sha256") else "modified"
+
+
+def compare(
+    baseline: dict[str, Any], root: Root | None = None, stats: CompareStats | None = None
+) -> list[Change]:
+    """Every vendor build of the baseline that is gone, not the recorded build, or changed."""
+    root = root or Root()
+    stats = stats if stats is not None else CompareStats()
+    confined = not root.is_host
+    out: list[Change] = []
+    for key, entry in sorted(baseline.get("vendor", {}).items()):
+        site = entry["site"]
+        dist_info = os.path.join(site, entry["dist_info"])
+        record_inner = os.path.join(dist_info, "RECORD")
+
+        if not os.path.isdir(_host(root, dist_info)):
+            out.append(Change(key, entry["name"], entry["version"], dist_info, "missing"))
+            continue
+        if _changed(root, record_inner, entry["record"], stats, confined) is not None:
+            out.append(Change(key, entry["name"], entry["version"], dist_info, "record"))
+        files = []
+        for rel, recorded in sorted(entry["files"].items()):
+            inner = os.path.normpath(os.path.join(site, rel))
+            what = _changed(root, inner, recorded, stats, confined)
+            if what is not None:
+                files.append((rel, what))
+        if files:
+            out.append(Change(key, entry["name"], entry["version"], dist_info, "files", files))
+    return out
+
+
+# --- the import tripwire's extract ---------------------------------------------------------
+
+
+def tripwire_text(baseline: dict[str, Any], mode: str) -> str:
+    """The import tripwire's file (``tripwire.txt``, tab-separated, read without json): per
+    vendor build its RECORD and its top-level ``__init__.py``/``version.py`` and largest files,
+    with the size and mtime the baseline recorded; which top-level module belongs to which
+    build; the mode and the restore command. Lines::
+
+        mode<TAB>warn|error|off
+        restore<TAB>dtkguard restore --python PY
+        dist<TAB>KEY<TAB>NAME VERSION
+        stat<TAB>KEY<TAB>SIZE<TAB>MTIME_NS<TAB>ABSOLUTE PATH
+        module<TAB>TOP-LEVEL NAME<TAB>KEY
+    """
+    lines = [
+        "# dtkguard import tripwire: written by `dtkguard guard install` from baseline.json",
+        f"mode\t{mode}",
+        f"restore\t{baseline.get('restore', '')}",
+    ]
+    for key, entry in sorted(baseline.get("vendor", {}).items()):
+        site = entry["site"]
+        dist_info = os.path.join(site, entry["dist_info"])
+        record = entry["record"]
+        lines.append(f"dist\t{key}\t{entry['name']} {entry['version']}")
+        lines.append(f"stat\t{key}\t{record['size']}\t{record['mtime_ns']}\t{dist_info}/RECORD")
+        files = entry["files"]
+        key_files = [
+            rel
+            for top in entry["top_level"]
+            for rel in (f"{top}/__init__.py", f"{top}/version.py", f"{top}.py")
+            if rel in files
+        ]
+        largest = sorted(
+            (r for r in files if _comparable(r) and r not in key_files),
+            key=lambda r: (-files[r]["size"], r),
+        )[:TRIPWIRE_LARGEST]
+        for rel in key_files + largest:
+            f = files[rel]
+            path = os.path.normpath(os.path.join(site, rel))
+            lines.append(f"stat\t{key}\t{f['size']}\t{f['mtime_ns']}\t{path}")
+        lines += [f"module\t{top}\t{key}" for top in entry["top_level"]]
+    return "\n".join(lines) + "\n"
+
+
+def tripwire_modules(baseline: dict[str, Any]) -> list[str]:
+    """The top-level modules of the baseline's vendor builds, for the tripwire's .pth line."""
+    return sorted({top for e in baseline.get("vendor", {}).values() for top in e["top_level"]})

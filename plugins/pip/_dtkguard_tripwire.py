@@ -1,0 +1,101 @@
+"""dtkguard's import tripwire: warn when a vendor build changed since `dtkguard guard install`.
+
+Installed by ``dtkguard guard install`` as this module plus a one-line ``.pth`` file in the
+target's site-packages. Standard library only, and only ``os`` and ``sys`` (already loaded at
+start-up). The ``.pth`` line inserts a tiny meta-path finder that knows the vendor top-level
+module names (``torch``, ``vllm``, ...) inline; this module is imported only when one of them is
+first imported. It then reads ``tripwire.txt`` beside the guard's baseline and compares the
+size and mtime of the build's RECORD and a few key files with the baseline (``os.stat`` only,
+no hashing): ``warn`` prints what changed and the restore command on stderr, ``error`` raises
+ImportError, ``off`` is never installed. `dtkguard check` confirms by hashing.
+"""
+
+import os
+import sys
+
+_state = {"data": None, "done": set()}
+
+
+def _read(path):
+    """{"mode", "restore", "dists": {key: label}, "stats": {key: [(size, mtime, path)]},
+    "modules": {top: [key]}}; None when unreadable."""
+    data = {"mode": "warn", "restore": "", "dists": {}, "stats": {}, "modules": {}}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split("\t")
+        kind = parts[0]
+        if kind in ("mode", "restore") and len(parts) == 2:
+            data[kind] = parts[1]
+        elif kind == "dist" and len(parts) == 3:
+            data["dists"][parts[1]] = parts[2]
+        elif kind == "stat" and len(parts) == 5:
+            data["stats"].setdefault(parts[1], []).append((parts[2], parts[3], parts[4]))
+        elif kind == "module" and len(parts) == 3:
+            data["modules"].setdefault(parts[1], []).append(parts[2])
+    return data
+
+
+def changes(name, path):
+    """[(label, [(file, what)])] of the vendor builds that provide top-level module ``name``."""
+    data = _state["data"]
+    if data is None:
+        data = _state["data"] = _read(path) or {}
+    if not data:
+        return [("the guard's baseline", [(path, "missing or unreadable")])]
+    out = []
+    for key in data["modules"].get(name, ()):
+        changed = []
+        for size, mtime, file in data["stats"].get(key, ()):
+            try:
+                st = os.stat(file)
+            except OSError:
+                changed.append((file, "missing"))
+                continue
+            if str(st.st_size) != size or str(st.st_mtime_ns) != mtime:
+                changed.append((file, "modified"))
+        if changed:
+            out.append((data["dists"].get(key, key), changed))
+    return out
+
+
+def _message(found, restore):
+    parts = []
+    for label, files in found:
+        gone = [f for f, what in files if what == "missing"]
+        if gone and gone[0].endswith("/RECORD"):
+            parts.append(f"{label} is gone (its {os.path.dirname(gone[0])} was removed)")
+            continue
+        shown = ", ".join(
+            f"{os.path.basename(os.path.dirname(f))}/{os.path.basename(f)} ({w})"
+            for f, w in files[:4]
+        )
+        parts.append(f"{label} changed since `dtkguard guard install`: {shown}")
+    text = "dtkguard: " + "; ".join(parts) + "."
+    if restore:
+        text += f" Restore it with: {restore}"
+    return text + " (`dtkguard check` shows the details)"
+
+
+def tripwire(name, path):
+    """Called by the .pth finder on the first import of a vendor top-level module."""
+    if name in _state["done"]:
+        return None
+    _state["done"].add(name)
+    try:
+        found = changes(name, path)
+        data = _state["data"] or {}
+        mode = data.get("mode", "warn") if data else "warn"
+    except Exception as exc:  # never break an import over the tripwire itself
+        found, mode, data = [("the guard's tripwire", [(path, repr(exc))])], "warn", {}
+    if not found or mode == "off":
+        return None
+    text = _message(found, data.get("restore", "") if data else "")
+    if mode == "error":
+        _state["done"].discard(name)  # every attempt is refused, not only the first
+        raise ImportError(text, name=name)
+    sys.stderr.write(text + "\n")
+    return None
