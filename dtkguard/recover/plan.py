@@ -18,7 +18,7 @@ from typing import Any
 from dtkguard.env.dist import Dist
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.sources import INDEX_FALLBACK, Found, Sources
-from dtkguard.recover.wanted import KEEP, Want, Wanted
+from dtkguard.recover.wanted import Want, Wanted
 
 
 @dataclass
@@ -149,7 +149,7 @@ def make_plan(
     removed_files: set[str] = set()
     for key, found in sorted(dists.items()):
         want = wanted.dists.get(key)
-        if want is None and (key in KEEP or not wanted.remove_unlisted):
+        if want is None and (key in wanted.keep or not wanted.remove_unlisted):
             continue
         # not wanted at all, or a second install of a wanted name (an egg beside the wheel)
         for dist in found if want is None else found[1:]:
@@ -172,7 +172,7 @@ def make_plan(
             why = f"shares {os.path.relpath(shared[0], current.site)} with a package removed"
         else:
             continue
-        if key in KEEP and current is not None and not want.vendor:
+        if key in wanted.keep and current is not None and not want.vendor:
             continue  # pip, setuptools, wheel: left as they are
         plan.installs.append(Install(want, current, why))
     for item in plan.installs:

@@ -158,3 +158,30 @@ def human_size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+def fill(interp: Any, policy: Any) -> int:
+    """`guard install --vault`: vault the vendor builds, say what it cost; 1 when one was
+    refused (its files are modified: the vault never keeps damage)."""
+    from dtkguard.guard.baseline import baseline_path, load
+
+    baseline = load(baseline_path(interp.prefix))
+    vendor = dict(policy.vendor)
+    vault, refused, seconds = create(interp.python, vendor, baseline)
+    print(
+        f"    vault  {vault.dir}: {describe(vault)} on disk "
+        f"({seconds:.1f} s); `dtkguard restore` needs no wheelhouse for these"
+    )
+    for line in refused:
+        print(f"  refused  {line}")
+    return 1 if refused else 0
+
+
+def status_line(prefix: Path) -> str:
+    """`guard status`'s line for the vault."""
+    vault = open_vault(prefix)
+    if not vault.entries:
+        return f"{'absent':>7}  {'vault':<18} {vault.dir} (optional: guard install --vault)"
+    missing = [f for f in vault.entries if not (vault.dir / f).is_file()]
+    state = "damaged" if missing else "present"
+    return f"{state:>7}  {'vault':<18} {vault.dir} ({describe(vault)})"

@@ -16,7 +16,7 @@ from typing import Any
 from dtkguard.errors import InputError
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 
-#: the installer itself: never removed, whatever the target says (pip must survive a restore)
+#: never removed by a restore to a lock (locks rarely list the installer and its tools)
 KEEP = ("pip", "setuptools", "wheel", "dtkguard")
 
 
@@ -48,6 +48,11 @@ class Wanted:
     baseline: dict[str, Any] | None = None
     #: remove installed dists the target does not list (a lock lists its closure only)
     remove_unlisted: bool = True
+
+    @property
+    def keep(self) -> tuple[str, ...]:
+        """Installed names left alone even when the target does not list them."""
+        return ("pip",) if self.kind == "baseline" else KEEP
 
 
 def _lock_wheels(lock: Any, pkg: Any) -> list[LockWheel]:

@@ -1,0 +1,182 @@
+"""`dtkguard restore` with real pip in real guarded venvs: each way of clobbering the DAS-like
+env ends, after restore, byte-identical to the baseline (every vendor file; `audit
+--verify-files` clean); the plan is printed first; bad input exits 2, an unreadable target 3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.guard.conftest import TORCH, Guarded, _build
+from tests.support.cache import PIP_VERSIONS
+from tests.support.reports import DAS_25041
+from tests.support.venvs import hermetic_env
+
+pytestmark = pytest.mark.wheel_cache
+
+OVERRIDE = hermetic_env(DTKGUARD_OVERRIDE="test: clobber on purpose")
+
+
+@pytest.fixture
+def env(
+    tmp_path: Path,
+    guard_policy: Path,
+    vendor_wheelhouse: Path,
+    public_dir: Path,
+    extra_wheelhouse: Path,
+) -> Guarded:
+    """A new guarded venv with the newest pip."""
+    return _build(
+        tmp_path / "venv",
+        PIP_VERSIONS[-1],
+        guard_policy,
+        vendor_wheelhouse,
+        public_dir,
+        extra_wheelhouse,
+    )
+
+
+def files(g: Guarded) -> dict[str, str]:
+    """Every file of the venv but dtkguard's own state (the journal grows by design)."""
+    return {k: v for k, v in g.venv.snapshot().items() if not k.startswith("dtkguard/")}
+
+
+def restore(g: Guarded, *args: str):
+    return g.dtkguard("restore", "--python", str(g.venv.python), *args)
+
+
+def verify_clean(g: Guarded) -> None:
+    proc = g.dtkguard(
+        "audit",
+        "--python",
+        str(g.venv.python),
+        "--verify-files",
+        "-f",
+        "json",
+        "--policy",
+        str(g.policy),
+    )
+    data = json.loads(proc.stdout)
+    bad = [f for f in data["findings"] if f["rule"].startswith("record")]
+    assert bad == [], bad
+
+
+def assert_back(g: Guarded, before: dict[str, str], before_set: dict[str, str]) -> None:
+    assert g.venv.installed() == before_set
+    after = files(g)
+    assert sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)) == []
+    verify_clean(g)
+
+
+def test_vllm_092_clobber_is_restored(env: Guarded) -> None:
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    proc = g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE)
+    assert proc.returncode == 0, proc.stderr
+    clobbered = g.venv.installed()
+    assert clobbered["torch"] == "2.7.0" and clobbered["vllm"] == "0.9.2"
+    assert sum(k.startswith("nvidia-") for k in clobbered) == 14
+
+    plan = restore(g, "--dry-run")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    text = plan.stdout
+    assert "Remove (" in text and "14 nvidia-* CUDA wheel(s)" in text
+    assert (
+        f"the vendor build torch {TORCH}, in place of torch 2.7.0 (a community CUDA build)" in text
+    )
+    assert f"vllm {DAS_25041['vllm']}" in text
+    assert "checked: every file's sha256 of the baseline" in text
+    assert "Dry run: nothing was changed" in text
+    assert g.venv.installed() == clobbered
+
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matches its baseline again" in proc.stdout
+    assert_back(g, before, before_set)
+    # the override records that let the clobber in were archived with the restore
+    assert not (g.venv.path / "dtkguard" / "overrides.jsonl").exists()
+    check = g.dtkguard("check", "--python", str(g.venv.python), "--policy", str(g.policy))
+    assert check.returncode == 0, check.stdout
+    # and a second restore has nothing to do
+    again = restore(g)
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+
+
+def test_removed_vendor_build_comes_back(env: Guarded) -> None:
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    proc = g.pip("uninstall", "-y", "torchaudio", env=OVERRIDE)
+    assert proc.returncode == 0, proc.stderr
+    assert "torchaudio" not in g.venv.installed()
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"torchaudio {DAS_25041['torchaudio']}, not installed" in proc.stdout
+    assert_back(g, before, before_set)
+
+
+def test_wheel_that_overwrote_torch_version_py(env: Guarded, tmp_path: Path) -> None:
+    from tests.support.wheels import build_wheel
+
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    house = tmp_path / "house"
+    build_wheel(house, "sneaky", "1.0", files={"torch/version.py": "__version__ = '2.7.0'\n"})
+    proc = g.pip("install", "--no-index", "-f", str(house), "sneaky")
+    assert proc.returncode == 0, proc.stderr
+    version_py = next(g.venv.site_packages.glob("torch/version.py"))
+    assert "2.7.0" in version_py.read_text()
+    plan = restore(g, "--dry-run").stdout
+    assert "sneaky 1.0: added after the baseline" in plan
+    assert "torch/version.py modified" in plan
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_back(g, before, before_set)
+
+
+def test_restore_from_the_vault_needs_no_wheelhouse(env: Guarded, tmp_path: Path) -> None:
+    g = env
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy), "--vault"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "vault" in proc.stdout and "5 wheel(s)" in proc.stdout
+    status = g.dtkguard("guard", "status", "--python", str(g.venv.python))
+    assert "vault" in status.stdout and "5 wheel(s)" in status.stdout
+    before, before_set = files(g), g.venv.installed()
+    proc = g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE)
+    assert proc.returncode == 0, proc.stderr
+    # the policy's wheelhouse is gone: only the vault can help
+    policy = tmp_path / "nowheels.toml"
+    policy.write_text('[policy]\nname = "site-das"\nextends = ["dtk-25.04.1"]\n')
+    proc = restore(g, "--policy", str(policy))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "from the vault" in proc.stdout
+    assert_back(g, before, before_set)
+
+
+def test_vault_refuses_a_modified_build(env: Guarded) -> None:
+    g = env
+    init = g.venv.site_packages / "triton" / "__init__.py"
+    init.write_text(init.read_text() + "# tampered\n")
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy), "--vault"
+    )
+    assert proc.returncode == 1
+    assert "refused" in proc.stdout and "triton" in proc.stdout and "modified" in proc.stdout
+    assert not list((g.venv.path / "dtkguard" / "vault").glob("triton-*.whl"))
+
+
+def test_bad_input_and_unreadable_target(env: Guarded, tmp_path: Path) -> None:
+    g = env
+    bad = tmp_path / "bad.toml"
+    bad.write_text("lock-version = [\n")
+    proc = restore(g, "--to", str(bad))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+    proc = g.dtkguard("restore", "--python", str(tmp_path / "nope" / "python"))
+    assert proc.returncode == 3 and len(proc.stderr.strip().splitlines()) == 1
+    (g.venv.path / "dtkguard" / "baseline.json").write_text("{not json")
+    proc = restore(g)
+    assert proc.returncode == 2 and "baseline" in proc.stderr and "Traceback" not in proc.stderr
