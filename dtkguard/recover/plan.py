@@ -101,11 +101,15 @@ def _installed_files(dist: Dist) -> set[str]:
     return {os.path.normpath(os.path.join(dist.path, line.strip())) for line in text.splitlines()}
 
 
-def current_dists(env: Any, roots: list[Path]) -> dict[str, list[Dist]]:
-    """{canonical name: dists of that name in the target's own install roots}, sys.path order."""
+def current_dists(roots: list[Path]) -> dict[str, list[Dist]]:
+    """{canonical name: every dist of that name in the target's own install roots}: a name
+    installed twice (an egg-info beside a dist-info) lists both."""
+    from dtkguard.env.dist import scan_site
+    from dtkguard.env.root import Root
+
     out: dict[str, list[Dist]] = {}
-    for dist in env:
-        if Path(os.path.realpath(dist.site)) in roots:
+    for site in roots:
+        for dist in scan_site(Root(), site)[0]:
             out.setdefault(dist.key, []).append(dist)
     return out
 
@@ -139,12 +143,12 @@ def _damaged(wanted: Wanted, policy: CompiledPolicy, dists: dict[str, list[Dist]
 
 
 def make_plan(
-    wanted: Wanted, policy: CompiledPolicy, env: Any, roots: list[Path], sources: Sources
+    wanted: Wanted, policy: CompiledPolicy, roots: list[Path], sources: Sources
 ) -> RestorePlan:
     from dtkguard.rules.vendor import same_version
 
     plan = RestorePlan(wanted)
-    dists = current_dists(env, roots)
+    dists = current_dists(roots)
     damaged = _damaged(wanted, policy, dists)
     removed_files: set[str] = set()
     for key, found in sorted(dists.items()):

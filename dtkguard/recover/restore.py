@@ -120,7 +120,6 @@ def restore(
 ) -> int:
     """Plan, print, do, check. ``wanted_of(layout) -> Wanted`` reads the target state (after an
     interrupted transaction was rolled back). Exit 0 matched, 1 something not restored."""
-    from dtkguard.env.environment import from_python
     from dtkguard.guard.target import interpreter
     from dtkguard.recover import journal
     from dtkguard.recover.plan import make_plan, render
@@ -140,7 +139,7 @@ def restore(
             indexes=[*indexes, *policy.indexes],
             lay=lay,
         )
-        plan = make_plan(wanted, policy, from_python(python), lay.roots, sources)
+        plan = make_plan(wanted, policy, lay.roots, sources)
         say(render(plan, policy, python, dry_run))
         if dry_run:
             return 1 if plan.missing else 0
@@ -166,7 +165,7 @@ def final_check(python: str, wanted: object, policy: CompiledPolicy, lay: object
     env = from_python(python)
     with tempfile.TemporaryDirectory(prefix="dtkguard-check-") as tmp:
         nowhere = Sources(python, Path(tmp))
-        left = make_plan(wanted, policy, env, lay.roots, nowhere)  # type: ignore[arg-type,attr-defined]
+        left = make_plan(wanted, policy, lay.roots, nowhere)  # type: ignore[arg-type,attr-defined]
     findings = [
         f
         for f in run_checks(CheckContext(env, policy, extra={}), ENVIRONMENT_CHECKS)

@@ -180,3 +180,78 @@ def test_bad_input_and_unreadable_target(env: Guarded, tmp_path: Path) -> None:
     (g.venv.path / "dtkguard" / "baseline.json").write_text("{not json")
     proc = restore(g)
     assert proc.returncode == 2 and "baseline" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_egg_install_over_the_vendor_build(env: Guarded, tmp_path: Path) -> None:
+    """``python setup.py install`` of a community torch: a second torch (an .egg-info) whose
+    files overwrote the vendor build's, beside the vendor dist-info; pip never saw it."""
+    from tests.support.cache import find_wheel
+
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    wheel = find_wheel("setuptools")
+    assert g.pip("install", "--no-index", "-f", str(wheel.parent), "setuptools").returncode == 0
+    proj = tmp_path / "proj"
+    (proj / "torch").mkdir(parents=True)
+    (proj / "setup.py").write_text(
+        'from setuptools import setup\nsetup(name="torch", version="2.7.0", packages=["torch"])\n'
+    )
+    (proj / "torch" / "__init__.py").write_text("__version__ = '2.7.0'\n")
+    (proj / "torch" / "version.py").write_text("__version__ = '2.7.0'\n")
+    proc = g.venv.run("setup.py", "-q", "install", cwd=proj, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert list(g.venv.site_packages.glob("torch-2.7.0-*.egg-info"))
+    plan = restore(g, "--dry-run").stdout
+    assert "torch 2.7.0 (a community build) (an egg install): a second install" in plan
+    assert "setuptools" in plan
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not list(g.venv.site_packages.glob("torch-*.egg-info"))
+    assert_back(g, before, before_set)
+
+
+def test_restore_killed_mid_way_and_run_again_ends_clean(env: Guarded, tmp_path: Path) -> None:
+    """SIGKILL to the restore (and its pip) after the removals, before the vendor builds are
+    back; the next restore first rolls the half-done one back, then restores."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    g = env
+    # a .pth that, once armed, stops pip's install step where it starts: the removals are done,
+    # the vendor builds not yet back; it is part of the venv before and after
+    armed, ready = tmp_path / "armed", tmp_path / "ready"
+    (g.venv.site_packages / "zz_pause_restore.pth").write_text(
+        "import os, sys, time; "
+        f"a = {str(armed)!r}; "
+        "p = ('--require-hashes' in sys.argv) and os.path.exists(a); "
+        f"p and (os.unlink(a), open({str(ready)!r}, 'w').close(), time.sleep(600))\n"
+    )
+    before, before_set = files(g), g.venv.installed()
+    assert g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE).returncode == 0
+    clobbered_files, clobbered = files(g), g.venv.installed()
+    armed.touch()
+    env = hermetic_env(PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    cmd = [sys.executable, "-m", "dtkguard", "restore", "--python", str(g.venv.python)]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        while not ready.exists():  # waits on an effect, not on a clock
+            assert proc.poll() is None, proc.communicate()
+            os.sched_yield()
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    half = g.venv.installed()
+    assert not any(k.startswith("nvidia-") for k in half)  # the removals had happened
+    assert half != clobbered and half != before_set
+    proc2 = restore(g)
+    assert proc2.returncode == 0, proc2.stdout + proc2.stderr
+    assert "did not finish; rolling the environment back" in proc2.stderr
+    assert_back(g, before, before_set)
+    hist = g.dtkguard("history", "--python", str(g.venv.python), "--json")
+    states = [t["state"] for t in json.loads(hist.stdout)]
+    assert states == ["rolled-back", "committed"]
+    assert clobbered_files != before
