@@ -16,8 +16,8 @@ from typing import Any
 from dtkguard.errors import InputError
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 
-#: never removed by a restore to a lock (locks rarely list the installer and its tools)
-KEEP = ("pip", "setuptools", "wheel", "dtkguard")
+#: never removed, listed or not: the installer that does the restore, and dtkguard itself
+KEEP = ("pip", "dtkguard")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Wanted:
     @property
     def keep(self) -> tuple[str, ...]:
         """Installed names left alone even when the target does not list them."""
-        return ("pip",) if self.kind == "baseline" else KEEP
+        return KEEP
 
 
 def _lock_wheels(lock: Any, pkg: Any) -> list[LockWheel]:

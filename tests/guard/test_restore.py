@@ -255,3 +255,63 @@ def test_restore_killed_mid_way_and_run_again_ends_clean(env: Guarded, tmp_path:
     states = [t["state"] for t in json.loads(hist.stdout)]
     assert states == ["rolled-back", "committed"]
     assert clobbered_files != before
+
+
+def _lock_of(installed: dict[str, str], houses: list[Path], dest: Path) -> Path:
+    """A PEP 751 lock of exactly ``installed``: each wheel by path, with its sha256."""
+    import hashlib
+
+    from packaging.utils import parse_wheel_filename
+    from packaging.version import Version
+
+    wheels = {}
+    for house in houses:
+        for w in house.glob("*.whl"):
+            name, version, _, _ = parse_wheel_filename(w.name)
+            wheels[(str(name), version)] = w.resolve()
+    out = ['lock-version = "1.0"', 'created-by = "tests"', ""]
+    for name, version in sorted(installed.items()):
+        w = wheels.get((name, Version(version)))
+        if w is None:  # pip itself: not in the wheelhouses, left alone by a lock restore
+            continue
+        digest = hashlib.sha256(w.read_bytes()).hexdigest()
+        out += [
+            "[[packages]]",
+            f'name = "{name}"',
+            f'version = "{version}"',
+            f'wheels = [{{ name = "{w.name}", path = "{w}", hashes = {{ sha256 = "{digest}" }} }}]',
+            "",
+        ]
+    dest.write_text("\n".join(out))
+    return dest
+
+
+def test_restore_to_a_lock(env: Guarded, tmp_path: Path, vendor_wheelhouse: Path) -> None:
+    """`--to pylock.toml` with no baseline: the lock's paths and hashes are the only source."""
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    houses = [vendor_wheelhouse, Path(g.index_args[2])]
+    lock = _lock_of(before_set, houses, tmp_path / "pylock.env.toml")
+    (g.venv.path / "dtkguard" / "baseline.json").unlink()
+    before = files(g)
+    assert g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE).returncode == 0
+    policy = tmp_path / "nowheels.toml"
+    policy.write_text('[policy]\nname = "site-das"\nextends = ["dtk-25.04.1"]\n')
+    proc = restore(g, "--to", str(lock), "--policy", str(policy))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "back to the lock" in proc.stdout and "checked: sha256 of the lock" in proc.stdout
+    assert_back(g, before, before_set)
+    # a lock whose hash for torchaudio is not the wheel's: that build is not installed
+    import re
+
+    text = lock.read_text()
+    entry = text.index('name = "torchaudio"')
+    digest = re.compile(r'sha256 = "([0-9a-f]{64})"').search(text, entry)
+    assert digest is not None
+    tampered = tmp_path / "pylock.bad.toml"
+    tampered.write_text(text[: digest.start(1)] + "0" * 64 + text[digest.end(1) :])
+    assert g.pip("uninstall", "-y", "torchaudio", env=OVERRIDE).returncode == 0
+    proc = restore(g, "--to", str(tampered), "--policy", str(policy))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Cannot restore (1):" in proc.stdout and "matches no hash of the lock" in proc.stdout
+    assert "torchaudio" not in g.venv.installed()
