@@ -54,35 +54,47 @@ def execute(
     python: str, plan: RestorePlan, policy: CompiledPolicy, txn: Transaction, stage: Path
 ) -> None:
     """Run the plan's pip steps; `TransactionFailed` (after which the caller rolls back)."""
+    from dtkguard.recover.wheels import CARRIER, carrier_wheel, sha256_of
+
+    staged = [i for i in plan.installs if i.found is not None]
+    # builds that were dependencies at baseline come back as dependencies (no REQUESTED)
+    as_dep = [i for i in staged if i.want.requested is False]
+    direct = [i for i in staged if i.want.requested is not False]
     env = dict(os.environ)
-    if _needs_override(plan, policy):
+    if _needs_override(plan, policy) or any(i.current for i in as_dep):
         reason = f"dtkguard restore (journal transaction {txn.id})"
         env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
         txn.reason = reason
         txn.save()
-    if plan.removals:
-        names = sorted({r.dist.name for r in plan.removals})
-        _pip(python, ["uninstall", "-y", *names], env, "pip uninstall")
-    staged = [i for i in plan.installs if i.found is not None]
-    if staged:
-        flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
-        lines = []
-        for item in staged:
-            assert item.found is not None
-            wheel = flat / item.found.wheel.name
-            shutil.copyfile(item.found.wheel, wheel)
-            from dtkguard.recover.wheels import sha256_of
-
-            lines.append(f"{item.want.name}=={item.want.version} --hash=sha256:{sha256_of(wheel)}")
-        req = flat / "restore-requirements.txt"
-        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
-        args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
-        _pip(python, args, {**env, **_ONE_SOURCE}, "pip install of the vendor builds")
+    names = {r.dist.name for r in plan.removals} | {i.want.name for i in as_dep if i.current}
+    if names:
+        _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall")
     indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
         _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index")
+    if not staged:
+        return
+    flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
+    for item in staged:
+        assert item.found is not None
+        shutil.copyfile(item.found.wheel, flat / item.found.wheel.name)
+    one_source = {**env, **_ONE_SOURCE}
+    if direct:
+        lines = [
+            f"{i.want.name}=={i.want.version} --hash=sha256:{sha256_of(flat / i.found.wheel.name)}"  # type: ignore[union-attr]
+            for i in direct
+        ]
+        req = flat / "restore-requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
+        args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
+        _pip(python, args, one_source, "pip install of the vendor builds")
+    if as_dep:
+        carrier = carrier_wheel(flat, [f"{i.want.name}=={i.want.version}" for i in as_dep])
+        args = ["install", "--no-index", "--find-links", str(flat), str(carrier)]
+        _pip(python, args, one_source, "pip install of the vendor builds (as dependencies)")
+        _pip(python, ["uninstall", "-y", CARRIER], env, "pip uninstall of the carrier")
 
 
 def archive_overrides(overrides_file: Path, txn: Transaction) -> int:

@@ -36,6 +36,8 @@ class Want:
     version: str
     vendor: bool
     lock_wheels: list[LockWheel] = field(default_factory=list)
+    #: False: installed as a dependency (no REQUESTED marker) at baseline; None: not known
+    requested: bool | None = None
 
 
 @dataclass
@@ -78,6 +80,9 @@ def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
         except (KeyError, TypeError):
             raise InputError(f"baseline entry {key!r} has no name or version") from None
         want = Want(canonical(key), name, version, key in vendor)
+        if key in vendor:
+            files = vendor[key].get("files") or {}
+            want.requested = any(rel.endswith(".dist-info/REQUESTED") for rel in files)
         if key in locked:
             want.lock_wheels = _lock_wheels(lock, locked[key])
         dists[want.key] = want

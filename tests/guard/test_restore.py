@@ -315,3 +315,29 @@ def test_restore_to_a_lock(env: Guarded, tmp_path: Path, vendor_wheelhouse: Path
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Cannot restore (1):" in proc.stdout and "matches no hash of the lock" in proc.stdout
     assert "torchaudio" not in g.venv.installed()
+
+
+def test_a_build_installed_as_a_dependency_comes_back_as_one(
+    tmp_path: Path, guard_policy: Path, vendor_wheelhouse: Path, public_dir: Path
+) -> None:
+    """triton pulled in by torch has no REQUESTED marker (and RECORD has no row for one): the
+    restored triton must not gain one, or its RECORD would differ from the baseline's."""
+    from tests.support.venvs import make_venv
+
+    venv = make_venv(tmp_path / "venv", pip_version=PIP_VERSIONS[-1])
+    index = ["--no-index", "-f", str(public_dir), "-f", str(vendor_wheelhouse)]
+    venv.pip("install", *index, f"torch=={TORCH}")
+    g = Guarded(venv, guard_policy, index, tmp_path)
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(venv.python), "--policy", str(guard_policy)
+    )
+    assert proc.returncode == 0, proc.stderr
+    triton_info = next(venv.site_packages.glob("triton-*.dist-info"))
+    assert not (triton_info / "REQUESTED").exists()
+    before, before_set = files(g), venv.installed()
+    assert g.pip("install", *index, "triton==3.3.0", "--no-deps", env=OVERRIDE).returncode == 0
+    assert venv.installed()["triton"] == "3.3.0"
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (triton_info / "REQUESTED").exists()
+    assert_back(g, before, before_set)
