@@ -81,3 +81,55 @@ def vendor_site(site: Path) -> Path:
     add_dist(site, "grouped-gemm", "0.5.0+das.dtk2504")
     add_dist(site, "accelerate", "1.6.0", requires=("torch>=2.0.0",))
     return site
+
+
+def add_egg(
+    site: Path,
+    name: str,
+    version: str,
+    files: dict[str, str],
+    *,
+    zipped: bool = False,
+    pth: bool = True,
+) -> Path:
+    """An ``.egg`` as ``setup.py install`` (easy_install) of setuptools < 80 laid it out:
+    ``Name-Version-pyX.Y.egg`` (a directory or a zip) holding the modules and ``EGG-INFO``,
+    and, with ``pth``, its line in ``easy-install.pth`` between the lines that move eggs in
+    front of site-packages on sys.path."""
+    import sys
+    import zipfile
+
+    egg = site / f"{name}-{version}-py{sys.version_info[0]}.{sys.version_info[1]}.egg"
+    top = sorted({rel.split("/")[0].removesuffix(".py") for rel in files})
+    content = {
+        **files,
+        "EGG-INFO/PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n",
+        "EGG-INFO/SOURCES.txt": "".join(f"{rel}\n" for rel in files),
+        "EGG-INFO/top_level.txt": "".join(f"{t}\n" for t in top),
+        "EGG-INFO/dependency_links.txt": "\n",
+        "EGG-INFO/not-zip-safe": "\n",
+    }
+    if zipped:
+        with zipfile.ZipFile(egg, "w") as zf:
+            for rel, text in content.items():
+                zf.writestr(rel, text)
+    else:
+        for rel, text in content.items():
+            (egg / rel).parent.mkdir(parents=True, exist_ok=True)
+            (egg / rel).write_text(text)
+    if pth:
+        path = site / "easy-install.pth"
+        entries = []
+        if path.exists():
+            entries = [
+                line for line in path.read_text().splitlines() if not line.startswith("import")
+            ]
+        entries.append(f"./{egg.name}")
+        path.write_text(
+            "import sys; sys.__plen = len(sys.path)\n"
+            + "".join(f"{e}\n" for e in entries)
+            + "import sys; new = sys.path[sys.__plen:]; del sys.path[sys.__plen:]; "
+            "p = getattr(sys, '__egginsert', 0); sys.path[p:p] = new; "
+            "sys.__egginsert = p + len(new)\n"
+        )
+    return egg

@@ -1,4 +1,7 @@
-"""Installed distributions, read from ``*.dist-info`` / ``*.egg-info`` without importing them."""
+"""Installed distributions, read without importing them: ``*.dist-info`` and ``*.egg-info``
+(directories and files), and the legacy layouts of setuptools: ``*.egg`` directories and zip
+files, ``*.egg-link`` (develop installs) and the entries of ``easy-install.pth``. Every path is
+resolved inside the target's root."""
 
 from __future__ import annotations
 
@@ -30,6 +33,9 @@ class Dist:
     #: which interpreter prefix it belongs to (several under an image root)
     group: str = ""
     headers: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    #: an ``.egg`` or a develop install (``.egg-link``, ``easy-install.pth``): on sys.path
+    #: beside the site's own dists, so never hidden behind one of the same name
+    legacy: bool = False
 
     @cached_property
     def key(self) -> str:
@@ -133,17 +139,103 @@ def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str
     return Dist(name, version, path, site, root, group, headers)
 
 
+def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
+    """An ``.egg`` directory (``EGG-INFO/PKG-INFO``) or zip file, installed into ``site``."""
+    if egg.is_dir():
+        return (
+            read_dist(root, egg, "EGG-INFO", group)
+            if (egg / "EGG-INFO").exists()
+            else (f"{root.inner(egg)}: an .egg without EGG-INFO")
+        )
+    import stat
+    import zipfile
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_NOFOLLOW", 0) if not root.is_host else 0)
+    try:
+        fd = os.open(egg, flags)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return f"{root.inner(egg)}: not a regular file"
+            with zipfile.ZipFile(fh) as zf, zf.open("EGG-INFO/PKG-INFO") as member:
+                data = member.read(METADATA_LIMIT)
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        return f"{root.inner(egg)}: cannot read the zipped egg: {exc}"
+    headers = parse_headers(data)
+    name = (headers.get("name") or [""])[0]
+    version = (headers.get("version") or [""])[0]
+    if not name or not version:
+        return f"{root.inner(egg)}: broken metadata (no Name or Version)"
+    return Dist(name, version, egg, site, root, group, headers)
+
+
+def _confined(root: Root, base: Path, text: str) -> Path | None:
+    """A path written in a ``.pth`` or ``.egg-link`` (relative to ``base``), inside the root."""
+    from dtkguard.env.root import ConfinementError
+
+    inner = text if text.startswith("/") else os.path.join(root.inner(base), text)
+    try:
+        return root.resolve(os.path.normpath(inner))
+    except (ConfinementError, OSError):
+        return None
+
+
+def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
+    """Distributions an ``.egg``, ``.egg-link`` or ``easy-install.pth`` entry of a site adds."""
+    path = site / entry
+    if entry.endswith(".egg"):
+        return [read_egg(root, site, child(root, site, entry), group)]
+    try:
+        text = read_capped(child(root, site, entry), SMALL_FILE_LIMIT).decode("utf-8", "replace")
+    except OSError as exc:
+        return [f"{root.inner(path)}: cannot read: {exc.strerror or exc}"]
+    out: list[Dist | str] = []
+    lines = [line.strip() for line in text.splitlines()]
+    targets = lines[:1] if entry.endswith(".egg-link") else lines
+    for line in targets:
+        if not line or line.startswith(("#", "import ", "import\t")):
+            continue
+        where = _confined(root, site, line)
+        if where is None:
+            out.append(f"{root.inner(path)}: {line}: cannot be resolved inside the root")
+        elif where.name.endswith(".egg"):
+            out.append(read_egg(root, site, where, group))
+        elif where.is_dir():  # a develop install: PROJECT/NAME.egg-info
+            try:
+                infos = sorted(n for n in os.listdir(where) if n.endswith(".egg-info"))
+            except OSError:
+                infos = []
+            out += [read_dist(root, where, n, group) for n in infos]
+    return out
+
+
 def scan_site(root: Root, site: Path, group: str = "") -> tuple[list[Dist], list[str]]:
-    """All distributions in one site directory, and warnings for what could not be read."""
+    """All distributions in one site directory, and warnings for what could not be read.
+
+    Legacy installs (``.egg``, ``.egg-link``, ``easy-install.pth``) come after the site's own
+    metadata, each once."""
     dists: list[Dist] = []
     warnings: list[str] = []
     try:
         entries = sorted(os.listdir(site))
     except OSError as exc:
         return [], [f"{root.inner(site)}: cannot list: {exc.strerror or exc}"]
+    results: list[Dist | str] = []
+    legacy: list[Dist | str] = []
     for entry in entries:
-        if not entry.endswith((".dist-info", ".egg-info")):
-            continue
-        result = read_dist(root, site, entry, group)
-        (dists if isinstance(result, Dist) else warnings).append(result)  # type: ignore[arg-type]
+        if entry.endswith((".dist-info", ".egg-info")):
+            results.append(read_dist(root, site, entry, group))
+        elif entry.endswith((".egg", ".egg-link")) or entry == "easy-install.pth":
+            legacy += _legacy(root, site, entry, group)
+    seen: set[str] = set()
+    for result in legacy:
+        if isinstance(result, Dist):
+            result.legacy = True
+    for result in results + legacy:
+        if isinstance(result, Dist):
+            if str(result.path) in seen:
+                continue
+            seen.add(str(result.path))
+            dists.append(result)
+        else:
+            warnings.append(result)
     return dists, warnings

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dtkguard.env.dist import Dist, scan_site
+from dtkguard.env.dist import Dist, read_egg, scan_site
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
 
@@ -65,16 +65,33 @@ class Environment:
         return out
 
 
+def _scan(root: Root, site: Path, group: str) -> tuple[list[Dist], list[str]]:
+    """A site directory, or a sys.path entry that is an ``.egg`` itself (directory or zip)."""
+    if site.name.endswith(".egg"):
+        egg = read_egg(root, site.parent, site, group)
+        if isinstance(egg, Dist):
+            egg.legacy = True
+            return [egg], []
+        return [], [egg]
+    return scan_site(root, site, group)
+
+
 def _collect(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
     seen: set[tuple[str, str]] = set()
+    paths: set[str] = set()
     for site, group in sites:
-        dists, warnings = scan_site(env.root, site, group)
+        dists, warnings = _scan(env.root, site, group)
         env.warnings += warnings
         env.sites.append(site)
         for dist in dists:
-            if (dist.key, group) in seen:  # shadowed further down sys.path, as pip sees it
+            if str(dist.path) in paths:  # an egg found on sys.path and in easy-install.pth
+                continue
+            # shadowed further down sys.path, as pip sees it; eggs and develop installs are
+            # always reported (a second torch on sys.path is damage wherever it sits)
+            if (dist.key, group) in seen and not dist.legacy:
                 continue
             seen.add((dist.key, group))
+            paths.add(str(dist.path))
             env.dists.append(dist)
     return env
 
@@ -130,7 +147,7 @@ def from_python(python: str | None = None) -> Environment:
     else:
         paths, prefix = python_sys_path(python)
         exe = python
-    sites = [(Path(p), "") for p in paths if os.path.isdir(p)]
+    sites = [(Path(p), "") for p in paths if os.path.isdir(p) or p.endswith(".egg")]
     target = {"kind": "python", "python": exe, "prefix": prefix}
     return _collect(Environment(target, Root(), []), sites)
 

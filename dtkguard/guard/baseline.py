@@ -376,6 +376,7 @@ def tripwire_text(baseline: dict[str, Any], mode: str) -> str:
         dist<TAB>KEY<TAB>NAME VERSION
         stat<TAB>KEY<TAB>SIZE<TAB>MTIME_NS<TAB>ABSOLUTE PATH
         module<TAB>TOP-LEVEL NAME<TAB>KEY
+        origin<TAB>TOP-LEVEL NAME<TAB>ABSOLUTE PATH (the file ``import NAME`` must load)
     """
     lines = [
         "# dtkguard import tripwire: written by `dtkguard guard install` from baseline.json",
@@ -403,8 +404,22 @@ def tripwire_text(baseline: dict[str, Any], mode: str) -> str:
             f = files[rel]
             path = os.path.normpath(os.path.join(site, rel))
             lines.append(f"stat\t{key}\t{f['size']}\t{f['mtime_ns']}\t{path}")
-        lines += [f"module\t{top}\t{key}" for top in entry["top_level"]]
+        for top in entry["top_level"]:
+            lines.append(f"module\t{top}\t{key}")
+            origin = _origin(top, files)
+            if origin:
+                lines.append(f"origin\t{top}\t{os.path.normpath(os.path.join(site, origin))}")
     return "\n".join(lines) + "\n"
+
+
+def _origin(top: str, files: dict[str, Any]) -> str | None:
+    """The RECORD path ``import top`` loads: a package's ``__init__.py``, a module, an
+    extension."""
+    for rel in (f"{top}/__init__.py", f"{top}.py"):
+        if rel in files:
+            return rel
+    ext = sorted(r for r in files if "/" not in r and r.startswith(top + ".") and r.endswith(".so"))
+    return ext[0] if ext else None
 
 
 def tripwire_modules(baseline: dict[str, Any]) -> list[str]:

@@ -68,6 +68,37 @@ RULES: dict[str, RuleInfo] = {
             "is unusable. Reinstall the vendor torch.",
         ),
         RuleInfo(
+            "vendor-missing",
+            _C,
+            "Vendor build gone since guard install",
+            "A vendor build the guard's baseline recorded is no longer installed (removed by "
+            "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
+            "dtkguard restore --python <interpreter>.",
+        ),
+        RuleInfo(
+            "vendor-not-baseline",
+            _C,
+            "Vendor name and label, other bytes",
+            "The installed build carries the vendor's name and label, but its RECORD differs "
+            "from the one recorded by guard install: a relabelled community build. Restore the "
+            "vendor build with dtkguard restore --python <interpreter>.",
+        ),
+        RuleInfo(
+            "vendor-files-changed",
+            _C,
+            "Vendor build's files changed since guard install",
+            "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
+            "an installer writing over them). Restore with dtkguard restore --python "
+            "<interpreter>.",
+        ),
+        RuleInfo(
+            "baseline-tampered",
+            _H,
+            "The guard's baseline cannot be trusted",
+            "baseline.json is unreadable or differs from the digest in the guard's manifest. "
+            "Check the environment, then record it again with guard install --rebaseline.",
+        ),
+        RuleInfo(
             "drift-missing", _H, "Locked package missing", "A package in the lock is not installed."
         ),
         RuleInfo(

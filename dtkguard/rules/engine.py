@@ -27,11 +27,12 @@ CHECKS: dict[str, str] = {
     "dtk": "dtkguard.rules.dtk:check",
     "torch-build": "dtkguard.rules.torch_build:check",
     "override": "dtkguard.rules.override:check",
+    "baseline": "dtkguard.rules.baseline:check",
     "drift": "dtkguard.rules.drift:check",
     "files": "dtkguard.rules.files:check",
     "fp8": "dtkguard.rules.fp8:check",
 }
-ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override")
+ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
 
 
 def load_check(family: str) -> Check:

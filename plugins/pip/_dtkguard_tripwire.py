@@ -19,7 +19,7 @@ _state = {"data": None, "done": set()}
 def _read(path):
     """{"mode", "restore", "dists": {key: label}, "stats": {key: [(size, mtime, path)]},
     "modules": {top: [key]}}; None when unreadable."""
-    data = {"mode": "warn", "restore": "", "dists": {}, "stats": {}, "modules": {}}
+    data = {"mode": "warn", "restore": "", "dists": {}, "stats": {}, "modules": {}, "origin": {}}
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
@@ -36,6 +36,8 @@ def _read(path):
             data["stats"].setdefault(parts[1], []).append((parts[2], parts[3], parts[4]))
         elif kind == "module" and len(parts) == 3:
             data["modules"].setdefault(parts[1], []).append(parts[2])
+        elif kind == "origin" and len(parts) == 3:
+            data["origin"][parts[1]] = parts[2]
     return data
 
 
@@ -47,6 +49,10 @@ def changes(name, path):
     if not data:
         return [("the guard's baseline", [(path, "missing or unreadable")])]
     out = []
+    shadow = _shadowed(name, data["origin"].get(name))
+    if shadow:
+        keys = data["modules"].get(name) or [name]
+        out.append((data["dists"].get(keys[0], name), [(shadow, "imported instead")]))
     for key in data["modules"].get(name, ()):
         changed = []
         for size, mtime, file in data["stats"].get(key, ()):
@@ -62,10 +68,30 @@ def changes(name, path):
     return out
 
 
+def _shadowed(name, expected):
+    """The file ``import name`` would load when it is not the vendor build's (an egg or another
+    sys.path entry in front of it); None when it is, or when nothing is expected."""
+    if not expected:
+        return None
+    for finder in sys.meta_path:
+        if getattr(finder, "__name__", "") == "PathFinder":
+            spec = finder.find_spec(name, None)
+            origin = getattr(spec, "origin", None) if spec is not None else None
+            if origin is None or os.path.normpath(origin) == expected:
+                return None
+            if os.path.realpath(origin) == os.path.realpath(expected):
+                return None
+            return origin
+    return None
+
+
 def _message(found, restore):
     parts = []
     for label, files in found:
         gone = [f for f, what in files if what == "missing"]
+        if files[0][1] == "imported instead":
+            parts.append(f"`import` loads {files[0][0]}, not the vendor build {label}")
+            continue
         if gone and gone[0].endswith("/RECORD"):
             parts.append(f"{label} is gone (its {os.path.dirname(gone[0])} was removed)")
             continue

@@ -9,12 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, _build
+from tests.sitetree import add_egg
 from tests.support.cache import PIP_VERSIONS
+from tests.support.venvs import hermetic_env
+from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.wheel_cache
 
@@ -161,3 +167,160 @@ def test_compare_hashes_only_what_changed(env: Guarded) -> None:
     stats = CompareStats()
     assert [c.files for c in compare(data, stats=stats)] == [[("torch/version.py", "modified")]]
     assert stats.hashed == 1
+
+
+# --- routes no hook sees: check exit 1 naming the damage, the tripwire warns on import -------
+
+
+def import_torch(g: Guarded) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(g.venv.python), "-c", "import torch; print(torch.__file__)"],
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+    )
+
+
+def findings(g: Guarded) -> dict[tuple[str, str], dict]:
+    proc = check(g)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    return {(f["rule"], f["subject"]): f for f in json.loads(proc.stdout)["findings"]}
+
+
+def write_wheel(wheel: Path, site: Path) -> None:
+    """What ``python -m installer`` does with a purelib wheel: write its files, nothing else."""
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    for info in site.glob("*.dist-info"):
+        if zf.namelist()[0].split("/")[0] in info.name or info.name in zf.namelist()[-1]:
+            (info / "INSTALLER").write_text("installer\n")
+
+
+def community_torch(public_dir: Path) -> Path:
+    return public_dir / "torch-2.4.1-py3-none-any.whl"
+
+
+def restore_hint(g: Guarded) -> str:
+    return f"dtkguard restore --python {g.venv.python}"
+
+
+def test_rm_rf_of_a_vendor_dist(env: Guarded) -> None:
+    site = env.venv.site_packages
+    shutil.rmtree(site / f"torch-{TORCH}.dist-info")
+    shutil.rmtree(site / "torch")
+    found = findings(env)
+    missing = found[("vendor-missing", "torch")]
+    assert missing["severity"] == "critical" and TORCH in missing["message"]
+    assert missing["remediation"].endswith(restore_hint(env))
+    proc = import_torch(env)
+    assert proc.returncode == 1 and "ModuleNotFoundError" in proc.stderr
+    assert f"dtkguard: torch {TORCH} is gone" in proc.stderr
+    assert restore_hint(env) in proc.stderr
+
+
+def test_manual_copy_over_torch_version_py(env: Guarded, public_dir: Path, tmp_path: Path) -> None:
+    site = env.venv.site_packages
+    with zipfile.ZipFile(community_torch(public_dir)) as zf:
+        (site / "torch" / "version.py").write_bytes(zf.read("torch/version.py"))
+    found = findings(env)
+    changed = found[("vendor-files-changed", "torch")]
+    assert "torch/version.py (modified)" in changed["message"]
+    assert changed["evidence"]["files"] == [{"path": "torch/version.py", "change": "modified"}]
+    assert ("torch-build", "torch") in found
+    proc = import_torch(env)
+    assert proc.returncode == 0, proc.stderr
+    assert "torch/version.py (modified)" in proc.stderr and restore_hint(env) in proc.stderr
+    # on-import = "error": the import is refused
+    strict = tmp_path / "strict.toml"
+    strict.write_text(
+        f'[policy]\nname = "strict"\nextends = [{str(env.policy)!r}]\n\n'
+        '[guard]\non-import = "error"\n'.replace("'", '"')
+    )
+    proc = env.dtkguard(
+        "guard", "install", "--python", str(env.venv.python), "--policy", str(strict)
+    )
+    assert proc.returncode == 0, proc.stderr
+    refused = import_torch(env)
+    assert refused.returncode == 1
+    assert "ImportError: dtkguard: torch" in refused.stderr
+    assert "torch/version.py (modified)" in refused.stderr
+
+
+def test_installer_style_write_of_a_community_torch(env: Guarded, public_dir: Path) -> None:
+    write_wheel(community_torch(public_dir), env.venv.site_packages)
+    found = findings(env)
+    changed = found[("vendor-files-changed", "torch")]
+    assert "torch/__init__.py (modified)" in changed["message"]
+    assert "torch/version.py (modified)" in changed["message"]
+    proc = import_torch(env)
+    assert "dtkguard: torch" in proc.stderr and "torch/version.py (modified)" in proc.stderr
+
+
+def test_a_relabelled_build_is_not_the_vendor_build(
+    env: Guarded, public_dir: Path, tmp_path: Path
+) -> None:
+    """A community torch renamed to the vendor's name and label, written over it."""
+    with zipfile.ZipFile(community_torch(public_dir)) as zf:
+        files = {n: zf.read(n) for n in zf.namelist() if not n.startswith("torch-")}
+    forged = build_wheel(tmp_path / "forged", "torch", TORCH, files=files)
+    site = env.venv.site_packages
+    shutil.rmtree(site / f"torch-{TORCH}.dist-info")
+    write_wheel(forged, site)
+    listed = env.venv.installed()
+    assert listed["torch"] == TORCH  # the name and the label are the vendor's
+    found = findings(env)
+    assert found[("vendor-not-baseline", "torch")]["severity"] == "critical"
+    assert ("vendor-files-changed", "torch") in found
+    assert ("vendor-replaced", "torch") not in found  # the label alone looks right
+    proc = import_torch(env)
+    assert "dtkguard: torch" in proc.stderr and "RECORD (modified)" in proc.stderr
+
+
+def test_uv_no_config_replaces_torch(
+    env: Guarded, public_dir: Path, uv: str, tmp_path: Path
+) -> None:
+    proc = subprocess.run(
+        [
+            uv,
+            "pip",
+            "install",
+            "--python",
+            str(env.venv.python),
+            "--no-config",
+            "--offline",
+            "--no-index",
+            "--find-links",
+            str(public_dir),
+            "--no-deps",
+            "--reinstall",
+            "torch==2.4.1",
+        ],
+        env=hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache")),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert env.venv.installed()["torch"] == "2.4.1"
+    found = findings(env)
+    assert ("vendor-missing", "torch") in found and ("vendor-replaced", "torch") in found
+    assert "2.4.1 is there now" in found[("vendor-missing", "torch")]["message"]
+    assert f"dtkguard: torch {TORCH} is gone" in import_torch(env).stderr
+
+
+def test_an_egg_in_front_of_the_vendor_torch(env: Guarded, public_dir: Path) -> None:
+    """``setup.py install`` of old setuptools: an egg and easy-install.pth, nothing removed."""
+    with zipfile.ZipFile(community_torch(public_dir)) as zf:
+        files = {n: zf.read(n).decode() for n in zf.namelist() if n.startswith("torch/")}
+    egg = add_egg(env.venv.site_packages, "torch", "2.4.1", files)
+    found = findings(env)
+    assert egg.name in found[("vendor-replaced", "torch")]["location"]
+    proc = import_torch(env)
+    assert egg.name in proc.stdout  # the egg is what `import torch` loads
+    assert f"loads {egg}/torch/__init__.py, not the vendor build torch {TORCH}" in proc.stderr
+
+
+def test_a_clean_guarded_env_is_quiet(env: Guarded) -> None:
+    proc = check(env)
+    assert proc.returncode == 0, proc.stdout
+    imported = import_torch(env)
+    assert imported.returncode == 0 and imported.stderr == ""

@@ -1,0 +1,131 @@
+"""vendor-missing, vendor-not-baseline, vendor-files-changed, baseline-tampered: the target
+against the baseline `guard install` recorded (`dtkguard.guard.baseline`).
+
+Routes no hook sees (a manual copy or ``rm -rf``, ``python -m installer``, an egg, conda, uv
+with ``--no-config``) leave the vendor builds changed; this check finds them without a lock. A
+fast pass compares size and mtime; only files whose size is equal and mtime is not are hashed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from dtkguard.findings import Finding, Severity
+from dtkguard.rules.context import CheckContext
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from dtkguard.env.environment import Environment
+
+
+def baseline_files(env: Environment) -> list[tuple[str, Path]]:
+    """(inner path, host path) of every guard baseline of the target's prefixes."""
+    from dtkguard.audit.verify import prefix_of
+    from dtkguard.env.root import ConfinementError
+    from dtkguard.guard.baseline import baseline_path
+
+    root = env.root
+    prefixes = [env.target["prefix"]] if env.target.get("prefix") else []
+    prefixes += [prefix_of(root.inner(site)) for site in env.sites]
+    found: dict[str, tuple[str, Path]] = {}
+    for prefix in prefixes:
+        inner = str(baseline_path(prefix))
+        try:
+            host = root.resolve(inner) if not root.is_host else Path(inner)
+        except ConfinementError:
+            continue
+        if host.is_file() and str(host) not in found:
+            found[str(host)] = (inner, host)
+    return list(found.values())
+
+
+def _tampered(host: Path) -> bool:
+    """The baseline's digest differs from the one the guard's manifest holds."""
+    import hashlib
+    import json
+
+    try:
+        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
+        entry = manifest["files"][str(host)]
+        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no manifest (a copied image): the baseline stands on its own
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.errors import InputError
+    from dtkguard.guard.baseline import load, restore_command
+
+    for inner, host in baseline_files(ctx.env):
+        try:
+            data = load(host)
+        except InputError as exc:
+            data, problem = None, exc.message
+        else:
+            problem = "its digest differs from the guard's manifest" if _tampered(host) else None
+        if problem or data is None:
+            yield Finding(
+                "baseline-tampered",
+                Severity.HIGH,
+                inner,
+                f"the guard's baseline {inner} cannot be trusted: {problem}",
+                "check the environment, then record it again: dtkguard guard install --rebaseline",
+                inner,
+                {},
+            )
+            if data is None:
+                continue
+        fix = f"restore the vendor builds: {restore_command(data.get('python') or '<python>')}"
+        yield from _findings(ctx, data, inner, fix)
+
+
+def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
+    from dtkguard.guard.baseline import compare
+
+    when = data.get("created", "?")
+    for change in compare(data, ctx.env.root):
+        label = f"{change.name} {change.version}"
+        evidence: dict[str, Any] = {"baseline": inner, "recorded": when, "expected": label}
+        if change.kind == "missing":
+            now = ctx.env.get(change.key)
+            instead = f"; {now.name} {now.version} is there now" if now else ""
+            if now:
+                evidence["installed"] = now.version
+            yield Finding(
+                "vendor-missing",
+                Severity.CRITICAL,
+                change.key,
+                f"the vendor build {label} recorded by `guard install` ({when}) is gone" + instead,
+                fix,
+                change.dist_info,
+                evidence,
+            )
+        elif change.kind == "record":
+            yield Finding(
+                "vendor-not-baseline",
+                Severity.CRITICAL,
+                change.key,
+                f"{label} carries the vendor's name and label, but its RECORD differs from "
+                "the build `guard install` recorded: it is not the vendor build",
+                fix,
+                os.path.join(change.dist_info, "RECORD"),
+                evidence,
+            )
+        else:
+            names = ", ".join(f"{rel} ({what})" for rel, what in change.files[:8])
+            more = f" and {len(change.files) - 8} more" if len(change.files) > 8 else ""
+            evidence["files"] = [{"path": rel, "change": w} for rel, w in change.files]
+            yield Finding(
+                "vendor-files-changed",
+                Severity.CRITICAL,
+                change.key,
+                f"{len(change.files)} file(s) of the vendor build {label} changed since "
+                f"`guard install`: {names}{more}",
+                fix,
+                change.dist_info,
+                evidence,
+            )
