@@ -33,6 +33,8 @@ from dtkguard.errors import DtkguardError
 from dtkguard.util.atomic import atomic_write_text
 
 JOURNAL_DIR = "journal"
+#: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
+KEPT_LIST = "kept.list"
 _CODE = (
     "import json,sys,sysconfig;p=sysconfig.get_paths();print(json.dumps({'prefix':sys.prefix,"
     "'roots':[p['purelib'],p['platlib'],p['scripts']]}))"
@@ -95,6 +97,7 @@ class Transaction:
     kept_files: int = 0
     kept_bytes: int = 0
     note: str = ""
+    _kept: dict[tuple[int, str], Path] | None = field(default=None, repr=False, compare=False)
 
     @property
     def file(self) -> Path:
@@ -155,11 +158,23 @@ class Transaction:
             if self.before.get(k) != self.after.get(k)
         ]
 
+    def kept(self) -> dict[tuple[int, str], Path]:
+        """{(root index, path relative to it): where ``pre/`` keeps that removed file}."""
+        if self._kept is None:
+            try:
+                entries = _read_entries(self.dir / KEPT_LIST)
+            except OSError:
+                entries = []
+            self._kept = {(e.root, e.rel): self.pre / str(e.n) for e in entries}
+        return self._kept
+
     def pre_path(self, original: Path) -> Path | None:
-        """Where ``pre/`` keeps the file that was at ``original`` (None: outside the roots)."""
+        """Where ``pre/`` keeps the file that was at ``original`` (None: not kept)."""
+        kept = self.kept()
         for i, root in enumerate(self.roots):
             with contextlib.suppress(ValueError):
-                return self.pre / str(i) / Path(original).relative_to(root)
+                rel = Path(original).relative_to(root).as_posix()
+                return kept.get((i, rel))
         return None
 
 
@@ -223,54 +238,66 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
                 stack.append(path)
 
 
-def _snapshot(txn: Transaction) -> None:
-    """``pre/<i>/``: a hard-link tree of root i (copies where links cannot be made);
-    ``pre.list``: every path with its type, to know later what was added."""
-    listing: list[str] = []
-    for i, raw in enumerate(txn.roots):
-        root = Path(raw)
-        dest = txn.pre / str(i)
-        dest.mkdir(parents=True, exist_ok=True)
-        for rel, st in _walk(root):
-            target = dest / rel
-            if stat.S_ISDIR(st.st_mode):
-                target.mkdir(exist_ok=True)
-                listing.append(f"{i}\td\t{rel}")
-            elif stat.S_ISLNK(st.st_mode):
-                os.symlink(os.readlink(root / rel), target)
-                listing.append(f"{i}\tl\t{rel}")
-            elif stat.S_ISREG(st.st_mode):
-                try:
-                    os.link(root / rel, target)
-                except OSError:
-                    shutil.copy2(root / rel, target)
-                listing.append(f"{i}\tf\t{rel}")
-    atomic_write_text(txn.dir / "pre.list", "\n".join(listing) + "\n")
+@dataclass(frozen=True)
+class Entry:
+    """One path of a root before the change: ``pre/<n>`` holds a file's link."""
+
+    n: int
+    root: int
+    kind: str  # "f" file, "d" folder, "l" symlink
+    rel: str
+    link: str = ""
 
 
-def _listing(txn: Transaction) -> dict[tuple[int, str], str]:
-    out: dict[tuple[int, str], str] = {}
-    text = (txn.dir / "pre.list").read_text(encoding="utf-8")
-    for line in text.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) == 3:
-            out[(int(parts[0]), parts[2])] = parts[1]
+def _write_entries(path: Path, entries: list[Entry]) -> None:
+    lines = [f"{e.n}\t{e.root}\t{e.kind}\t{e.rel}\t{e.link}" for e in entries]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _read_entries(path: Path) -> list[Entry]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 5:
+            out.append(Entry(int(parts[0]), int(parts[1]), parts[2], parts[3], parts[4]))
     return out
 
 
-def _same(a: Path, b: Path) -> bool:
+def _snapshot(txn: Transaction) -> None:
+    """``pre/<n>``: a hard link of every file of the roots (a copy where no link can be made),
+    in one flat folder; ``pre.list``: every path with its kind, to know later what was added."""
+    entries: list[Entry] = []
+    txn.pre.mkdir(parents=True, exist_ok=True)
+    store = str(txn.pre)
+    for i, raw in enumerate(txn.roots):
+        for rel, st in _walk(Path(raw)):
+            n = len(entries)
+            full = os.path.join(raw, rel)
+            if stat.S_ISDIR(st.st_mode):
+                entries.append(Entry(n, i, "d", rel))
+            elif stat.S_ISLNK(st.st_mode):
+                entries.append(Entry(n, i, "l", rel, os.readlink(full)))
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    os.link(full, os.path.join(store, str(n)))
+                except OSError:
+                    shutil.copy2(full, os.path.join(store, str(n)))
+                entries.append(Entry(n, i, "f", rel))
+    _write_entries(txn.dir / "pre.list", entries)
+
+
+def _same(a: str, b: str) -> bool:
+    """Is ``b`` still the very file (inode) ``a`` links to?"""
     try:
         sa, sb = os.lstat(a), os.lstat(b)
     except OSError:
         return False
-    if stat.S_ISLNK(sa.st_mode) and stat.S_ISLNK(sb.st_mode):
-        return os.readlink(a) == os.readlink(b)
     return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
 
 
-def _remove(path: Path) -> None:
+def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        if path.is_dir() and not path.is_symlink():
+        if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         else:
             os.unlink(path)
@@ -278,53 +305,60 @@ def _remove(path: Path) -> None:
 
 def rollback_files(txn: Transaction) -> None:
     """Put the roots back exactly as ``pre/`` and ``pre.list`` say they were (idempotent)."""
-    listing = _listing(txn)
+    entries = _read_entries(txn.dir / "pre.list")
+    known = {(e.root, e.rel): e for e in entries}
     for i, raw in enumerate(txn.roots):
-        root = Path(raw)
         # 1. what was not there before goes (deepest first, so folders empty out)
-        for rel, st in sorted(_walk(root), key=lambda x: x[0].count("/"), reverse=True):
-            kind = listing.get((i, rel))
+        for rel, st in sorted(_walk(Path(raw)), key=lambda x: x[0].count("/"), reverse=True):
+            e = known.get((i, rel))
             is_dir = stat.S_ISDIR(st.st_mode)
-            if kind is None or (kind == "d") != is_dir:
-                _remove(root / rel)
+            is_link = stat.S_ISLNK(st.st_mode)
+            if e is None or (e.kind == "d") != is_dir or (e.kind == "l") != is_link:
+                _remove(os.path.join(raw, rel))
         # 2. what was there comes back, parents first
-        for (j, rel), kind in sorted(listing.items(), key=lambda x: x[0][1].count("/")):
-            if j != i:
+        for e in sorted((e for e in entries if e.root == i), key=lambda e: e.rel.count("/")):
+            path = os.path.join(raw, e.rel)
+            if e.kind == "d":
+                os.makedirs(path, exist_ok=True)
                 continue
-            path, saved = root / rel, txn.pre / str(i) / rel
-            if kind == "d":
-                path.mkdir(exist_ok=True)
-            elif not _same(saved, path):
-                tmp = path.with_name(f".{path.name}.dtkguard-rollback")
-                _remove(tmp)
-                if kind == "l":
-                    os.symlink(os.readlink(saved), tmp)
-                else:
-                    try:
-                        os.link(saved, tmp)
-                    except OSError:
-                        shutil.copy2(saved, tmp)
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                os.replace(tmp, path)
+            if e.kind == "l":
+                with contextlib.suppress(OSError):
+                    if os.readlink(path) == e.link:
+                        continue
+            saved = os.path.join(str(txn.pre), str(e.n))
+            if e.kind == "f" and _same(saved, path):
+                continue
+            tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
+            _remove(tmp)
+            if e.kind == "l":
+                os.symlink(e.link, tmp)
+            else:
+                try:
+                    os.link(saved, tmp)
+                except OSError:
+                    shutil.copy2(saved, tmp)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            os.replace(tmp, path)
 
 
 def _prune_unchanged(txn: Transaction) -> None:
-    """Drop links of files the change left alone; count what stays."""
-    files = size = 0
-    for i, raw in enumerate(txn.roots):
-        base = txn.pre / str(i)
-        for rel, st in sorted(_walk(base), key=lambda x: x[0].count("/"), reverse=True):
-            saved = base / rel
-            if stat.S_ISDIR(st.st_mode):
-                with contextlib.suppress(OSError):
-                    saved.rmdir()  # only when empty
-            elif _same(saved, Path(raw) / rel):
-                os.unlink(saved)
-            else:
-                files += 1
-                size += st.st_size
-    txn.kept_files, txn.kept_bytes = files, size
+    """Drop links of files the change left alone; ``kept.list`` names what stays."""
+    kept: list[Entry] = []
+    size = 0
+    store = str(txn.pre)
+    for e in _read_entries(txn.dir / "pre.list"):
+        if e.kind != "f":
+            continue
+        saved = os.path.join(store, str(e.n))
+        if _same(saved, os.path.join(txn.roots[e.root], e.rel)):
+            os.unlink(saved)
+        else:
+            kept.append(e)
+            with contextlib.suppress(OSError):
+                size += os.lstat(saved).st_size
+    _write_entries(txn.dir / KEPT_LIST, kept)
+    txn.kept_files, txn.kept_bytes = len(kept), size
     with contextlib.suppress(FileNotFoundError):
         os.unlink(txn.dir / "pre.list")
 
@@ -475,9 +509,11 @@ def _run(
 def prune(journal: Path, keep: int) -> list[Transaction]:
     """Drop the kept files of all but the newest ``keep`` committed transactions."""
     done = []
-    committed = [t for t in transactions(journal) if t.state == "committed"]
+    committed = [t for t in transactions(journal) if t.state in ("committed", "undone")]
     for txn in committed[: max(0, len(committed) - keep)]:
         shutil.rmtree(txn.pre, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(txn.dir / KEPT_LIST)
         txn.state, txn.kept_files, txn.kept_bytes = "pruned", 0, 0
         txn.save()
         done.append(txn)

@@ -11,26 +11,23 @@ from dtkguard.recover.wanted import Want
 
 def kept_dist_info(txn: Transaction, key: str, version: str) -> Path | None:
     """The original path of ``key``'s dist-info when ``txn`` kept it at ``version``."""
-    from dtkguard.env.dist import read_dist
-    from dtkguard.env.root import Root
+    from dtkguard.env.dist import parse_headers
+    from dtkguard.policy.compiled import canonical
     from dtkguard.rules.vendor import same_version
 
     if not same_version(txn.before.get(key, ""), version):
         return None
-    for i, root in enumerate(txn.roots):
-        kept = txn.pre / str(i)
+    for (i, rel), kept in sorted(txn.kept().items()):
+        head, _, tail = rel.partition("/")
+        if tail != "METADATA" or not head.endswith(".dist-info"):
+            continue
         try:
-            entries = sorted(e for e in os.listdir(kept) if e.endswith(".dist-info"))
+            headers = parse_headers(kept.read_bytes())
         except OSError:
             continue
-        for entry in entries:
-            dist = read_dist(Root(), kept, entry)
-            if (
-                not isinstance(dist, str)
-                and dist.key == key
-                and same_version(dist.version, version)
-            ):
-                return Path(root) / entry
+        name, ver = headers.get("name", [""])[0], headers.get("version", [""])[0]
+        if canonical(name) == key and same_version(ver, version):
+            return Path(txn.roots[i]) / head
     return None
 
 

@@ -81,10 +81,11 @@ def execute(
         shutil.copyfile(item.found.wheel, flat / item.found.wheel.name)
     one_source = {**env, **_ONE_SOURCE}
     if direct:
-        lines = [
-            f"{i.want.name}=={i.want.version} --hash=sha256:{sha256_of(flat / i.found.wheel.name)}"  # type: ignore[union-attr]
-            for i in direct
-        ]
+        lines = []
+        for i in direct:
+            assert i.found is not None
+            spec = str(i.found.wheel) if i.found.by_path else f"{i.want.name}=={i.want.version}"
+            lines.append(f"{spec} --hash=sha256:{sha256_of(flat / i.found.wheel.name)}")
         req = flat / "restore-requirements.txt"
         req.write_text("\n".join(lines) + "\n", encoding="utf-8")
         args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]

@@ -32,6 +32,8 @@ class Found:
     wheel: Path
     where: str
     checked: str
+    #: install by this path (pip then writes the baseline's direct_url.json again)
+    by_path: bool = False
 
 
 @dataclass
@@ -47,6 +49,12 @@ class Sources:
     def find(self, want: Want, wanted: Wanted) -> tuple[Found | None, list[str]]:
         """The first wheel that passes its check; else None and what was tried."""
         tried: list[str] = []
+        origin = want.installed_from
+        if origin is not None and origin.is_file():
+            ok, checked = verify(origin, want, wanted)
+            if ok:  # install from where the baseline's build came from: byte for byte
+                return Found(origin, "the wheel it was installed from", checked, True), tried
+            tried.append(f"{origin}: {checked}")
         for where, path in self._candidates(want, tried):
             if where.startswith("the journal"):  # repacked after checking its own RECORD
                 return Found(path, where, "its RECORD, file by file, as the journal kept it"), tried

@@ -38,6 +38,8 @@ class Want:
     lock_wheels: list[LockWheel] = field(default_factory=list)
     #: False: installed as a dependency (no REQUESTED marker) at baseline; None: not known
     requested: bool | None = None
+    #: the local wheel pip installed the baseline's build from (its direct_url.json), if any
+    installed_from: Path | None = None
 
 
 @dataclass
@@ -68,6 +70,19 @@ def _lock_wheels(lock: Any, pkg: Any) -> list[LockWheel]:
     return out
 
 
+def _local_archive(direct_url: Any) -> Path | None:
+    """The local wheel a PEP 610 ``direct_url.json`` names (``file://`` archive), if any."""
+    if not isinstance(direct_url, dict) or "archive_info" not in direct_url:
+        return None
+    url = str(direct_url.get("url") or "")
+    if not url.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlsplit
+
+    path = Path(unquote(urlsplit(url).path))
+    return path if path.name.endswith(".whl") else None
+
+
 def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
     """Every dist of the baseline; its vendor builds are checked file by file; the lock the
     baseline was recorded with (when it is still there, unchanged) adds wheel locations."""
@@ -83,6 +98,7 @@ def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
         if key in vendor:
             files = vendor[key].get("files") or {}
             want.requested = any(rel.endswith(".dist-info/REQUESTED") for rel in files)
+            want.installed_from = _local_archive(vendor[key].get("direct_url"))
         if key in locked:
             want.lock_wheels = _lock_wheels(lock, locked[key])
         dists[want.key] = want
