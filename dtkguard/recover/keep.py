@@ -57,11 +57,20 @@ def repack_from(lay: Layout, txn: Transaction, want: Want, dest: Path) -> Path |
         return None
 
 
-def repack_kept(lay: Layout, want: Want, dest: Path) -> tuple[str, Path] | None:
-    """(where, wheel) from the newest committed transaction that kept ``want`` whole."""
+def repack_kept(lay: Layout, want: Want, dest: Path) -> tuple[Transaction, Path] | None:
+    """(transaction, wheel) from the newest transaction that kept ``want`` whole."""
     for txn in reversed(transactions(lay.journal)):
         if txn.state in ("committed", "undone"):
             wheel = repack_from(lay, txn, want, dest)
             if wheel is not None:
-                return f"the journal (transaction {txn.id})", wheel
+                return txn, wheel
     return None
+
+
+def was_requested(txn: Transaction, key: str, version: str) -> bool | None:
+    """Did the dist ``txn`` kept carry pip's REQUESTED marker (None: not kept)?"""
+    dist_info = kept_dist_info(txn, key, version)
+    if dist_info is None:
+        return None
+    i = next(n for n, root in enumerate(txn.roots) if Path(root) == dist_info.parent)
+    return (i, f"{dist_info.name}/REQUESTED") in txn.kept()

@@ -15,12 +15,13 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.journal import Transaction, TransactionFailed
-from dtkguard.recover.plan import RestorePlan
+from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import _ONE_SOURCE
 
 ARCHIVED_OVERRIDES = "overrides.jsonl"
@@ -50,51 +51,97 @@ def _pip(python: str, args: list[str], env: dict[str, str], what: str) -> None:
         raise TransactionFailed(f"{what} failed: {tail}")
 
 
+@dataclass(frozen=True)
+class Build:
+    """One distribution to put back from a checked wheel."""
+
+    name: str
+    version: str
+    wheel: Path
+    #: installed as requested (REQUESTED marker), as a dependency (False) or not known (None)
+    requested: bool | None
+    #: install by the wheel's own path (pip writes the same direct_url.json again)
+    by_path: bool = False
+    #: a copy of that name is installed now (it goes first when installed as a dependency)
+    installed: bool = False
+
+
+def _requested(item: Install) -> bool | None:
+    """The baseline knows it for vendor builds; the journal's kept copy for the others."""
+    if item.want.requested is not None:
+        return item.want.requested
+    return item.found.requested if item.found is not None else None
+
+
 def execute(
     python: str, plan: RestorePlan, policy: CompiledPolicy, txn: Transaction, stage: Path
 ) -> None:
     """Run the plan's pip steps; `TransactionFailed` (after which the caller rolls back)."""
-    from dtkguard.recover.wheels import CARRIER, carrier_wheel, sha256_of
-
-    staged = [i for i in plan.installs if i.found is not None]
-    # builds that were dependencies at baseline come back as dependencies (no REQUESTED)
-    as_dep = [i for i in staged if i.want.requested is False]
-    direct = [i for i in staged if i.want.requested is not False]
+    builds = [
+        Build(
+            i.want.name,
+            i.want.version,
+            i.found.wheel,
+            _requested(i),
+            i.found.by_path,
+            i.current is not None,
+        )
+        for i in plan.installs
+        if i.found is not None
+    ]
     env = dict(os.environ)
-    if _needs_override(plan, policy) or any(i.current for i in as_dep):
+    if _needs_override(plan, policy) or any(b.installed and b.requested is False for b in builds):
         reason = f"dtkguard restore (journal transaction {txn.id})"
         env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
         txn.reason = reason
         txn.save()
-    names = {r.dist.name for r in plan.removals} | {i.want.name for i in as_dep if i.current}
+    indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
+    put_back(python, [r.dist.name for r in plan.removals], builds, indexed, env, stage)
+
+
+def put_back(
+    python: str,
+    remove: list[str],
+    builds: list[Build],
+    indexed: list[str],
+    env: dict[str, str],
+    stage: Path,
+) -> None:
+    """The pip runs of a restore or an undo: uninstall ``remove`` (and the installed copies of
+    builds that come back as dependencies), install ``indexed`` from pip's own configuration,
+    then the checked wheels: ``--no-index --find-links STAGE --no-deps --force-reinstall
+    --require-hashes`` for requested ones, through a carrier wheel for the dependencies (so
+    pip writes no REQUESTED marker for them, as at baseline)."""
+    from dtkguard.recover.wheels import CARRIER, carrier_wheel, sha256_of
+
+    as_dep = [b for b in builds if b.requested is False]
+    direct = [b for b in builds if b.requested is not False]
+    names = set(remove) | {b.name for b in as_dep if b.installed}
     if names:
         _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall")
-    indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
         _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index")
-    if not staged:
+    if not builds:
         return
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
-    for item in staged:
-        assert item.found is not None
-        shutil.copyfile(item.found.wheel, flat / item.found.wheel.name)
+    for b in builds:
+        shutil.copyfile(b.wheel, flat / b.wheel.name)
     one_source = {**env, **_ONE_SOURCE}
     if direct:
         lines = []
-        for i in direct:
-            assert i.found is not None
-            spec = str(i.found.wheel) if i.found.by_path else f"{i.want.name}=={i.want.version}"
-            lines.append(f"{spec} --hash=sha256:{sha256_of(flat / i.found.wheel.name)}")
+        for b in direct:
+            spec = str(b.wheel) if b.by_path else f"{b.name}=={b.version}"
+            lines.append(f"{spec} --hash=sha256:{sha256_of(flat / b.wheel.name)}")
         req = flat / "restore-requirements.txt"
         req.write_text("\n".join(lines) + "\n", encoding="utf-8")
         args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
         args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
-        _pip(python, args, one_source, "pip install of the vendor builds")
+        _pip(python, args, one_source, "pip install of the checked wheels")
     if as_dep:
-        carrier = carrier_wheel(flat, [f"{i.want.name}=={i.want.version}" for i in as_dep])
+        carrier = carrier_wheel(flat, [f"{b.name}=={b.version}" for b in as_dep])
         args = ["install", "--no-index", "--find-links", str(flat), str(carrier)]
-        _pip(python, args, one_source, "pip install of the vendor builds (as dependencies)")
+        _pip(python, args, one_source, "pip install of the checked wheels (as dependencies)")
         _pip(python, ["uninstall", "-y", CARRIER], env, "pip uninstall of the carrier")
 
 

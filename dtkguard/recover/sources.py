@@ -34,6 +34,8 @@ class Found:
     checked: str
     #: install by this path (pip then writes the baseline's direct_url.json again)
     by_path: bool = False
+    #: whether the copy it came from carried pip's REQUESTED marker (None: not known)
+    requested: bool | None = None
 
 
 @dataclass
@@ -56,8 +58,10 @@ class Sources:
                 return Found(origin, "the wheel it was installed from", checked, True), tried
             tried.append(f"{origin}: {checked}")
         for where, path in self._candidates(want, tried):
-            if where.startswith("the journal"):  # repacked after checking its own RECORD
-                return Found(path, where, "its RECORD, file by file, as the journal kept it"), tried
+            if isinstance(path, tuple):  # the journal's: repacked after checking its RECORD
+                wheel, requested = path
+                checked = "its RECORD, file by file, as the journal kept it"
+                return Found(wheel, where, checked, requested=requested), tried
             staged = self._stage(path, want)
             ok, checked = verify(staged, want, wanted)
             if ok:
@@ -108,15 +112,18 @@ class Sources:
                 yield kept
 
     def _from_journal(self, want: Want, tried: list[str]):
-        from dtkguard.recover.keep import repack_kept
+        """(where, (wheel, requested)) repacked from the newest transaction that kept it."""
+        from dtkguard.recover.keep import repack_kept, was_requested
 
         if self.lay is None:
             return None
-        out = repack_kept(self.lay, want, self.stage / "journal")
+        out = repack_kept(self.lay, want, self.stage / "journal")  # type: ignore[arg-type]
         if out is None:
             tried.append("the journal: no kept files of this version")
             return None
-        return out
+        txn, wheel = out
+        where = f"the journal (transaction {txn.id})"
+        return where, (wheel, was_requested(txn, want.key, want.version))
 
     def _download(self, want: Want, args: list[str], where: str, tried: list[str]):
         spec = f"{want.name}=={want.version}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dtkguard.errors import InputError
 from dtkguard.recover import journal
-from dtkguard.recover.journal import Layout, Transaction, TransactionFailed
+from dtkguard.recover.journal import Layout, Transaction
 
 
 def pick(lay: Layout, number: int | None) -> Transaction:
@@ -50,12 +50,10 @@ def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
 
 
 def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> int:
-    from dtkguard.guard.plan import run_pip
     from dtkguard.guard.target import interpreter
-    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, say
-    from dtkguard.recover.sources import _ONE_SOURCE
+    from dtkguard.recover.keep import repack_from, was_requested
+    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Build, put_back, say
     from dtkguard.recover.wanted import Want
-    from dtkguard.recover.wheels import sha256_of
 
     lay = journal.layout(python)
     journal.recover(lay)
@@ -81,41 +79,25 @@ def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> 
     if not changes and txn.kept_files:
         say(f"  - put back {txn.kept_files} file(s) it replaced\n")
     with tempfile.TemporaryDirectory(prefix="dtkguard-undo-") as tmp:
-        wheels: list[tuple[str, str, Path]] = []
+        builds: list[Build] = []
         for key, version in back:
             want = Want(key, txn.names.get(key, key), version, False)
-            found = _kept_by(lay, txn, want, Path(tmp))
-            if found is None:
+            wheel = repack_from(lay, txn, want, Path(tmp))
+            if wheel is None:
                 say(
                     f"dtkguard undo: transaction {txn.id} kept no intact copy of "
                     f"{want.name} {version}; nothing was changed\n"
                 )
                 return 1
-            wheels.append((want.name, version, found))
+            requested = was_requested(txn, key, version)
+            builds.append(Build(want.name, version, wheel, requested, False, key in now))
         env = dict(os.environ)
         if reason:
             env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
         with journal.transaction(
             python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
         ) as new:
-            if remove:
-                proc = run_pip(python, ["uninstall", "-y", *remove], env)
-                if proc.returncode != 0:
-                    raise TransactionFailed(f"pip uninstall failed: {_tail(proc.stderr)}")
-            if wheels:
-                flat = Path(tmp) / "install"
-                flat.mkdir()
-                lines = []
-                for name, version, wheel in wheels:
-                    dest = flat / wheel.name
-                    os.replace(wheel, dest)
-                    lines.append(f"{name}=={version} --hash=sha256:{sha256_of(dest)}")
-                (flat / "req.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-                args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
-                args += ["--force-reinstall", "--require-hashes", "-r", str(flat / "req.txt")]
-                proc = run_pip(python, args, {**env, **_ONE_SOURCE})
-                if proc.returncode != 0:
-                    raise TransactionFailed(f"pip install failed: {_tail(proc.stderr)}")
+            put_back(python, remove, builds, [], env, Path(tmp))
             archived = txn.dir / ARCHIVED_OVERRIDES
             if archived.is_file():  # a restore archived them: they describe the state back now
                 target = interpreter(python).overrides_file
@@ -127,14 +109,3 @@ def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> 
         txn.save()
     say(f"dtkguard undo: done (journal transaction {new.id}).\n")
     return 0
-
-
-def _kept_by(lay: Layout, txn: Transaction, want, dest: Path) -> Path | None:
-    from dtkguard.recover.keep import repack_from
-
-    return repack_from(lay, txn, want, dest)
-
-
-def _tail(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "no output"

@@ -34,7 +34,7 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     before = _files(g)
     proc = g.dtkpip("install", *g.index_args, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
-    after_set = g.venv.installed()
+    after_set, after = g.venv.installed(), _files(g)
     added = set(after_set) - set(before_set)
     assert "accelerate" in added
     [txn] = _history(g)
@@ -54,10 +54,12 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     txns = _history(g)
     assert [t["state"] for t in txns] == ["undone", "committed"]
     assert txns[1]["undoes"] == 1 and txns[1]["tool"] == "dtkguard undo"
-    # the undo is a transaction: undoing it installs accelerate again, from the kept files
+    # the undo is a transaction: undoing it installs accelerate again, from the kept files,
+    # byte for byte (its dependencies again without a REQUESTED marker)
     proc = g.dtkguard("undo", "--python", str(g.venv.python))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == after_set
+    assert changed(after, _files(g)) == []
 
 
 def test_undo_of_an_upgrade_puts_the_old_files_back(fresh: Guarded) -> None:

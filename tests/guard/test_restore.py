@@ -341,3 +341,47 @@ def test_a_build_installed_as_a_dependency_comes_back_as_one(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (triton_info / "REQUESTED").exists()
     assert_back(g, before, before_set)
+
+
+def test_other_packages_come_back_from_the_journal(env: Guarded) -> None:
+    """A package that is not a vendor build, changed by a journalled dtkpip run, comes back
+    from the files the journal kept (checked against its own RECORD), not from an index."""
+    g = env
+    before, before_set = files(g), g.venv.installed()
+    other = "2024.12.0" if before_set["fsspec"] != "2024.12.0" else "2026.9.0"
+    proc = g.dtkpip("install", *g.index_args, "--no-deps", f"fsspec=={other}")
+    assert proc.returncode == 0, proc.stderr
+    proc = restore(g, "--dry-run")
+    assert "from the journal (transaction 1)" in proc.stdout, proc.stdout
+    assert "RECORD, file by file" in proc.stdout
+    proc = g.dtkguard(
+        "restore", "--python", str(g.venv.python),
+        env=hermetic_env(PIP_NO_INDEX="1"),  # no index at all: only the journal can help
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_back(g, before, before_set)
+
+
+def test_builds_installed_from_a_path_come_back_from_it(
+    tmp_path: Path, guard_policy: Path, vendor_wheelhouse: Path, public_dir: Path
+) -> None:
+    """`pip install ./torch-...whl` writes direct_url.json (in RECORD): the restore installs
+    from that same wheel while it exists, so every file, RECORD included, is the baseline's."""
+    from tests.support.venvs import make_venv
+
+    venv = make_venv(tmp_path / "venv", pip_version=PIP_VERSIONS[-1])
+    index = ["--no-index", "-f", str(public_dir)]
+    wheels = [next(vendor_wheelhouse.glob(f"{n}-*.whl")) for n in ("torch", "triton")]
+    venv.pip("install", *index, *map(str, wheels))
+    g = Guarded(venv, guard_policy, index, tmp_path)
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(venv.python), "--policy", str(guard_policy)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert list(venv.site_packages.glob("torch-*.dist-info/direct_url.json"))
+    before, before_set = files(g), venv.installed()
+    assert g.pip("uninstall", "-y", "torch", "triton", env=OVERRIDE).returncode == 0
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "from the wheel it was installed from" in proc.stdout
+    assert_back(g, before, before_set)
