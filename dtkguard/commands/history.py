@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from dtkguard.commands.restore import add_python_target
+from dtkguard.commands.common import add_python_target
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from dtkguard.commands.restore import target_python
+    from dtkguard.commands.common import target_python
     from dtkguard.recover import journal
     from dtkguard.recover.history import render
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from dtkguard.commands.restore import target_python
+from dtkguard.commands.common import target_python
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:

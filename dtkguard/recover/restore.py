@@ -20,9 +20,10 @@ from pathlib import Path
 
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.recover.journal import Transaction, TransactionFailed
+from dtkguard.recover.journal import Layout, Transaction, TransactionFailed
 from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import _ONE_SOURCE
+from dtkguard.recover.wanted import Wanted
 
 ARCHIVED_OVERRIDES = "overrides.jsonl"
 
@@ -170,7 +171,7 @@ def say(text: str) -> None:
 
 def restore(
     python: str,
-    wanted_of: object,
+    wanted: Wanted,
     policy: CompiledPolicy,
     *,
     find_links: list[str],
@@ -178,8 +179,8 @@ def restore(
     dry_run: bool,
     argv: list[str],
 ) -> int:
-    """Plan, print, do, check. ``wanted_of(layout) -> Wanted`` reads the target state (after an
-    interrupted transaction was rolled back). Exit 0 matched, 1 something not restored."""
+    """Plan, print, do, check (after rolling back a transaction a killed process left open).
+    Exit 0 matched, 1 something not restored."""
     from dtkguard.guard.target import interpreter
     from dtkguard.recover import journal
     from dtkguard.recover.plan import make_plan, render
@@ -189,7 +190,6 @@ def restore(
     lay = journal.layout(python)
     if not dry_run:
         journal.recover(lay)
-    wanted = wanted_of(lay)  # type: ignore[operator]
     with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
         sources = Sources(
             python,
@@ -213,7 +213,7 @@ def restore(
     return final_check(python, wanted, policy, lay)
 
 
-def final_check(python: str, wanted: object, policy: CompiledPolicy, lay: object) -> int:
+def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout) -> int:
     """Compare again (nothing fetched) and run the rules of `dtkguard check`."""
     from dtkguard.env.environment import from_python
     from dtkguard.findings import Severity
@@ -225,7 +225,7 @@ def final_check(python: str, wanted: object, policy: CompiledPolicy, lay: object
     env = from_python(python)
     with tempfile.TemporaryDirectory(prefix="dtkguard-check-") as tmp:
         nowhere = Sources(python, Path(tmp))
-        left = make_plan(wanted, policy, lay.roots, nowhere)  # type: ignore[arg-type,attr-defined]
+        left = make_plan(wanted, policy, lay.roots, nowhere)
     findings = [
         f
         for f in run_checks(CheckContext(env, policy, extra={}), ENVIRONMENT_CHECKS)
@@ -244,6 +244,5 @@ def final_check(python: str, wanted: object, policy: CompiledPolicy, lay: object
     return 1
 
 
-def _target_words(wanted: object) -> str:
-    kind = getattr(wanted, "kind", "baseline")
-    return "its baseline" if kind == "baseline" else f"the lock {getattr(wanted, 'source', '')}"
+def _target_words(wanted: Wanted) -> str:
+    return "its baseline" if wanted.kind == "baseline" else f"the lock {wanted.source}"

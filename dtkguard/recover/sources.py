@@ -20,6 +20,11 @@ from pathlib import Path
 
 from dtkguard.recover.wanted import Want, Wanted
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.recover.journal import Layout
+    from dtkguard.recover.vault import Vault
+
 #: environment for `pip download` from one named source only (no pip.conf find-links,
 #: extra indexes or constraints mixed in)
 _ONE_SOURCE = {"PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_CONSTRAINT": ""}
@@ -42,11 +47,10 @@ class Found:
 class Sources:
     python: str
     stage: Path
-    vault: object | None = None
+    vault: Vault | None = None
     find_links: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
-    journal: Path | None = None
-    lay: object | None = None
+    lay: Layout | None = None
 
     def find(self, want: Want, wanted: Wanted) -> tuple[Found | None, list[str]]:
         """The first wheel that passes its check; else None and what was tried."""
@@ -81,7 +85,7 @@ class Sources:
 
     def _candidates(self, want: Want, tried: list[str]):
         if want.vendor and self.vault is not None:
-            wheel = self.vault.wheel_for(want.key, want.version)  # type: ignore[attr-defined]
+            wheel = self.vault.wheel_for(want.key, want.version)
             if wheel is not None:
                 yield "the vault", wheel
             else:
@@ -117,7 +121,7 @@ class Sources:
 
         if self.lay is None:
             return None
-        out = repack_kept(self.lay, want, self.stage / "journal")  # type: ignore[arg-type]
+        out = repack_kept(self.lay, want, self.stage / "journal")
         if out is None:
             tried.append("the journal: no kept files of this version")
             return None

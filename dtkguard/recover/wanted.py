@@ -128,3 +128,56 @@ def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) ->
         vendor = bool(policy.vendor_build(pkg.name)) or (label is not None and label.is_vendor)
         dists[pkg.key] = Want(pkg.key, pkg.name, pkg.version, vendor, _lock_wheels(lock, pkg))
     return Wanted("lock", str(lock.path), dists, None)
+
+
+def baseline_wanted(prefix: Path) -> Wanted:
+    """The target state of ``restore --to baseline``; `InputError` (exit 2) without one."""
+    from dtkguard.guard.baseline import baseline_path, load
+
+    path = baseline_path(prefix)
+    data = load(path)  # InputError when it is not a baseline
+    if data is None:
+        raise InputError(
+            f"no baseline in {path}: run `dtkguard guard install` while the environment is "
+            "right, or restore to a lock with --to pylock.toml",
+            field="--to",
+        )
+    return from_baseline(data, _baseline_lock(data))
+
+
+def _baseline_lock(data: dict[str, Any]) -> Any:
+    """The lock the baseline was recorded with, when it is still there and unchanged."""
+    from dtkguard.errors import DtkguardError
+    from dtkguard.lock.read import read_lock
+    from dtkguard.recover.wheels import sha256_of
+
+    info = data.get("lock") or {}
+    path = info.get("path")
+    if not path:
+        return None
+    try:
+        if sha256_of(Path(path)) != info.get("sha256"):
+            return None
+        return read_lock(path)
+    except (OSError, DtkguardError):
+        return None
+
+
+def lock_wanted(path: str, policy: CompiledPolicy, python: str) -> Wanted:
+    """The target state of ``restore --to LOCK``, markers evaluated for ``python``."""
+    from dtkguard.env.environment import ask_interpreter
+    from dtkguard.lock.read import read_lock
+
+    lock = read_lock(path)
+    return from_lock(lock, policy, ask_interpreter(python, _MARKERS, "its marker environment"))
+
+
+_MARKERS = (
+    "import json,platform,sys,os;v=sys.version_info;print(json.dumps({"
+    "'python_version':'%d.%d'%v[:2],'python_full_version':platform.python_version(),"
+    "'implementation_name':sys.implementation.name,'platform_python_implementation':"
+    "platform.python_implementation(),'sys_platform':sys.platform,'platform_system':"
+    "platform.system(),'platform_machine':platform.machine(),'platform_release':"
+    "platform.release(),'platform_version':platform.version(),'os_name':os.name,"
+    "'implementation_version':'%d.%d.%d'%sys.implementation.version[:3],'extra':''}))"
+)

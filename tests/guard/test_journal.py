@@ -12,14 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
+from tests.guard.test_restore import files
 from tests.support.venvs import hermetic_env
 
 pytestmark = pytest.mark.wheel_cache
-
-
-def _files(g: Guarded) -> dict[str, str]:
-    """The venv's files, without dtkguard's own state (the journal grows by design)."""
-    return {k: v for k, v in g.venv.snapshot().items() if not k.startswith("dtkguard/")}
 
 
 def _history(g: Guarded) -> list[dict]:
@@ -31,10 +27,10 @@ def _history(g: Guarded) -> list[dict]:
 def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -> None:
     g = fresh
     before_set = g.venv.installed()
-    before = _files(g)
+    before = files(g)
     proc = g.dtkpip("install", *g.index_args, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
-    after_set, after = g.venv.installed(), _files(g)
+    after_set, after = g.venv.installed(), files(g)
     added = set(after_set) - set(before_set)
     assert "accelerate" in added
     [txn] = _history(g)
@@ -50,7 +46,7 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     assert g.venv.installed() == before_set
     assert g.venv.installed()["torch"] == TORCH
     # every file as it was (pip's own bytecode of its run aside: snapshot skips __pycache__)
-    assert changed(before, _files(g)) == []
+    assert changed(before, files(g)) == []
     txns = _history(g)
     assert [t["state"] for t in txns] == ["undone", "committed"]
     assert txns[1]["undoes"] == 1 and txns[1]["tool"] == "dtkguard undo"
@@ -59,25 +55,25 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     proc = g.dtkguard("undo", "--python", str(g.venv.python))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == after_set
-    assert changed(after, _files(g)) == []
+    assert changed(after, files(g)) == []
 
 
 def test_undo_of_an_upgrade_puts_the_old_files_back(fresh: Guarded) -> None:
     g = fresh
     g.venv.pip("install", "--no-index", "-f", str(g.extra), "pins-torch==1.0")
-    before = _files(g)
+    before = files(g)
     proc = g.dtkpip("install", "--no-index", "-f", str(g.extra), "pins-torch==2.0", "--no-deps")
     assert proc.returncode == 0, proc.stderr
     assert g.venv.installed()["pins-torch"] == "2.0"
     proc = g.dtkguard("undo", "--python", str(g.venv.python))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pins-torch 2.0 back to 1.0" in proc.stdout
-    assert changed(before, _files(g)) == []
+    assert changed(before, files(g)) == []
 
 
 def test_failed_pip_run_is_rolled_back(fresh: Guarded, tmp_path: Path) -> None:
     g = fresh
-    before = _files(g)
+    before = files(g)
     # a wheel whose RECORD lies is fine for pip; one that cannot be installed at all: a
     # second requirement that does not exist makes pip fail after resolving nothing: use a
     # file that is not a wheel instead, after a good one in the same run
@@ -85,14 +81,14 @@ def test_failed_pip_run_is_rolled_back(fresh: Guarded, tmp_path: Path) -> None:
     bad.write_bytes(b"not a zip")
     proc = g.dtkpip("install", "--no-index", "-f", str(g.extra), "pins-torch==1.0", str(bad))
     assert proc.returncode != 0
-    assert changed(before, _files(g)) == []
+    assert changed(before, files(g)) == []
     assert all(t["state"] != "committed" for t in _history(g))
 
 
 def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     """A transaction left open (its process killed after pip ran) is rolled back first."""
     g = fresh
-    before = _files(g)
+    before = files(g)
     code = (
         "import os,subprocess,sys;from dtkguard.recover import journal;"
         "cm=journal.transaction(sys.argv[1],'test',['kill-me']);cm.__enter__();"
@@ -105,5 +101,5 @@ def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     assert "filelock" not in g.venv.installed()
     hist = g.dtkguard("history", "--python", str(g.venv.python))
     assert "did not finish; rolling the environment back" in hist.stderr
-    assert changed(before, _files(g)) == []
+    assert changed(before, files(g)) == []
     assert [t["state"] for t in _history(g)] == ["rolled-back"]

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the `env` fixture is imported, and taken as an argument)
 """`dtkguard restore` with real pip in real guarded venvs: each way of clobbering the DAS-like
 env ends, after restore, byte-identical to the baseline (every vendor file; `audit
 --verify-files` clean); the plan is printed first; bad input exits 2, an unreadable target 3."""
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import TORCH, Guarded, _build
+from tests.guard.conftest import TORCH, Guarded
+from tests.guard.test_baseline import env  # noqa: F401  (a new guarded venv, newest pip)
 from tests.support.cache import PIP_VERSIONS
 from tests.support.reports import DAS_25041
 from tests.support.venvs import hermetic_env
@@ -17,25 +19,6 @@ from tests.support.venvs import hermetic_env
 pytestmark = pytest.mark.wheel_cache
 
 OVERRIDE = hermetic_env(DTKGUARD_OVERRIDE="test: clobber on purpose")
-
-
-@pytest.fixture
-def env(
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
-    """A new guarded venv with the newest pip."""
-    return _build(
-        tmp_path / "venv",
-        PIP_VERSIONS[-1],
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
-    )
 
 
 def files(g: Guarded) -> dict[str, str]:
