@@ -142,6 +142,14 @@ def baseline_wanted(prefix: Path) -> Wanted:
             "right, or restore to a lock with --to pylock.toml",
             field="--to",
         )
+    from dtkguard.rules.baseline import _tampered
+
+    if _tampered(path):  # the same judgement as check's baseline-tampered
+        raise InputError(
+            "its digest differs from the guard's manifest: refusing to restore to a baseline "
+            "that cannot be trusted",
+            str(path),
+        )
     return from_baseline(data, _baseline_lock(data))
 
 

@@ -139,6 +139,29 @@ def test_restore_from_the_vault_needs_no_wheelhouse(env: Guarded, tmp_path: Path
     assert_back(g, before, before_set)
 
 
+def test_a_tampered_vault_wheel_is_not_installed(env: Guarded, tmp_path: Path) -> None:
+    """A vault wheel swapped for another build of the same name and version: the hash check
+    against the baseline skips it; with no other source the build is reported, not installed."""
+    import zipfile
+
+    g = env
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy), "--vault"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheel = next((g.venv.path / "dtkguard" / "vault").glob("torchaudio-*.whl"))
+    with zipfile.ZipFile(wheel, "a") as zf:
+        zf.writestr("torchaudio/_cuda_kernels.py", "evil = True\n")
+    assert g.pip("uninstall", "-y", "torchaudio", env=OVERRIDE).returncode == 0
+    policy = tmp_path / "nowheels.toml"
+    policy.write_text('[policy]\nname = "site-das"\nextends = ["dtk-25.04.1"]\n')
+    proc = restore(g, "--policy", str(policy))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Cannot restore (1):" in proc.stdout
+    assert "differs from the baseline's files" in proc.stdout
+    assert "torchaudio" not in g.venv.installed()
+
+
 def test_vault_refuses_a_modified_build(env: Guarded) -> None:
     g = env
     init = g.venv.site_packages / "triton" / "__init__.py"
@@ -160,7 +183,12 @@ def test_bad_input_and_unreadable_target(env: Guarded, tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     proc = g.dtkguard("restore", "--python", str(tmp_path / "nope" / "python"))
     assert proc.returncode == 3 and len(proc.stderr.strip().splitlines()) == 1
-    (g.venv.path / "dtkguard" / "baseline.json").write_text("{not json")
+    baseline = g.venv.path / "dtkguard" / "baseline.json"
+    baseline.write_text(baseline.read_text().replace('"torch"', '"torch" ', 1))
+    proc = restore(g)
+    assert proc.returncode == 2 and "cannot be trusted" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    baseline.write_text("{not json")
     proc = restore(g)
     assert proc.returncode == 2 and "baseline" in proc.stderr and "Traceback" not in proc.stderr
 
