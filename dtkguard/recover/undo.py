@@ -12,9 +12,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from dtkguard.errors import InputError
+from dtkguard.errors import DtkguardError, InputError
 from dtkguard.recover import journal
 from dtkguard.recover.journal import Layout, Transaction
+
+
+class NothingToUndo(DtkguardError):
+    """No committed transaction: exit 1 (not bad input), nothing changed."""
+
+    exit_code = 1
 
 
 def pick(lay: Layout, number: int | None) -> Transaction:
@@ -23,7 +29,7 @@ def pick(lay: Layout, number: int | None) -> Transaction:
     if number is None:
         live = [t for t in txns.values() if t.state == "committed"]
         if not live:
-            raise InputError(f"nothing to undo: the journal {lay.journal} has no transaction")
+            raise NothingToUndo(f"nothing to undo: the journal {lay.journal} has no transaction")
         return live[-1]
     txn = txns.get(number)
     if txn is None:

@@ -103,3 +103,22 @@ def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     assert "did not finish; rolling the environment back" in hist.stderr
     assert changed(before, files(g)) == []
     assert [t["state"] for t in _history(g)] == ["rolled-back"]
+
+
+def test_undo_refuses_what_changed_since_and_nothing_to_undo(fresh: Guarded) -> None:
+    g = fresh
+    py = str(g.venv.python)
+    proc = g.dtkguard("undo", "--python", py)
+    assert proc.returncode == 1 and "nothing to undo" in proc.stderr
+    start = g.venv.installed()["fsspec"]
+    other = "2024.12.0" if start != "2024.12.0" else "2026.9.0"
+    for version in (other, start):
+        proc = g.dtkpip("install", *g.index_args, "--no-deps", f"fsspec=={version}")
+        assert proc.returncode == 0, proc.stderr
+    state = files(g)
+    proc = g.dtkguard("undo", "1", "--python", py)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "fsspec changed since by transaction 2" in proc.stdout
+    assert changed(state, files(g)) == []
+    proc = g.dtkguard("undo", "7", "--python", py)
+    assert proc.returncode == 2 and "no transaction 7" in proc.stderr
