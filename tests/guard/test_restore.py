@@ -74,7 +74,10 @@ def test_vllm_092_clobber_is_restored(env: Guarded) -> None:
     assert "Dry run: nothing was changed" in text
     assert g.venv.installed() == clobbered
 
-    proc = restore(g)
+    # exactly the command the baseline (and so check and the tripwire) names
+    named = json.loads((g.venv.path / "dtkguard" / "baseline.json").read_text())["restore"]
+    assert named == f"dtkguard restore --python {g.venv.python}"
+    proc = g.dtkguard(*named.split()[1:])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matches its baseline again" in proc.stdout
     assert_back(g, before, before_set)
