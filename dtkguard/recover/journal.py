@@ -303,8 +303,10 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-def rollback_files(txn: Transaction) -> None:
-    """Put the roots back exactly as ``pre/`` and ``pre.list`` say they were (idempotent)."""
+def rollback_files(txn: Transaction) -> int:
+    """Put the roots back exactly as ``pre/`` and ``pre.list`` say they were (idempotent).
+    Returns how many paths it removed or put back (0: nothing had changed)."""
+    fixed = 0
     entries = _read_entries(txn.dir / "pre.list")
     known = {(e.root, e.rel): e for e in entries}
     for i, raw in enumerate(txn.roots):
@@ -315,19 +317,22 @@ def rollback_files(txn: Transaction) -> None:
             is_link = stat.S_ISLNK(st.st_mode)
             if e is None or (e.kind == "d") != is_dir or (e.kind == "l") != is_link:
                 _remove(os.path.join(raw, rel))
+                fixed += 1
         # 2. what was there comes back, parents first
         for e in sorted((e for e in entries if e.root == i), key=lambda e: e.rel.count("/")):
             path = os.path.join(raw, e.rel)
             if e.kind == "d":
-                os.makedirs(path, exist_ok=True)
+                if not os.path.isdir(path):
+                    os.makedirs(path)
+                    fixed += 1
                 continue
             if e.kind == "l":
                 with contextlib.suppress(OSError):
                     if os.readlink(path) == e.link:
                         continue
             saved = os.path.join(str(txn.pre), str(e.n))
-            if e.kind == "f" and _same(saved, path):
-                continue
+            if e.kind == "f" and (_same(saved, path) or not os.path.lexists(saved)):
+                continue  # in place (or its link was never made: the file was not touched)
             tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
             _remove(tmp)
             if e.kind == "l":
@@ -340,6 +345,8 @@ def rollback_files(txn: Transaction) -> None:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             os.replace(tmp, path)
+            fixed += 1
+    return fixed
 
 
 def _prune_unchanged(txn: Transaction) -> None:
@@ -347,10 +354,18 @@ def _prune_unchanged(txn: Transaction) -> None:
     kept: list[Entry] = []
     size = 0
     store = str(txn.pre)
+    if not (txn.dir / "pre.list").exists():  # pruned already (a commit resumed)
+        with contextlib.suppress(OSError):
+            kept = _read_entries(txn.dir / KEPT_LIST)
+        size = sum(p.stat().st_size for p in txn.pre.iterdir()) if txn.pre.is_dir() else 0
+        txn.kept_files, txn.kept_bytes = len(kept), size
+        return
     for e in _read_entries(txn.dir / "pre.list"):
         if e.kind != "f":
             continue
         saved = os.path.join(store, str(e.n))
+        if not os.path.lexists(saved):  # dropped by a commit that was interrupted
+            continue
         if _same(saved, os.path.join(txn.roots[e.root], e.rel)):
             os.unlink(saved)
         else:
@@ -381,6 +396,8 @@ def recover_open(lay: Layout) -> list[Transaction]:
     for txn in transactions(lay.journal):
         if txn.state == "preparing":
             shutil.rmtree(txn.dir, ignore_errors=True)
+        elif txn.state == "committing":
+            _commit(txn)
         elif txn.state in ("open", "rolling-back"):
             _say(
                 f"dtkguard: transaction {txn.id} ({' '.join(txn.argv)}) did not finish; "
@@ -487,20 +504,27 @@ def _run(
     try:
         yield txn
     except BaseException as exc:
-        changed, _ = installed_versions(lay.roots)
         txn.state = "rolling-back"
         txn.save()
-        rollback_files(txn)
+        fixed = rollback_files(txn)
         _finish_rollback(txn, f"failed: {exc}".strip())
-        if changed == txn.before:  # nothing was installed or removed: no history to keep
+        if not fixed:  # nothing had changed: no history to keep
             shutil.rmtree(tdir, ignore_errors=True)
         raise
     after, later_names = installed_versions(lay.roots)
     txn.after = after
     txn.names = {**later_names, **names}
+    _commit(txn)
+
+
+def _commit(txn: Transaction) -> None:
+    """The change is complete: keep only what it removed (idempotent: a commit killed half
+    way is finished by `recover_open`, never rolled back over files already dropped)."""
+    txn.state = "committing"
+    txn.save()
     _prune_unchanged(txn)
     if txn.after == txn.before and txn.kept_files == 0:
-        shutil.rmtree(tdir, ignore_errors=True)
+        shutil.rmtree(txn.dir, ignore_errors=True)
         return
     txn.state = "committed"
     txn.save()
