@@ -3,8 +3,15 @@
 1. Interpreter start (``python -c pass``) in a venv with the pip hook installed against the same
    venv without it: the hook's .pth and meta-path finder must cost nothing measurable
    (goal: ratio <= 1.03).
-2. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
+2. ``import torch`` in the same two venvs, timed inside the interpreter: the guarded one runs
+   the import tripwire (stat of the vendor RECORD and key files against the baseline; goal:
+   added cost <= 1 ms).
+3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
+3. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
+   hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
+   here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
+   venv.
 
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
@@ -27,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from tests.support.cache import PIP_VERSIONS  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
+from tests.support.wheels import build_wheel  # noqa: E402
 
 
 def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
@@ -39,16 +47,84 @@ def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
     return statistics.median(samples)
 
 
+def _cpu_ms(cmd: list[str], env: dict[str, str]) -> float:
+    """User + system CPU time of one run, in milliseconds: steadier than wall time on a
+    shared machine."""
+    import os
+
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(cmd, env=env, stdout=null, stderr=null)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+_IMPORT = "import time;t=time.perf_counter_ns();import torch;print((time.perf_counter_ns()-t)/1e6)"
+
+
+def import_ms(python: Path, env: dict[str, str], runs: int) -> list[float]:
+    """``import torch`` times (ms) measured inside ``runs`` fresh interpreters."""
+    return [
+        float(
+            subprocess.run(
+                [str(python), "-c", _IMPORT], env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+
+
+def bench_import(plain: Path, guarded: Path, env: dict[str, str], runs: int) -> None:
+    a, b = [], []
+    for _ in range(runs):  # alternate, as for start-up
+        a += import_ms(plain, env, 1)
+        b += import_ms(guarded, env, 1)
+    a_ms, b_ms = statistics.median(a), statistics.median(b)
+    print(
+        f"import torch     plain {a_ms:7.3f} ms   tripwire {b_ms:7.3f} ms   "
+        f"added {b_ms - a_ms:+.3f} ms   ratio {b_ms / a_ms:.2f}   (median of {runs})"
+    )
+    # the tripwire alone, as `import torch` runs it first: import the module, read
+    # tripwire.txt, stat the files, look the module up on sys.path
+    code = (
+        "import sys,time;f=[f for f in sys.meta_path if getattr(f,'_dtkguard',0)][0];"
+        "t=time.perf_counter_ns();f.find_spec('torch');print((time.perf_counter_ns()-t)/1e6)"
+    )
+    alone = [
+        float(
+            subprocess.run(
+                [str(guarded), "-c", code], env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+    print(f"  tripwire alone {statistics.median(alone):7.3f} ms   (budget 1 ms, median of {runs})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="python -c pass runs per side")
     parser.add_argument("--pip-runs", type=int, default=5, help="pip/dtkpip runs per side")
+    parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
+    parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     args = parser.parse_args()
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         base = Path(tmp)
         vendor = base / "vendor"
         make_wheelhouse(vendor, [p for p in das_25041_packages() if p.key in ("torch",)])
+        big_torch = build_wheel(
+            base / "big",
+            "torch",
+            DAS_25041["torch"],
+            files={f"torch/part{i // 100}/m{i}.py": f"x = {i}\n" for i in range(args.vendor_files)},
+        )
+        judged = build_wheel(
+            base / "judged",
+            "many-files",
+            "1.0",
+            files={f"many_files/sub{i // 100}/m{i}.py": f"y = {i}\n" for i in range(args.files)},
+        )
         plain = make_venv(base / "plain", pip_version=PIP_VERSIONS[-1])
         guarded = make_venv(base / "guarded", pip_version=PIP_VERSIONS[-1])
         pin = f"torch=={DAS_25041['torch']}"
@@ -72,12 +148,33 @@ def main() -> int:
             f"python -c pass   plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
             f"ratio {b_ms / a_ms:.3f}   (median of {args.runs})"
         )
+        a = [_cpu_ms([str(plain.python), "-c", "pass"], env) for _ in range(args.runs)]
+        b = [_cpu_ms([str(guarded.python), "-c", "pass"], env) for _ in range(args.runs)]
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
+        print(
+            f"  (CPU time)     plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
+            f"ratio {b_ms / a_ms:.3f}"
+        )
+        bench_import(plain.python, guarded.python, env, args.runs)
         req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
         pip_ms = _time([str(guarded.python), "-m", "pip", *req], env, args.pip_runs)
         dtkpip_ms = _time([*dtk, "pip", "--python", str(guarded.python), *req], denv, args.pip_runs)
         print(
             f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
             f"ratio {dtkpip_ms / pip_ms:.2f}"
+        )
+        for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
+            venv.pip("install", "--no-deps", "--force-reinstall", str(big_torch))
+        install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
+        a, b = [], []
+        for _ in range(args.pip_runs):
+            for venv, out in ((plain, a), (guarded, b)):
+                out.append(_time([str(venv.python), *install], env, 1))
+                venv.pip("uninstall", "-y", "many-files")
+        a_ms, b_ms = statistics.median(a), statistics.median(b)
+        print(
+            f"install a wheel of {args.files} files beside a torch of {args.vendor_files}   "
+            f"pip {a_ms:7.1f} ms   hooked pip {b_ms:7.1f} ms   ratio {b_ms / a_ms:.2f}"
         )
     return 0
 

@@ -1,4 +1,4 @@
-"""`dtkguard policy check|show|explain`: write and understand policies."""
+"""`dtkguard policy check|show|explain|init`: write and understand policies."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from dtkguard.commands.common import add_policy_option
+from dtkguard.commands.common import add_policy_option, add_target_options
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
@@ -24,6 +24,19 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     explain.add_argument("package")
     add_policy_option(explain)
     explain.set_defaults(run=run_explain)
+    init = actions.add_parser(
+        "init",
+        help="write a policy from an official image (--from-env)",
+        description="Write a policy whose [vendor] table is the target's DAS/DTK-labelled "
+        "builds, with its DTK release and the bundled deny list. TARGET is an interpreter or "
+        "an unpacked image root (or use the target options).",
+    )
+    init.add_argument("target", nargs="?", metavar="TARGET")
+    init.add_argument("--from-env", action="store_true", required=True, help="read TARGET")
+    init.add_argument("--name", help="the policy's name (default: site-dtk-<release>)")
+    init.add_argument("-o", "--output", metavar="policy.toml", help="default: stdout")
+    add_target_options(init)
+    init.set_defaults(run=run_init)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -73,6 +86,7 @@ def run_show(args: argparse.Namespace) -> int:
         + (f"; per card: {cards}" if cards else "")
     )
     print(f"  drift: extra packages are {policy.drift_extra_severity}")
+    print(f"  guard: on-import={policy.on_import}")
     for exc in policy.exceptions:
         print(f"  exception: {exc.rule} {exc.package} until {exc.expires}: {exc.reason}")
     return 0
@@ -83,4 +97,32 @@ def run_explain(args: argparse.Namespace) -> int:
     from dtkguard.policy.load import load_policy
 
     print("\n".join(explain(load_policy(args.policy), args.package)))
+    return 0
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dtkguard.commands.common import open_target
+    from dtkguard.env import environment as envs
+    from dtkguard.errors import InputError
+    from dtkguard.policy.from_env import policy_from_env
+
+    chosen = [o for o in ("python", "path", "root", "pid", "container") if getattr(args, o)]
+    if args.target and chosen:
+        raise InputError(f"give TARGET or --{chosen[0]}, not both", field="TARGET")
+    if args.target:
+        where = args.target
+        env = envs.from_root(where) if Path(where).is_dir() else envs.from_python(where)
+    else:
+        env = open_target(args)
+        where = next(iter(v for k, v in env.target.items() if k != "kind"), "the environment")
+    text = policy_from_env(env, args.name, where)
+    if args.output:
+        from dtkguard.util.atomic import atomic_write_text
+
+        atomic_write_text(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0

@@ -131,11 +131,18 @@ def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str
         data = read_capped(meta, METADATA_LIMIT)
     except OSError as exc:
         return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"
+    return _from_metadata(data, path, site, root, group, root.inner(site / entry))
+
+
+def _from_metadata(
+    data: bytes, path: Path, site: Path, root: Root, group: str, where: str
+) -> Dist | str:
+    """A Dist from METADATA/PKG-INFO bytes; a string when Name or Version is missing."""
     headers = parse_headers(data)
     name = (headers.get("name") or [""])[0]
     version = (headers.get("version") or [""])[0]
     if not name or not version:
-        return f"{root.inner(site / entry)}: broken metadata (no Name or Version)"
+        return f"{where}: broken metadata (no Name or Version)"
     return Dist(name, version, path, site, root, group, headers)
 
 
@@ -160,12 +167,7 @@ def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
                 data = member.read(METADATA_LIMIT)
     except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         return f"{root.inner(egg)}: cannot read the zipped egg: {exc}"
-    headers = parse_headers(data)
-    name = (headers.get("name") or [""])[0]
-    version = (headers.get("version") or [""])[0]
-    if not name or not version:
-        return f"{root.inner(egg)}: broken metadata (no Name or Version)"
-    return Dist(name, version, egg, site, root, group, headers)
+    return _from_metadata(data, egg, site, root, group, root.inner(egg))
 
 
 def _confined(root: Root, base: Path, text: str) -> Path | None:

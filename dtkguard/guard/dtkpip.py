@@ -9,9 +9,11 @@ the same ``-c``. uninstall: a vendor build may not be removed. Everything else: 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.guard import override as overrides
@@ -23,6 +25,7 @@ from dtkguard.policy.compiled import CompiledPolicy, canonical
 
 #: subcommands that never install or remove: passed through untouched
 _PLAIN = "pip"
+_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
@@ -66,14 +69,14 @@ def main(argv: list[str]) -> int:
 def _uninstall(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    names = [canonical(a.split("==")[0]) for a in cmd.positionals()]
+    names = [_project(a) for a in cmd.positionals()]
     for req_file in cmd.option_values("-r", "--requirement"):
         try:
             lines = Path(req_file).read_text(encoding="utf-8").splitlines()
         except OSError:
             continue
-        names += [canonical(ln.split("#")[0].split("==")[0]) for ln in lines if ln.strip()]
-    vendor = [f"{n} {policy.vendor_build(n)}" for n in names if policy.vendor_build(n)]
+        names += [_project(ln.split("#")[0]) for ln in lines if ln.strip()[:1] not in ("", "-")]
+    vendor = [f"{n} {policy.vendor_build(n)}" for n in names if n and policy.vendor_build(n)]
     env = dict(os.environ)
     if vendor:
         if not reason:
@@ -87,15 +90,32 @@ def _uninstall(
                 f"dtkpip install --force-reinstall --no-deps '{vendor[0].replace(' ', '==')}'\n"
             )
             return 1
-        overrides.record(
+        token = overrides.record_with_token(
             interp.overrides_file,
             reason,
             ["pip", *pip_args],
             [f"remove {v}" for v in vendor],
             "dtkpip",
         )
-        env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
-    return _journalled(interp, pip_args, lambda: run_pip(interp.python, pip_args, env, False))
+        env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
+    return _journalled(interp, pip_args, lambda: _run_once(interp, pip_args, env))
+
+
+def _project(requirement: str) -> str:
+    """The canonical project name of a requirement (``'torch>=0'``, ``Torch[x] ; marker``,
+    ``torch @ file:...``): uninstall judges the project, whatever the specifier says."""
+    match = _NAME.match(requirement)
+    return canonical(match.group(1)) if match else ""
+
+
+def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> int:
+    """Run the real pip; an override token the hook did not consume is withdrawn after."""
+    try:
+        return run_pip(interp.python, pip_args, env, capture=False).returncode
+    finally:
+        token = env.get(overrides.TOKEN_VAR)
+        if token:
+            overrides.token_file(interp.overrides_file, token).unlink(missing_ok=True)
 
 
 def _install(
@@ -142,8 +162,10 @@ def _install(
         real_args = [*pip_args, "-c", str(constraints)]
         if verdict.blocked:
             allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
-            overrides.record(interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip")
-            env.update({overrides.ENV_VAR: reason, overrides.RECORDED_VAR: "1"})
+            token = overrides.record_with_token(
+                interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip"
+            )
+            env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
             _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
             if failed_with_pins:
                 real_args = list(pip_args)
@@ -153,14 +175,14 @@ def _install(
             return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
-        return _journalled(interp, pip_args, lambda: run_pip(interp.python, real_args, env, False))
+        return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))
 
 
-def _journalled(interp: Interpreter, pip_args: list[str], run) -> int:
+def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
     """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
     from dtkguard.recover.journal import journalled
 
-    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], lambda: run().returncode)
+    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
 
 
 def _satisfied(plan: Plan) -> str:

@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 
 HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
+#: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
+HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
-TRIPWIRE_PTH = "dtkguard-tripwire.pth"
 
 
 def hook_source(name: str) -> str:
@@ -45,6 +46,11 @@ def hook_source(name: str) -> str:
     except (ModuleNotFoundError, FileNotFoundError):
         src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
         return src.read_text(encoding="utf-8")
+
+
+def decision_source() -> str:
+    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
+    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -133,7 +139,15 @@ def planned_layers(
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
-    pth = hook_source(HOOK_PTH).replace("__POLICY__", repr(str(interp.policy_file)))
+    mode = getattr(policy, "on_import", "warn")
+    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
+    tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
+    pth = (
+        hook_source(HOOK_PTH)
+        .replace("__POLICY__", repr(str(interp.policy_file)))
+        .replace("__VENDOR_MODULES__", repr(tuple(names)))
+        .replace("__TRIPWIRE__", repr(str(tripwire)))
+    )
     layers = [
         Layer("policy", interp.policy_file, hook_json(policy)),
         Layer("constraints", constraints, constraints_text(policy)),
@@ -143,6 +157,7 @@ def planned_layers(
             _pip_conf(policy, constraints, originals.get(str(interp.prefix / "pip.conf"))),
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
+        Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
     ]
     layers += _tripwire_layers(interp, policy, baseline)
@@ -162,20 +177,16 @@ def planned_layers(
 def _tripwire_layers(
     interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
 ) -> list[Layer]:
-    """The import tripwire: its module, its ``.pth`` line (the vendor top-level names inline;
-    none with ``on-import = "off"``, so nothing is inserted) and ``tripwire.txt``."""
+    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
+    the vendor top-level modules inline; none with ``on-import = "off"``)."""
     mode = getattr(policy, "on_import", "warn")
-    names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
-    data = interp.state_dir / baselines.TRIPWIRE_FILE
-    pth = (
-        hook_source(TRIPWIRE_PTH)
-        .replace("__NAMES__", repr(tuple(names)))
-        .replace("__DATA__", repr(str(data)))
-    )
     return [
         Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
-        Layer("tripwire.pth", interp.purelib / TRIPWIRE_PTH, pth),
-        Layer("tripwire.txt", data, baselines.tripwire_text(baseline or {}, mode)),
+        Layer(
+            "tripwire.txt",
+            interp.state_dir / baselines.TRIPWIRE_FILE,
+            baselines.tripwire_text(baseline or {}, mode),
+        ),
     ]
 
 
@@ -269,7 +280,11 @@ def install(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
         )
         manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    for module, layer_name in ((HOOK_MODULE, "hook.pyc"), (TRIPWIRE_MODULE, "tripwire.pyc")):
+    for module, layer_name in (
+        (HOOK_MODULE, "hook.pyc"),
+        (HOOK_DECISION, "hook.pyc"),
+        (TRIPWIRE_MODULE, "tripwire.pyc"),
+    ):
         pyc = _compile(interp, interp.purelib / module)
         if pyc is not None and str(pyc) not in manifest.files:
             manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
@@ -282,7 +297,7 @@ def install(
     return results
 
 
-_OWN_FILES = ("hook", "hook.pth", "externally-managed", "tripwire", "tripwire.pth")
+_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire")
 
 
 def _baseline(
@@ -293,7 +308,8 @@ def _baseline(
     rebaseline: bool,
 ) -> tuple[str, str]:
     """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
-    as it is intact; a changed one is refused (re-recording would bless the damage)."""
+    as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
+    a changed one is refused (re-recording would bless the damage)."""
     bpath = baselines.baseline_path(interp.prefix)
     entry = manifest.files.get(str(bpath))
     current = _read(bpath)
@@ -304,11 +320,12 @@ def _baseline(
                 "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
                 field="baseline",
             )
-        data = json.loads(current)
-        if lock is None or data.get("lock") == baselines.lock_data(lock):
-            return current, "unchanged"
-        data["lock"] = baselines.lock_data(lock)
-        return baselines.dumps(data), "written"
+        # same bytes, new mtimes (a reinstall of the same build): the stats follow
+        data, _ = baselines.refreshed(json.loads(current))
+        if lock is not None:
+            data["lock"] = baselines.lock_data(lock)
+        text = baselines.dumps(data)
+        return (current, "unchanged") if text == current else (text, "written")
     return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
@@ -329,7 +346,9 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
 
 
 def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path, str]]:
-    """(layer, path, "present" | "absent" | "stale") for every layer against ``policy``."""
+    """(layer, path, state) for every layer against ``policy``: "present"; "absent";
+    "tampered" when the file is no longer what `install` wrote (its sha256 in the manifest);
+    "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
     bpath = baselines.baseline_path(interp.prefix)
@@ -353,7 +372,13 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     out = [("baseline", bpath, base_state)]
     for layer in layers:
         current = _read(layer.path)
-        state = "absent" if current is None else "present" if current == layer.content else "stale"
+        written = manifest.files.get(str(layer.path), {}).get("sha256")
+        if current is None:
+            state = "absent"
+        elif written and _sha(current) != written:
+            state = "tampered"
+        else:
+            state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
     return out
 

@@ -9,11 +9,37 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ENV_VAR = "DTKGUARD_OVERRIDE"
-#: set for the pip child of `dtkpip --override` so the hook does not record twice
-RECORDED_VAR = "DTKGUARD_OVERRIDE_RECORDED"
+#: the one-time token dtkpip hands its pip child: the hook does not record the override again
+#: when the token file exists (it deletes it) and the record carries the same token. A token
+#: set by hand, or used once already, makes the hook record the override itself.
+TOKEN_VAR = "DTKGUARD_OVERRIDE_TOKEN"
 
 
-def record(path: Path, reason: str, argv: list[str], allowed: list[str], tool: str) -> dict:
+def token_file(path: Path, token: str) -> Path:
+    """The file that makes ``token`` valid, beside the overrides record ``path``."""
+    return path.parent / f"override-{token}.token"
+
+
+def record_with_token(
+    path: Path, reason: str, argv: list[str], allowed: list[str], tool: str
+) -> str:
+    """Record the override, then create its one-time token for the pip hook; returns it."""
+    import secrets
+
+    token = secrets.token_hex(16)
+    record(path, reason, argv, allowed, tool, token=token)
+    token_file(path, token).write_text(token + "\n", encoding="utf-8")
+    return token
+
+
+def record(
+    path: Path,
+    reason: str,
+    argv: list[str],
+    allowed: list[str],
+    tool: str,
+    token: str | None = None,
+) -> dict:
     """Append one override to ``path`` (JSON lines; created with its folder)."""
     import getpass
 
@@ -29,6 +55,8 @@ def record(path: Path, reason: str, argv: list[str], allowed: list[str], tool: s
         "tool": tool,
         "allowed": allowed,
     }
+    if token:
+        entry["token"] = token
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:  # append-only log: one write per record
         fh.write(json.dumps(entry, sort_keys=True) + "\n")

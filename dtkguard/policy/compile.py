@@ -152,6 +152,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
     deny: list[DenyRule] = []
     exceptions: list[PolicyException] = []
     dtk_allow: list[str] = []
+    startup_allow: list[str] = []
     for read in chain:
         m = read.model
         if m.policy.dtk:
@@ -176,6 +177,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         if m.drift:
             fields["drift_extra_severity"] = m.drift.extra_severity
         if m.guard:
+            startup_allow += [a for a in m.guard.startup_allow if a not in startup_allow]
             fields["on_import"] = m.guard.on_import
         exceptions += [
             PolicyException(
@@ -192,6 +194,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         deny=tuple(deny),
         exceptions=tuple(exceptions),
         dtk_allow=tuple(dtk_allow),
+        startup_allow=tuple(startup_allow),
         files=tuple(str(r.path) for r in reversed(chain)),
     )
 

@@ -62,11 +62,15 @@ class PolicyException:
 
     def covers(self, rule: str, subject: str) -> bool:
         """``package`` matches a package name (normalised) or a path (a model folder)."""
-        if rule != self.rule:
-            return False
-        if "/" in self.package:
-            return fnmatch.fnmatchcase(subject.lower(), self.package)
-        return fnmatch.fnmatchcase(canonical(subject), self.package)
+        from dtkguard.decision import exception_covers
+
+        return exception_covers(asdict(self), rule, subject)
+
+    def active(self, today: _dt.date) -> bool:
+        """Unexpired on ``today`` (the same test the pip hook applies)."""
+        from dtkguard.decision import exception_active
+
+        return exception_active(asdict(self), today.isoformat())
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class CompiledPolicy:
     fp8: Fp8Rule = field(default_factory=Fp8Rule)
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
+    #: start-up files (``.pth``, sitecustomize) a dist may ship: ``[dist:]fnmatch-pattern``
+    startup_allow: tuple[str, ...] = ()
     #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
     on_import: str = "warn"
     #: the files this policy was read from, first the named one, then what it extends
@@ -133,6 +139,14 @@ class CompiledPolicy:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def decision_json(self) -> dict[str, Any]:
+        """``to_json()``, computed once: what `dtkguard.decision` reads."""
+        cached = self.__dict__.get("_decision_json")
+        if cached is None:
+            cached = self.to_json()
+            object.__setattr__(self, "_decision_json", cached)
+        return cached
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CompiledPolicy:
         data = dict(data)
@@ -145,6 +159,6 @@ class CompiledPolicy:
         data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
         data["fp8"] = Fp8Rule(**data.get("fp8", {}))
         data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))
-        for key in ("dtk_allow", "find_links", "indexes", "files"):
+        for key in ("dtk_allow", "find_links", "indexes", "files", "startup_allow"):
             data[key] = tuple(data.get(key, ()))
         return cls(**data)

@@ -94,8 +94,25 @@ class Drift(_Section):
 
 
 class GuardSection(_Section):
+    """How the installed guard behaves: what the import tripwire does, and the start-up code
+    (``.pth`` files, ``sitecustomize``/``usercustomize``) a distribution may ship, as
+    ``[dist:]pattern``."""
+
     #: what the import tripwire does when a vendor build changed since `guard install`
     on_import: Literal["warn", "error", "off"] = "warn"
+    startup_allow: list[str] = Field(default_factory=list)
+
+    @field_validator("startup_allow")
+    @classmethod
+    def _check_startup(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _dist, _, pattern = value.rpartition(":")
+            if not pattern.strip() or "/" in pattern:
+                raise ValueError(
+                    f"not a start-up file pattern: {value!r} (expected e.g. "
+                    "'setuptools:distutils-precedence.pth' or '__editable__.*.pth')"
+                )
+        return values
 
 
 class PolicyExceptionModel(_Section):

@@ -1,12 +1,13 @@
 """Carry out a restore plan with the target's own pip, inside one journalled transaction.
 
-Order: uninstall what goes (one pip run), then install the staged, hash-checked wheels (one
-pip run: ``--no-index --find-links STAGE --no-deps --force-reinstall --require-hashes``, so
-pip checks the hashes again and writes no ``direct_url.json``), then packages only an index
-has. A failing pip run rolls the environment back to where the restore started. The guard's
-pip hook is passed legitimately: reinstalling a vendor build is what it allows; removing a
-pinned name or installing something the policy forbids carries an override whose reason names
-the restore and its journal transaction (recorded there, not as a user override).
+Order: uninstall what goes (one pip run), packages only an index has, then the staged,
+hash-checked wheels (``--no-index --find-links STAGE --no-deps --force-reinstall
+--require-hashes``: pip checks the hashes again). A failing pip run rolls the environment back
+to where the restore started. The guard's pip hook is passed legitimately: reinstalling a
+vendor build is what it allows; removing a pinned name or installing something the policy
+forbids carries an override: each such pip run is recorded in the overrides log with its own
+one-time token, its reason naming the restore and its journal transaction, and the log moves
+into that transaction when the environment matches again.
 """
 
 from __future__ import annotations
@@ -44,8 +45,31 @@ def _needs_override(plan: RestorePlan, policy: CompiledPolicy) -> bool:
     return False
 
 
-def _pip(python: str, args: list[str], env: dict[str, str], what: str) -> None:
-    proc = run_pip(python, args, env)
+@dataclass(frozen=True)
+class Override:
+    """Let the pip hook through for one tool's pip runs: each run is recorded in the overrides
+    log with its own one-time token (as dtkpip does), naming the tool and the reason."""
+
+    log: Path
+    reason: str
+    tool: str
+
+
+def _pip(
+    python: str, args: list[str], env: dict[str, str], what: str, ovr: Override | None = None
+) -> None:
+    from dtkguard.guard import override as overrides
+
+    env = dict(env)
+    token = None
+    if ovr is not None:
+        token = overrides.record_with_token(ovr.log, ovr.reason, ["pip", *args], [what], ovr.tool)
+        env.update({overrides.ENV_VAR: ovr.reason, overrides.TOKEN_VAR: token})
+    try:
+        proc = run_pip(python, args, env)
+    finally:
+        if token:  # withdrawn when the hook did not need it
+            overrides.token_file(ovr.log, token).unlink(missing_ok=True)  # type: ignore[union-attr]
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         tail = lines[-1].strip() if lines else f"pip exited {proc.returncode}"
@@ -75,7 +99,12 @@ def _requested(item: Install) -> bool | None:
 
 
 def execute(
-    python: str, plan: RestorePlan, policy: CompiledPolicy, txn: Transaction, stage: Path
+    python: str,
+    plan: RestorePlan,
+    policy: CompiledPolicy,
+    txn: Transaction,
+    stage: Path,
+    overrides_file: Path,
 ) -> None:
     """Run the plan's pip steps; `TransactionFailed` (after which the caller rolls back)."""
     builds = [
@@ -90,14 +119,15 @@ def execute(
         for i in plan.installs
         if i.found is not None
     ]
-    env = dict(os.environ)
+    ovr = None
     if _needs_override(plan, policy) or any(b.installed and b.requested is False for b in builds):
         reason = f"dtkguard restore (journal transaction {txn.id})"
-        env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
+        ovr = Override(overrides_file, reason, "dtkguard restore")
         txn.reason = reason
         txn.save()
     indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
-    put_back(python, [r.dist.name for r in plan.removals], builds, indexed, env, stage)
+    removals = [r.dist.name for r in plan.removals]
+    put_back(python, removals, builds, indexed, dict(os.environ), stage, ovr)
 
 
 def put_back(
@@ -107,9 +137,11 @@ def put_back(
     indexed: list[str],
     env: dict[str, str],
     stage: Path,
+    ovr: Override | None = None,
 ) -> None:
-    """The pip runs of a restore or an undo: uninstall ``remove`` (and the installed copies of
-    builds that come back as dependencies), install ``indexed`` from pip's own configuration,
+    """The pip runs of a restore or an undo (``ovr``: past the guard, recorded): uninstall
+    ``remove`` (and the installed copies of builds that come back as dependencies), install
+    ``indexed`` from pip's own configuration,
     then the checked wheels: ``--no-index --find-links STAGE --no-deps --force-reinstall
     --require-hashes`` for requested ones, through a carrier wheel for the dependencies (so
     pip writes no REQUESTED marker for them, as at baseline)."""
@@ -119,10 +151,10 @@ def put_back(
     direct = [b for b in builds if b.requested is not False]
     names = set(remove) | {b.name for b in as_dep if b.installed}
     if names:
-        _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall")
+        _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall", ovr)
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
-        _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index")
+        _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index", ovr)
     if not builds:
         return
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
@@ -138,11 +170,12 @@ def put_back(
         req.write_text("\n".join(lines) + "\n", encoding="utf-8")
         args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
         args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
-        _pip(python, args, one_source, "pip install of the checked wheels")
+        _pip(python, args, one_source, "pip install of the checked wheels", ovr)
     if as_dep:
         carrier = carrier_wheel(flat, [f"{b.name}=={b.version}" for b in as_dep])
         args = ["install", "--no-index", "--find-links", str(flat), str(carrier)]
-        _pip(python, args, one_source, "pip install of the checked wheels (as dependencies)")
+        what = "pip install of the checked wheels (as dependencies)"
+        _pip(python, args, one_source, what, ovr)
         _pip(python, ["uninstall", "-y", CARRIER], env, "pip uninstall of the carrier")
 
 
@@ -206,7 +239,7 @@ def restore(
         if plan.removals or plan.installs:
             interp = interpreter(python)
             with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
-                execute(python, plan, policy, txn, Path(tmp))
+                execute(python, plan, policy, txn, Path(tmp), interp.overrides_file)
                 if not plan.missing:
                     archive_overrides(interp.overrides_file, txn)
             say(f"dtkguard restore: done (journal transaction {txn.id}).\n")

@@ -58,7 +58,7 @@ def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
 def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> int:
     from dtkguard.guard.target import interpreter
     from dtkguard.recover.keep import repack_from, was_requested
-    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Build, put_back, say
+    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Build, Override, put_back, say
     from dtkguard.recover.wanted import Want
 
     lay = journal.layout(python)
@@ -97,17 +97,15 @@ def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> 
                 return 1
             requested = was_requested(txn, key, version)
             builds.append(Build(want.name, version, wheel, requested, False, key in now))
-        env = dict(os.environ)
-        if reason:
-            env.update({"DTKGUARD_OVERRIDE": reason, "DTKGUARD_OVERRIDE_RECORDED": "1"})
+        log = interpreter(python).overrides_file
+        ovr = Override(log, reason, "dtkguard undo") if reason else None
         with journal.transaction(
             python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
         ) as new:
-            put_back(python, remove, builds, [], env, Path(tmp))
+            put_back(python, remove, builds, [], dict(os.environ), Path(tmp), ovr)
             archived = txn.dir / ARCHIVED_OVERRIDES
             if archived.is_file():  # a restore archived them: they describe the state back now
-                target = interpreter(python).overrides_file
-                with open(target, "a", encoding="utf-8") as fh:
+                with open(log, "a", encoding="utf-8") as fh:
                     fh.write(archived.read_text(encoding="utf-8"))
                 archived.unlink()
         txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")

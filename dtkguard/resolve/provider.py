@@ -18,7 +18,7 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter
 
 from dtkguard.env.dist import parse_headers
@@ -165,19 +165,14 @@ class PolicyProvider(AbstractProvider):
     def _compute(self, name: str) -> list[tuple[Version, FileLink]]:
         policy = self.policy
         vendor = policy.vendor_build(name) if policy is not None else None
-        rule = policy.deny_rule(name) if policy is not None else None
-        if vendor is not None:
+        if vendor is not None:  # provenance: a vendor build only from vendor sources
             want = Version(vendor)
             links = [lk for lk in self.all_links(name, self.vendor_sources) if lk.version == want]
-        elif rule is not None and not rule.vendor_builds_ok:
-            return []
         else:
             vendor_links = self.all_links(name, self.vendor_sources)
             links = vendor_links or self.all_links(name)
-            if rule is not None:
-                from dtkguard.policy.labels import label_of
-
-                links = [lk for lk in links if _is_vendor_label(label_of, lk.version)]
+        if policy is not None:
+            links = [lk for lk in links if _allowed(policy, name, lk.version)]
         best: dict[Version, tuple[int, int, FileLink]] = {}
         order = {id(s): i for i, s in enumerate(self.sources)}
         for link in links:
@@ -408,9 +403,12 @@ def _python_ok(spec: str, version: Version) -> bool:
         return True  # pip ignores a broken data-requires-python too
 
 
-def _is_vendor_label(label_of: Any, version: Version) -> bool:
-    try:
-        label = label_of(str(version))
-    except (InvalidVersion, ValueError):
-        return False
-    return label is not None and label.is_vendor
+def _allowed(policy: Any, name: str, version: Version) -> bool:
+    """May ``name`` at ``version`` be in the environment? `dtkguard.decision` answers, as it
+    does for `check`, dtkpip and the pip hook."""
+    import datetime
+
+    from dtkguard.decision import decide, refusals
+
+    today = datetime.date.today().isoformat()
+    return not refusals(decide(policy.decision_json(), [(name, str(version))], today))

@@ -54,6 +54,29 @@ RULES: dict[str, RuleInfo] = {
             "undefined symbols. Use builds of one DTK release.",
         ),
         RuleInfo(
+            "file-conflict",
+            _C,
+            "A distribution would overwrite files of a vendor build",
+            "The wheel ships files that belong to an installed vendor build (e.g. "
+            "torch/version.py inside a package of another name); installing it would replace "
+            "vendor code, and uninstalling it later would delete it. The pip hook refuses it.",
+        ),
+        RuleInfo(
+            "guard-tamper",
+            _C,
+            "A distribution would overwrite the guard",
+            "The wheel ships files of the dtkguard guard itself (its hook module, the decision "
+            "module, the .pth line or the compiled policy). The pip hook refuses it.",
+        ),
+        RuleInfo(
+            "startup-code",
+            _C,
+            "A distribution would add code run at every interpreter start",
+            "The wheel ships a .pth file or a sitecustomize/usercustomize module, which run "
+            "before anything else and can disable the guard. Only what the policy's [guard] "
+            "startup-allow list names may be installed.",
+        ),
+        RuleInfo(
             "torch-abi",
             _H,
             "Extension built against another torch",

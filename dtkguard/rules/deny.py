@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.compiled import canonical
-from dtkguard.policy.labels import label_of
 from dtkguard.rules.context import CheckContext
 
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -24,25 +23,27 @@ def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.decision import judge_dist
+
+    policy = ctx.policy.decision_json()
     required_by: dict[str, list[str]] | None = None
     for dist in ctx.env:
-        rule = ctx.policy.deny_rule(dist.name)
-        if rule is None:
+        if ctx.policy.deny_rule(dist.name) is None:
             continue
-        label = label_of(dist.version)
-        if rule.vendor_builds_ok and label is not None and label.is_vendor:
-            continue
-        if required_by is None:
-            required_by = _required_by(ctx)
-        parents = required_by.get(dist.key, [])
-        why = f"; required by {', '.join(parents)}" if parents else ""
-        yield Finding(
-            "denied-package",
-            Severity(rule.severity),
-            dist.key,
-            f"{dist.name} {dist.version} is denied by policy {ctx.policy.name}: {rule.reason}{why}",
-            f"pip uninstall {dist.name}"
-            + (f", and restore what pulled it in ({parents[0]})" if parents else ""),
-            f"{dist.location}/METADATA",
-            {"pattern": rule.pattern, "version": dist.version, "required_by": parents},
-        )
+        for p in judge_dist(policy, dist.name, dist.version):
+            if p.rule != "denied-package":
+                continue
+            if required_by is None:
+                required_by = _required_by(ctx)
+            parents = required_by.get(dist.key, [])
+            why = f"; required by {', '.join(parents)}" if parents else ""
+            yield Finding(
+                "denied-package",
+                Severity(p.severity),
+                dist.key,
+                p.message + why,
+                f"pip uninstall {dist.name}"
+                + (f", and restore what pulled it in ({parents[0]})" if parents else ""),
+                f"{dist.location}/METADATA",
+                {"pattern": p.evidence["pattern"], "version": dist.version, "required_by": parents},
+            )

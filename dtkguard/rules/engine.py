@@ -137,7 +137,7 @@ def _waive(
             (i for i, e in enumerate(policy.exceptions) if e.covers(finding.rule, finding.subject)),
             None,
         )
-        if waiver is not None and policy.exceptions[waiver].expiry >= today:
+        if waiver is not None and policy.exceptions[waiver].active(today):
             used.add(waiver)
             continue
         yield finding
@@ -146,7 +146,7 @@ def _waive(
     where = policy.files[0] if policy.files else None
     for i, exc in enumerate(policy.exceptions):
         subject = f"{exc.rule}:{exc.package}"
-        if exc.expiry < today:
+        if not exc.active(today):
             yield Finding(
                 "exception-expired",
                 Severity.MEDIUM,

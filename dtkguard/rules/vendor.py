@@ -5,20 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.policy.labels import label_of
 from dtkguard.rules.context import CheckContext
 
 
 def same_version(a: str, b: str) -> bool:
     """PEP 440 equality, local labels included (``2.4.1+DAS.opt1`` is ``2.4.1+das.opt1``)."""
-    if a == b:
-        return True
-    from packaging.version import InvalidVersion, Version
+    from dtkguard.decision import same_version as same
 
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a == b
+    return same(a, b)
 
 
 def reinstall_hint(name: str, pin: str, ctx: CheckContext) -> str:
@@ -34,30 +28,20 @@ def reinstall_hint(name: str, pin: str, ctx: CheckContext) -> str:
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.decision import judge_dist
+
+    policy = ctx.policy.decision_json()
     for dist in ctx.env:
-        pin = ctx.policy.vendor_build(dist.name)
-        if pin is None or same_version(dist.version, pin):
+        if ctx.policy.vendor_build(dist.name) is None:
             continue
-        label = label_of(dist.version)
-        evidence = {"installed": dist.version, "policy": pin, "policy_name": ctx.policy.name}
-        if label is not None and label.is_vendor:
-            yield Finding(
-                "vendor-mismatch",
-                Severity.HIGH,
-                dist.key,
-                f"{dist.name} {dist.version} is another vendor build than the policy's {pin}",
-                reinstall_hint(dist.name, pin, ctx),
-                f"{dist.location}/METADATA",
-                evidence,
-            )
-        else:
-            kind = "a CUDA build" if "+cu" in dist.version else "a community build"
-            yield Finding(
-                "vendor-replaced",
-                Severity.CRITICAL,
-                dist.key,
-                f"{dist.name} {dist.version} ({kind}) replaced the vendor build {pin}",
-                reinstall_hint(dist.name, pin, ctx),
-                f"{dist.location}/METADATA",
-                evidence,
-            )
+        for p in judge_dist(policy, dist.name, dist.version):
+            if p.rule in ("vendor-replaced", "vendor-mismatch"):
+                yield Finding(
+                    p.rule,
+                    Severity(p.severity),
+                    dist.key,
+                    p.message,
+                    reinstall_hint(dist.name, ctx.policy.vendor_build(dist.name) or "", ctx),
+                    f"{dist.location}/METADATA",
+                    p.evidence,
+                )

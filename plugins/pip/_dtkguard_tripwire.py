@@ -1,13 +1,14 @@
 """dtkguard's import tripwire: warn when a vendor build changed since `dtkguard guard install`.
 
-Installed by ``dtkguard guard install`` as this module plus a one-line ``.pth`` file in the
-target's site-packages. Standard library only, and only ``os`` and ``sys`` (already loaded at
-start-up). The ``.pth`` line inserts a tiny meta-path finder that knows the vendor top-level
-module names (``torch``, ``vllm``, ...) inline; this module is imported only when one of them is
-first imported. It then reads ``tripwire.txt`` beside the guard's baseline and compares the
-size and mtime of the build's RECORD and a few key files with the baseline (``os.stat`` only,
-no hashing): ``warn`` prints what changed and the restore command on stderr, ``error`` raises
-ImportError, ``off`` is never installed. `dtkguard check` confirms by hashing.
+Installed by ``dtkguard guard install`` beside the pip hook. Standard library only, and only
+``os`` and ``sys`` (already loaded at start-up). The hook's one ``.pth`` line inserts a tiny
+meta-path finder that also knows the vendor top-level module names (``torch``, ``vllm``, ...)
+inline; this module is imported only when one of them is first imported. It then reads
+``tripwire.txt`` beside the guard's baseline and compares the size and mtime of the build's
+RECORD and a few key files with the baseline (``os.stat`` only, no hashing), and checks that
+``import`` would load the vendor build's file (not an egg in front of it): ``warn`` prints what
+changed and the restore command on stderr, ``error`` raises ImportError, ``off`` names no
+module in the ``.pth`` line. `dtkguard check` confirms by hashing.
 """
 
 import os

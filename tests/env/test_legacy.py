@@ -9,19 +9,14 @@ import sys
 from pathlib import Path
 
 from dtkguard.env import environment as envs
+from tests.cli.test_cli import dtkguard
 from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_egg, vendor_site
 
-REPO = Path(__file__).resolve().parents[2]
 TORCH_FILES = {"torch/__init__.py": "", "torch/version.py": COMMUNITY_TORCH_VERSION_PY}
 
 
 def _check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", "check", "-f", "json", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
+    return dtkguard("check", "-f", "json", *args)
 
 
 def _torches(env: envs.Environment) -> list[tuple[str, bool]]:

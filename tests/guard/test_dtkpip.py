@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
+from tests.support.venvs import hermetic_env
 
 pytestmark = pytest.mark.wheel_cache
 
@@ -99,3 +100,40 @@ def test_bad_override_is_usage_error(guarded: Guarded) -> None:
     proc = guarded.dtkpip("--override", "", "install", "x")
     assert proc.returncode == 2 and "--override" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_uninstall_with_a_specifier_is_judged_like_the_name(guarded: Guarded) -> None:
+    before = guarded.venv.snapshot()
+    for spec in ("torch>=0", "Torch[extra] ; python_version > '3'", "torch==2.4.1"):
+        proc = guarded.dtkpip("uninstall", "-y", spec)
+        assert proc.returncode == 1 and "nothing was removed" in proc.stderr, spec
+    assert changed(before, guarded.venv.snapshot()) == []
+
+
+def test_override_token_is_one_time(fresh: Guarded) -> None:
+    """dtkpip records the override and hands the hook a one-time token: one record. A token
+    set by hand (or one used already) is not dtkpip's record: the hook records again."""
+    g = fresh
+    log = g.venv.path / "dtkguard" / "overrides.jsonl"
+    proc = g.dtkpip(
+        "--override",
+        "cublas for a test",
+        "install",
+        *g.index_args,
+        "--no-deps",
+        "nvidia-cublas-cu12",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["tool"] for r in records] == ["dtkpip"] and records[0]["token"]
+    assert not list(log.parent.glob("override-*.token"))  # consumed
+    used = records[0]["token"]
+    for token in (used, "0" * 32):
+        env = hermetic_env(DTKGUARD_OVERRIDE="forged", DTKGUARD_OVERRIDE_TOKEN=token)
+        proc = g.pip("install", *g.index_args, "--no-deps", "nvidia-cufft-cu12", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert g.pip("uninstall", "-y", "nvidia-cufft-cu12").returncode == 0
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["tool"] for r in records] == ["dtkpip", "pip-hook", "pip-hook"]
+    check = g.dtkguard("check", "--python", str(g.venv.python), "--format", "json")
+    assert check.returncode == 1 and check.stdout.count('"override-used"') == 3

@@ -45,10 +45,10 @@ def test_install_status_remove_round_trip(
         [py, "-m", "pip", "--isolated", "config", "list"], env=env, capture_output=True, text=True
     )
     assert "site:install.constraint" in listed.stdout or "install.constraint" in listed.stdout
-    # stale after the policy changes
+    # an edited guard file is reported as tampered
     (venv.path / "dtkguard" / "constraints.txt").write_text("# edited\n")
     stale = g.dtkguard("guard", "status", "--python", py)
-    assert stale.returncode == 1 and "stale" in stale.stdout
+    assert stale.returncode == 1 and "tampered" in stale.stdout
     (venv.path / "dtkguard" / "constraints.txt").write_text(constraints)
     removed = g.dtkguard("guard", "remove", "--python", py)
     assert removed.returncode == 0, removed.stderr

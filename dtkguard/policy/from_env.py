@@ -1,0 +1,108 @@
+"""A policy written from an environment (`dtkguard policy init --from-env`).
+
+Its DAS/DTK-labelled builds become ``[vendor]``, the DTK release the most builds carry becomes
+``dtk`` (the other releases present, ``dtk-allow``), and the deny list comes from the bundled
+policy: ``extends`` it when one exists for exactly that release, else a copy of the default
+bundled policy's ``[[deny]]`` rules (so a policy for another DTK release does not inherit
+25.04.1's vendor pins).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from dtkguard.env.environment import Environment
+from dtkguard.errors import InputError
+from dtkguard.policy.labels import DtkRelease, label_of
+
+_PYTHON_DIR = re.compile(r"/lib(?:64)?/python(\d+\.\d+)/")
+
+
+def vendor_builds(env: Environment) -> dict[str, str]:
+    """{name as installed: version} of every DAS/DTK-labelled build, first on the path wins."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for dist in env:
+        label = label_of(dist.version)
+        if label is not None and label.is_vendor and dist.key not in seen:
+            seen.add(dist.key)
+            out[dist.name] = dist.version
+    return dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
+
+
+def _releases(builds: dict[str, str]) -> list[DtkRelease]:
+    """The DTK releases of the builds, most common first (ties: newest first)."""
+    counts = Counter(
+        label.dtk for v in builds.values() if (label := label_of(v)) and label.dtk is not None
+    )
+    return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r._key())))
+
+
+def _python(env: Environment) -> str | None:
+    for site in env.sites:
+        m = _PYTHON_DIR.search(env.root.inner(site) + "/")
+        if m:
+            return m.group(1)
+    return None
+
+
+def policy_from_env(env: Environment, name: str | None = None, where: str = "") -> str:
+    """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds."""
+    import datetime as _dt
+
+    import tomlkit
+
+    from dtkguard.policy.load import DEFAULT_POLICY, bundled_dir, load_policy
+
+    builds = vendor_builds(env)
+    if not builds:
+        raise InputError(
+            f"{where or 'the target'} has no DAS/DTK-labelled builds: nothing to write a "
+            "policy from",
+            field="--from-env",
+        )
+    releases = _releases(builds)
+    dtk = releases[0] if releases else None
+    bundled = bundled_dir() / f"dtk-{dtk}.toml" if dtk else None
+    doc = tomlkit.document()
+    doc.add(
+        tomlkit.comment(
+            f"Written by `dtkguard policy init --from-env` from {where or 'an environment'} on "
+            f"{_dt.date.today().isoformat()}: its {len(builds)} DAS/DTK-labelled builds."
+        )
+    )
+    ident = tomlkit.table()
+    ident["name"] = name or (f"site-dtk-{dtk}" if dtk else "site-das")
+    ident["description"] = f"Vendor builds of {where or 'an environment'}"
+    if dtk:
+        ident["dtk"] = str(dtk)
+    allow = [str(r) for r in releases[1:]]
+    if allow:
+        ident["dtk-allow"] = allow
+    if bundled is not None and bundled.is_file():
+        ident["extends"] = [bundled.stem]
+    doc["policy"] = ident
+    python = _python(env)
+    if python and not ident.get("extends"):
+        target = tomlkit.table()
+        target["python"] = python
+        doc["target"] = target
+    vendor = tomlkit.table()
+    for dist_name, version in builds.items():
+        vendor[dist_name] = version
+    doc["vendor"] = vendor
+    if not ident.get("extends"):
+        deny = tomlkit.aot()
+        for rule in load_policy(DEFAULT_POLICY).deny:
+            entry = tomlkit.table()
+            entry["pattern"] = rule.pattern
+            entry["reason"] = rule.reason
+            entry["severity"] = rule.severity
+            if rule.vendor_builds_ok:
+                entry["vendor-builds-ok"] = True
+            deny.append(entry)
+        doc.add(tomlkit.nl())
+        doc.add(tomlkit.comment(f"The deny list of the bundled policy {DEFAULT_POLICY}."))
+        doc["deny"] = deny
+    return tomlkit.dumps(doc)
