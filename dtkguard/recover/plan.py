@@ -25,6 +25,9 @@ from dtkguard.recover.wanted import Want, Wanted
 class Removal:
     dist: Dist
     why: str
+    #: its files include files of a vendor build (a wheel that overwrote torch/version.py):
+    #: the guard's hook stops such a removal unless it is overridden
+    touches_vendor: bool = False
 
 
 @dataclass
@@ -151,6 +154,13 @@ def make_plan(
     dists = current_dists(roots)
     damaged = _damaged(wanted, policy, dists)
     removed_files: set[str] = set()
+    vendor_files = {
+        path
+        for key, want in wanted.dists.items()
+        if want.vendor
+        for dist in dists.get(key, [])[:1]
+        for path in _record_paths(dist)
+    }
     for key, found in sorted(dists.items()):
         want = wanted.dists.get(key)
         if want is None and (key in wanted.keep or not wanted.remove_unlisted):
@@ -158,8 +168,9 @@ def make_plan(
         # not wanted at all, or a second install of a wanted name (an egg beside the wheel)
         for dist in found if want is None else found[1:]:
             why = _why_removed(dist, policy, wanted) if want is None else "a second install"
-            plan.removals.append(Removal(dist, why))
-            removed_files |= _record_paths(dist) | _installed_files(dist)
+            files = _record_paths(dist) | _installed_files(dist)
+            plan.removals.append(Removal(dist, why, bool(files & vendor_files)))
+            removed_files |= files
     for key, want in sorted(wanted.dists.items()):
         have = dists.get(key, [])
         current = have[0] if have else None

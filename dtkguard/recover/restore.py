@@ -33,7 +33,7 @@ def _needs_override(plan: RestorePlan, policy: CompiledPolicy) -> bool:
     from dtkguard.rules.vendor import same_version
 
     for r in plan.removals:
-        if policy.vendor_build(r.dist.name):
+        if policy.vendor_build(r.dist.name) or r.touches_vendor:
             return True
     for i in plan.installs:
         pin = policy.vendor_build(i.want.name)

@@ -144,7 +144,7 @@ def baseline_wanted(prefix: Path) -> Wanted:
         )
     from dtkguard.rules.baseline import _tampered
 
-    if _tampered(path):  # the same judgement as check's baseline-tampered
+    if _tampered(str(path), path):  # the same judgement as check's baseline-tampered
         raise InputError(
             "its digest differs from the guard's manifest: refusing to restore to a baseline "
             "that cannot be trusted",

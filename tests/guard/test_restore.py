@@ -109,7 +109,7 @@ def test_wheel_that_overwrote_torch_version_py(env: Guarded, tmp_path: Path) -> 
     before, before_set = files(g), g.venv.installed()
     house = tmp_path / "house"
     build_wheel(house, "sneaky", "1.0", files={"torch/version.py": "__version__ = '2.7.0'\n"})
-    proc = g.pip("install", "--no-index", "-f", str(house), "sneaky")
+    proc = g.pip("install", "--no-index", "-f", str(house), "sneaky", env=OVERRIDE)
     assert proc.returncode == 0, proc.stderr
     version_py = next(g.venv.site_packages.glob("torch/version.py"))
     assert "2.7.0" in version_py.read_text()
