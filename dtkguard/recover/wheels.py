@@ -15,11 +15,10 @@ from typing import Any
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """Hex sha256 of a file (the resolver's reader: one way to hash a wheel)."""
+    from dtkguard.resolve.sources import sha256_file
+
+    return sha256_file(Path(path))
 
 
 def file_digests(wheel: Path) -> dict[str, str]:
