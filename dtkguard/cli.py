@@ -29,6 +29,9 @@ COMMANDS: dict[str, str] = {
     "uv": "uv",
     "guard": "guard",
     "doctor": "doctor",
+    "restore": "restore",
+    "undo": "undo",
+    "history": "history",
 }
 
 

@@ -148,3 +148,31 @@ def open_target(args: argparse.Namespace):
     if getattr(args, "path", None):
         return envs.from_paths(args.path)
     return envs.from_python(getattr(args, "python", None) or envs.active_python())
+
+
+def add_python_target(parser: argparse.ArgumentParser) -> None:
+    """``[TARGET]`` or ``--python PY``: an interpreter, or an environment folder."""
+    parser.add_argument("target", nargs="?", metavar="TARGET", help="interpreter or env folder")
+    parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
+
+
+def target_python(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
+    from dtkguard.errors import InputError, TargetError
+    from dtkguard.guard.target import default_python
+
+    if args.target and args.python:
+        raise InputError("give TARGET or --python, not both", field="--python")
+    given = args.target or args.python
+    if not given:
+        return default_python()
+    path = Path(given)
+    if path.is_dir():
+        for candidate in (path / "bin" / "python", path / "bin" / "python3"):
+            if candidate.exists():
+                return str(candidate)
+        raise TargetError(f"{given}: a folder without bin/python")
+    if not path.exists():
+        raise TargetError(f"no such interpreter: {given}")
+    return given

@@ -50,6 +50,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         "--lock", metavar="L", help="also record the lock's wheel hashes in the baseline"
     )
     parser.add_argument(
+        "--vault",
+        action="store_true",
+        help="also keep the vendor builds as wheels repacked from the installed files "
+        "(RECORD-verified), so `dtkguard restore` works offline",
+    )
+    parser.add_argument(
         "--rebaseline",
         action="store_true",
         help="record the baseline again (install keeps an intact one)",
@@ -92,12 +98,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"{what:>9}  {layer:<18} {path}")
         registry.remember(os.path.abspath(interp.python), interp.prefix)
         print(f"guarded: {interp.python} (policy {policy.name})")
+        if args.vault:
+            from dtkguard.recover.vault import fill
+
+            return fill(interp, policy)
         return 0
     installed = load_guard_policy(None, interp) if args.policy is None else None
     policy = load_policy(args.policy) if installed is None else _reference(installed)
     rows = layers.status(interp, policy)
     for layer, path, state in rows:
         print(f"{state:>7}  {layer:<18} {path}")
+    from dtkguard.recover.vault import status_line
+
+    print(status_line(interp.prefix))
     return 0 if all(state == "present" for _, _, state in rows) else 1
 
 

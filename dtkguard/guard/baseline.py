@@ -25,6 +25,8 @@
     ``../``), each verified against RECORD while recording (a vendor build whose files differ
     from its RECORD is refused: no baseline of damage), plus the ``.pyc`` files pip lists
     without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the 16-byte header.
+    ``direct_url``: the build's ``direct_url.json`` (PEP 610) as a dict, or null: where pip
+    installed it from (a path or URL), so that a restore can install it the same way.
 ``lock``
     ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
     "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.
@@ -167,6 +169,7 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
             "mtime_ns": rst[1] if rst else None,
         },
         "files": files,
+        "direct_url": dist.direct_url,
     }
 
 

@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.guard import override as overrides
@@ -95,7 +96,7 @@ def _uninstall(
             "dtkpip",
         )
         env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
-    return _run_once(interp, pip_args, env)
+    return _journalled(interp, pip_args, lambda: _run_once(interp, pip_args, env))
 
 
 def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> int:
@@ -168,7 +169,14 @@ def _install(
             return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
-        return _run_once(interp, real_args, env)
+        return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))
+
+
+def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
+    """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
+    from dtkguard.recover.journal import journalled
+
+    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
 
 
 def _satisfied(plan: Plan) -> str:

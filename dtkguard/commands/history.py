@@ -1,0 +1,53 @@
+"""`dtkguard history`: the journalled transactions of an environment, like `conda list --revisions`.
+
+One block per transaction: ``DATE  (rev N)  STATE  COMMAND``, then ``name {old -> new}``,
+``+name-version``, ``-name-version`` lines, and the removed files it keeps for `undo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dtkguard.commands.common import add_python_target
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(
+        name,
+        help="list the changes dtkpip, restore and undo made to an environment",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_python_target(parser)
+    parser.add_argument("--json", action="store_true", help="the transactions as JSON")
+    parser.add_argument(
+        "--prune",
+        type=int,
+        metavar="KEEP",
+        help="drop the kept files of all but the newest KEEP transactions",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dtkguard.commands.common import target_python
+    from dtkguard.recover import journal
+    from dtkguard.recover.history import render
+
+    lay = journal.layout(target_python(args))
+    journal.recover(lay)
+    if args.prune is not None:
+        if args.prune < 0:
+            from dtkguard.errors import InputError
+
+            raise InputError("must be 0 or more", field="--prune")
+        for txn in journal.prune(lay.journal, args.prune):
+            print(f"pruned: rev {txn.id} ({txn.time})")
+    txns = journal.transactions(lay.journal)
+    if args.json:
+        print(json.dumps([t.to_json() for t in txns], indent=1, sort_keys=True))
+    else:
+        print(render(txns, lay.journal), end="")
+    return 0

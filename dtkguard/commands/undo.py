@@ -1,0 +1,39 @@
+"""`dtkguard undo [N]`: revert the last (or the N-th) journalled transaction.
+
+Packages it added are uninstalled, packages it removed or replaced come back from the files
+the journal kept, with pip; the undo is a transaction itself (see `dtkguard history`) and is
+rolled back if a step fails. Exit 0 done, 1 it could not be undone (and why), 2 bad input, 3
+the target cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dtkguard.commands.common import target_python
+
+
+def register(sub: argparse._SubParsersAction, name: str) -> None:
+    parser = sub.add_parser(
+        name,
+        help="revert the last (or N-th) change dtkpip, restore or undo made",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("number", nargs="?", type=int, metavar="N", help="the rev to undo")
+    parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
+    parser.add_argument(
+        "--override",
+        metavar="REASON",
+        help="let the guard allow what the undo puts back (recorded in the journal)",
+    )
+    parser.set_defaults(run=run, target=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from dtkguard.recover.undo import undo
+
+    python = target_python(args)
+    return undo(python, args.number, ["dtkguard", *sys.argv[1:]], reason=args.override or "")

@@ -1,0 +1,1 @@
+"""Recovery: the transaction journal, the vault of vendor wheels, restore and undo."""

@@ -1,0 +1,576 @@
+"""The transaction journal: every change to an environment, with the files it removed.
+
+``<prefix>/dtkguard/journal/NNNN/`` holds one transaction: ``txn.json`` (who, when, which
+command, the distributions before and after, its state) and ``pre/``, the environment's files
+as they were before. ``pre/`` starts as hard links of every file under the environment's
+install roots (site-packages and the scripts folder: cheap, no data is copied); when the
+transaction commits, links whose original is still the same inode are dropped, so what stays
+is exactly the files the change removed or replaced. They are kept until ``prune``.
+
+States: ``preparing`` (the snapshot is being taken: nothing changed yet), ``open`` (pip may be
+changing the environment), ``committed``, ``rolled-back``, ``pruned`` (files dropped). A
+transaction left ``open`` (the process was killed) is rolled back by the next one that starts
+(`recover_open`), so the environment is never left between two states.
+
+Rollback is the one place that writes into site-packages without pip: it puts every file of
+``pre/`` back (by link, so bytes and metadata are the originals) and deletes files that were not
+there before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.errors import DtkguardError
+from dtkguard.util.atomic import atomic_write_text
+
+JOURNAL_DIR = "journal"
+#: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
+KEPT_LIST = "kept.list"
+_CODE = (
+    "import json,sys,sysconfig;p=sysconfig.get_paths();print(json.dumps({'prefix':sys.prefix,"
+    "'roots':[p['purelib'],p['platlib'],p['scripts']]}))"
+)
+
+
+class JournalError(DtkguardError):
+    """The journal cannot be written or read. Exit 1 (the environment was not changed)."""
+
+    exit_code = 1
+
+
+@dataclass
+class Layout:
+    """Where an interpreter keeps its journal and which folders a transaction covers."""
+
+    prefix: Path
+    roots: list[Path]
+    scripts: Path
+    purelib: Path
+
+    @property
+    def journal(self) -> Path:
+        from dtkguard.guard.target import STATE_DIR
+
+        return self.prefix / STATE_DIR / JOURNAL_DIR
+
+
+def layout(python: str) -> Layout:
+    """Ask ``python`` for its prefix and install roots (purelib, platlib, scripts)."""
+    from dtkguard.env.environment import ask_interpreter
+
+    data = ask_interpreter(python, _CODE, "its install paths")
+    roots: list[Path] = []
+    for raw in data["roots"]:
+        path = Path(os.path.realpath(raw))
+        if path not in roots and path.is_dir():
+            roots.append(path)
+    purelib, _, scripts = (Path(os.path.realpath(p)) for p in data["roots"])
+    return Layout(Path(data["prefix"]), roots, scripts, purelib)
+
+
+@dataclass
+class Transaction:
+    """One journalled change."""
+
+    dir: Path
+    id: int
+    tool: str
+    argv: list[str]
+    time: str
+    state: str
+    roots: list[str]
+    before: dict[str, str] = field(default_factory=dict)
+    after: dict[str, str] = field(default_factory=dict)
+    #: names as they are spelled (canonical name -> name)
+    names: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    undoes: int | None = None
+    kept_files: int = 0
+    kept_bytes: int = 0
+    note: str = ""
+    _kept: dict[tuple[int, str], Path] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def file(self) -> Path:
+        return self.dir / "txn.json"
+
+    @property
+    def pre(self) -> Path:
+        return self.dir / "pre"
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "argv": self.argv,
+            "time": self.time,
+            "state": self.state,
+            "roots": self.roots,
+            "before": self.before,
+            "after": self.after,
+            "names": self.names,
+            "reason": self.reason,
+            "undoes": self.undoes,
+            "kept_files": self.kept_files,
+            "kept_bytes": self.kept_bytes,
+            "note": self.note,
+        }
+
+    def save(self) -> None:
+        atomic_write_text(self.file, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Transaction:
+        data = json.loads((path / "txn.json").read_text(encoding="utf-8"))
+        return cls(
+            dir=path,
+            id=int(data["id"]),
+            tool=str(data.get("tool", "?")),
+            argv=list(data.get("argv") or []),
+            time=str(data.get("time", "?")),
+            state=str(data.get("state", "?")),
+            roots=list(data.get("roots") or []),
+            before=dict(data.get("before") or {}),
+            after=dict(data.get("after") or {}),
+            names=dict(data.get("names") or {}),
+            reason=str(data.get("reason") or ""),
+            undoes=data.get("undoes"),
+            kept_files=int(data.get("kept_files") or 0),
+            kept_bytes=int(data.get("kept_bytes") or 0),
+            note=str(data.get("note") or ""),
+        )
+
+    def changes(self) -> list[tuple[str, str | None, str | None]]:
+        """(canonical name, version before or None, version after or None), sorted."""
+        keys = sorted(set(self.before) | set(self.after))
+        return [
+            (k, self.before.get(k), self.after.get(k))
+            for k in keys
+            if self.before.get(k) != self.after.get(k)
+        ]
+
+    def kept(self) -> dict[tuple[int, str], Path]:
+        """{(root index, path relative to it): where ``pre/`` keeps that removed file}."""
+        if self._kept is None:
+            try:
+                entries = _read_entries(self.dir / KEPT_LIST)
+            except OSError:
+                entries = []
+            self._kept = {(e.root, e.rel): self.pre / str(e.n) for e in entries}
+        return self._kept
+
+    def pre_path(self, original: Path) -> Path | None:
+        """Where ``pre/`` keeps the file that was at ``original`` (None: not kept)."""
+        kept = self.kept()
+        for i, root in enumerate(self.roots):
+            with contextlib.suppress(ValueError):
+                rel = Path(original).relative_to(root).as_posix()
+                return kept.get((i, rel))
+        return None
+
+
+def installed_versions(roots: list[Path]) -> tuple[dict[str, str], dict[str, str]]:
+    """({canonical name: version}, {canonical name: name}) of the dists in ``roots``."""
+    from dtkguard.env.dist import read_dist
+    from dtkguard.env.root import Root
+
+    versions: dict[str, str] = {}
+    names: dict[str, str] = {}
+    root = Root()
+    for site in roots:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith((".dist-info", ".egg-info")):
+                continue
+            dist = read_dist(root, site, entry)
+            if isinstance(dist, str) or dist.key in versions:
+                continue
+            versions[dist.key] = dist.version
+            names[dist.key] = dist.name
+    return versions, names
+
+
+def transactions(journal: Path) -> list[Transaction]:
+    """Every readable transaction, oldest first."""
+    out = []
+    try:
+        entries = sorted(os.listdir(journal))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                out.append(Transaction.load(journal / entry))
+    return out
+
+
+def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(posix path relative to ``root``, lstat) of everything below ``root``, parents first."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        base = root / rel if rel else root
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield path, st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(path)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path of a root before the change: ``pre/<n>`` holds a file's link."""
+
+    n: int
+    root: int
+    kind: str  # "f" file, "d" folder, "l" symlink
+    rel: str
+    link: str = ""
+
+
+def _write_entries(path: Path, entries: list[Entry]) -> None:
+    lines = [f"{e.n}\t{e.root}\t{e.kind}\t{e.rel}\t{e.link}" for e in entries]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _read_entries(path: Path) -> list[Entry]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 5:
+            out.append(Entry(int(parts[0]), int(parts[1]), parts[2], parts[3], parts[4]))
+    return out
+
+
+def _snapshot(txn: Transaction) -> None:
+    """``pre/<n>``: a hard link of every file of the roots (a copy where no link can be made),
+    in one flat folder; ``pre.list``: every path with its kind, to know later what was added."""
+    entries: list[Entry] = []
+    txn.pre.mkdir(parents=True, exist_ok=True)
+    store = str(txn.pre)
+    for i, raw in enumerate(txn.roots):
+        for rel, st in _walk(Path(raw)):
+            n = len(entries)
+            full = os.path.join(raw, rel)
+            if stat.S_ISDIR(st.st_mode):
+                entries.append(Entry(n, i, "d", rel))
+            elif stat.S_ISLNK(st.st_mode):
+                entries.append(Entry(n, i, "l", rel, os.readlink(full)))
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    os.link(full, os.path.join(store, str(n)))
+                except OSError:
+                    shutil.copy2(full, os.path.join(store, str(n)))
+                entries.append(Entry(n, i, "f", rel))
+    _write_entries(txn.dir / "pre.list", entries)
+
+
+def _same(a: str, b: str) -> bool:
+    """Is ``b`` still the very file (inode) ``a`` links to?"""
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def rollback_files(txn: Transaction) -> int:
+    """Put the roots back exactly as ``pre/`` and ``pre.list`` say they were (idempotent).
+    Returns how many paths it removed or put back (0: nothing had changed)."""
+    fixed = 0
+    entries = _read_entries(txn.dir / "pre.list")
+    known = {(e.root, e.rel): e for e in entries}
+    for i, raw in enumerate(txn.roots):
+        # 1. what was not there before goes (deepest first, so folders empty out)
+        for rel, st in sorted(_walk(Path(raw)), key=lambda x: x[0].count("/"), reverse=True):
+            e = known.get((i, rel))
+            is_dir = stat.S_ISDIR(st.st_mode)
+            is_link = stat.S_ISLNK(st.st_mode)
+            if e is None or (e.kind == "d") != is_dir or (e.kind == "l") != is_link:
+                _remove(os.path.join(raw, rel))
+                fixed += 1
+        # 2. what was there comes back, parents first
+        for e in sorted((e for e in entries if e.root == i), key=lambda e: e.rel.count("/")):
+            path = os.path.join(raw, e.rel)
+            if e.kind == "d":
+                if not os.path.isdir(path):
+                    os.makedirs(path)
+                    fixed += 1
+                continue
+            if e.kind == "l":
+                with contextlib.suppress(OSError):
+                    if os.readlink(path) == e.link:
+                        continue
+            saved = os.path.join(str(txn.pre), str(e.n))
+            if e.kind == "f" and (_same(saved, path) or not os.path.lexists(saved)):
+                continue  # in place (or its link was never made: the file was not touched)
+            tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
+            _remove(tmp)
+            if e.kind == "l":
+                os.symlink(e.link, tmp)
+            else:
+                try:
+                    os.link(saved, tmp)
+                except OSError:
+                    shutil.copy2(saved, tmp)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+            fixed += 1
+    return fixed
+
+
+def _prune_unchanged(txn: Transaction) -> None:
+    """Drop links of files the change left alone; ``kept.list`` names what stays."""
+    kept: list[Entry] = []
+    size = 0
+    store = str(txn.pre)
+    if not (txn.dir / "pre.list").exists():  # pruned already (a commit resumed)
+        with contextlib.suppress(OSError):
+            kept = _read_entries(txn.dir / KEPT_LIST)
+        size = sum(p.stat().st_size for p in txn.pre.iterdir()) if txn.pre.is_dir() else 0
+        txn.kept_files, txn.kept_bytes = len(kept), size
+        return
+    for e in _read_entries(txn.dir / "pre.list"):
+        if e.kind != "f":
+            continue
+        saved = os.path.join(store, str(e.n))
+        if not os.path.lexists(saved):  # dropped by a commit that was interrupted
+            continue
+        if _same(saved, os.path.join(txn.roots[e.root], e.rel)):
+            os.unlink(saved)
+        else:
+            kept.append(e)
+            with contextlib.suppress(OSError):
+                size += os.lstat(saved).st_size
+    _write_entries(txn.dir / KEPT_LIST, kept)
+    txn.kept_files, txn.kept_bytes = len(kept), size
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(txn.dir / "pre.list")
+
+
+def _next_id(journal: Path) -> int:
+    ids = [int(e) for e in os.listdir(journal) if e.isdigit()] if journal.is_dir() else []
+    return max(ids, default=0) + 1
+
+
+def _say(text: str) -> None:
+    import sys
+
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def recover_open(lay: Layout) -> list[Transaction]:
+    """Roll back every transaction a killed process left ``open``; discard ``preparing`` ones."""
+    done = []
+    for txn in transactions(lay.journal):
+        if txn.state == "preparing":
+            shutil.rmtree(txn.dir, ignore_errors=True)
+        elif txn.state == "committing":
+            _commit(txn)
+        elif txn.state in ("open", "rolling-back"):
+            _say(
+                f"dtkguard: transaction {txn.id} ({' '.join(txn.argv)}) did not finish; "
+                "rolling the environment back to where it started\n"
+            )
+            txn.state = "rolling-back"
+            txn.save()
+            rollback_files(txn)
+            _finish_rollback(txn, "interrupted; rolled back by the next transaction")
+            done.append(txn)
+    return done
+
+
+def recover(lay: Layout) -> list[Transaction]:
+    """`recover_open` under the journal's lock (waits for a transaction still running)."""
+    if not lay.journal.is_dir():
+        return []
+    with _locked(lay.journal):
+        return recover_open(lay)
+
+
+def _finish_rollback(txn: Transaction, note: str) -> None:
+    shutil.rmtree(txn.pre, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(txn.dir / "pre.list")
+    txn.after = dict(txn.before)
+    txn.state, txn.note, txn.kept_files, txn.kept_bytes = "rolled-back", note, 0, 0
+    txn.save()
+
+
+class TransactionFailed(DtkguardError):
+    """A step of a transaction failed and the environment was rolled back. Exit 1."""
+
+    exit_code = 1
+
+
+@contextlib.contextmanager
+def transaction(
+    python: str,
+    tool: str,
+    argv: list[str],
+    reason: str = "",
+    undoes: int | None = None,
+    lay: Layout | None = None,
+) -> Iterator[Transaction]:
+    """Journal the changes made inside the ``with`` block to ``python``'s environment.
+
+    On an exception (or `TransactionFailed` raised by the block) the roots are rolled back to
+    where they were and the exception propagates; otherwise the transaction commits. A
+    transaction that changed no distribution and no file is not kept.
+    """
+    lay = lay or layout(python)
+    with _locked(lay.journal):
+        yield from _run(lay, tool, argv, reason, undoes)
+
+
+@contextlib.contextmanager
+def _locked(journal: Path) -> Iterator[None]:
+    """One transaction at a time per environment (a second one waits)."""
+    import fcntl
+
+    try:
+        journal.mkdir(parents=True, exist_ok=True)
+        fh = open(journal / "lock", "a+")  # noqa: SIM115 (held for the whole block)
+    except OSError as exc:
+        raise JournalError(f"cannot write the journal in {journal}: {exc}") from None
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _run(
+    lay: Layout, tool: str, argv: list[str], reason: str, undoes: int | None
+) -> Iterator[Transaction]:
+    try:
+        recover_open(lay)
+        tid = _next_id(lay.journal)
+        tdir = lay.journal / f"{tid:04d}"
+        tdir.mkdir()
+    except OSError as exc:
+        raise JournalError(f"cannot write the journal in {lay.journal}: {exc}") from None
+    before, names = installed_versions(lay.roots)
+    txn = Transaction(
+        dir=tdir,
+        id=tid,
+        tool=tool,
+        argv=list(argv),
+        time=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime()),
+        state="preparing",
+        roots=[str(r) for r in lay.roots],
+        before=before,
+        names=names,
+        reason=reason,
+        undoes=undoes,
+    )
+    try:
+        txn.save()
+        _snapshot(txn)
+    except OSError as exc:
+        shutil.rmtree(tdir, ignore_errors=True)
+        raise JournalError(f"cannot snapshot the environment into {tdir}: {exc}") from None
+    txn.state = "open"
+    txn.save()
+    try:
+        yield txn
+    except BaseException as exc:
+        txn.state = "rolling-back"
+        txn.save()
+        fixed = rollback_files(txn)
+        _finish_rollback(txn, f"failed: {exc}".strip())
+        if not fixed:  # nothing had changed: no history to keep
+            shutil.rmtree(tdir, ignore_errors=True)
+        raise
+    after, later_names = installed_versions(lay.roots)
+    txn.after = after
+    txn.names = {**later_names, **names}
+    _commit(txn)
+
+
+def _commit(txn: Transaction) -> None:
+    """The change is complete: keep only what it removed (idempotent: a commit killed half
+    way is finished by `recover_open`, never rolled back over files already dropped)."""
+    txn.state = "committing"
+    txn.save()
+    _prune_unchanged(txn)
+    if txn.after == txn.before and txn.kept_files == 0:
+        shutil.rmtree(txn.dir, ignore_errors=True)
+        return
+    txn.state = "committed"
+    txn.save()
+
+
+def prune(journal: Path, keep: int) -> list[Transaction]:
+    """Drop the kept files of all but the newest ``keep`` committed transactions."""
+    done = []
+    committed = [t for t in transactions(journal) if t.state in ("committed", "undone")]
+    for txn in committed[: max(0, len(committed) - keep)]:
+        shutil.rmtree(txn.pre, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(txn.dir / KEPT_LIST)
+        txn.state, txn.kept_files, txn.kept_bytes = "pruned", 0, 0
+        txn.save()
+        done.append(txn)
+    return done
+
+
+#: installer options that send files somewhere else than the environment: not journalled
+ELSEWHERE = ("--user", "--target", "-t", "--prefix", "--root")
+
+
+def journalled(python: str, tool: str, argv: list[str], run: Callable[[], int]) -> int:
+    """Run ``run()`` (a pip or uv call returning its exit code) as one transaction of
+    ``python``'s environment. A non-zero exit rolls the environment back to where it was
+    (pip commits each package as it goes: a failure half way would leave it between states).
+    Installs into another place (``--user``, ``--target``, ``--prefix``, ``--root``) run as
+    they are. This is the one wrapper dtkpip and dtkuv use."""
+    if any(a == opt or a.startswith(opt + "=") for a in argv for opt in ELSEWHERE):
+        return run()
+    code = 0
+    try:
+        with transaction(python, tool, argv) as txn:
+            code = run()
+            if code != 0:
+                raise _Failed(code)
+    except _Failed:
+        _say(
+            f"dtkguard: `{' '.join(argv)}` failed (exit {code}); the environment was rolled "
+            f"back to where it started (journal rev {txn.id})\n"
+        )
+    return code
+
+
+class _Failed(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(f"exit {code}")
+        self.code = code

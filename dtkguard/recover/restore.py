@@ -1,0 +1,281 @@
+"""Carry out a restore plan with the target's own pip, inside one journalled transaction.
+
+Order: uninstall what goes (one pip run), packages only an index has, then the staged,
+hash-checked wheels (``--no-index --find-links STAGE --no-deps --force-reinstall
+--require-hashes``: pip checks the hashes again). A failing pip run rolls the environment back
+to where the restore started. The guard's pip hook is passed legitimately: reinstalling a
+vendor build is what it allows; removing a pinned name or installing something the policy
+forbids carries an override: each such pip run is recorded in the overrides log with its own
+one-time token, its reason naming the restore and its journal transaction, and the log moves
+into that transaction when the environment matches again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dtkguard.guard.plan import run_pip
+from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.recover.journal import Layout, Transaction, TransactionFailed
+from dtkguard.recover.plan import Install, RestorePlan
+from dtkguard.recover.sources import _ONE_SOURCE
+from dtkguard.recover.wanted import Wanted
+
+ARCHIVED_OVERRIDES = "overrides.jsonl"
+
+
+def _needs_override(plan: RestorePlan, policy: CompiledPolicy) -> bool:
+    from dtkguard.rules.vendor import same_version
+
+    for r in plan.removals:
+        if policy.vendor_build(r.dist.name) or r.touches_vendor:
+            return True
+    for i in plan.installs:
+        pin = policy.vendor_build(i.want.name)
+        if pin is not None and not same_version(pin, i.want.version):
+            return True
+        rule = policy.deny_rule(i.want.name)
+        if rule is not None and not (rule.vendor_builds_ok and i.want.vendor):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Override:
+    """Let the pip hook through for one tool's pip runs: each run is recorded in the overrides
+    log with its own one-time token (as dtkpip does), naming the tool and the reason."""
+
+    log: Path
+    reason: str
+    tool: str
+
+
+def _pip(
+    python: str, args: list[str], env: dict[str, str], what: str, ovr: Override | None = None
+) -> None:
+    from dtkguard.guard import override as overrides
+
+    env = dict(env)
+    token = None
+    if ovr is not None:
+        token = overrides.record_with_token(ovr.log, ovr.reason, ["pip", *args], [what], ovr.tool)
+        env.update({overrides.ENV_VAR: ovr.reason, overrides.TOKEN_VAR: token})
+    try:
+        proc = run_pip(python, args, env)
+    finally:
+        if token:  # withdrawn when the hook did not need it
+            overrides.token_file(ovr.log, token).unlink(missing_ok=True)  # type: ignore[union-attr]
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        tail = lines[-1].strip() if lines else f"pip exited {proc.returncode}"
+        raise TransactionFailed(f"{what} failed: {tail}")
+
+
+@dataclass(frozen=True)
+class Build:
+    """One distribution to put back from a checked wheel."""
+
+    name: str
+    version: str
+    wheel: Path
+    #: installed as requested (REQUESTED marker), as a dependency (False) or not known (None)
+    requested: bool | None
+    #: install by the wheel's own path (pip writes the same direct_url.json again)
+    by_path: bool = False
+    #: a copy of that name is installed now (it goes first when installed as a dependency)
+    installed: bool = False
+
+
+def _requested(item: Install) -> bool | None:
+    """The baseline knows it for vendor builds; the journal's kept copy for the others."""
+    if item.want.requested is not None:
+        return item.want.requested
+    return item.found.requested if item.found is not None else None
+
+
+def execute(
+    python: str,
+    plan: RestorePlan,
+    policy: CompiledPolicy,
+    txn: Transaction,
+    stage: Path,
+    overrides_file: Path,
+) -> None:
+    """Run the plan's pip steps; `TransactionFailed` (after which the caller rolls back)."""
+    builds = [
+        Build(
+            i.want.name,
+            i.want.version,
+            i.found.wheel,
+            _requested(i),
+            i.found.by_path,
+            i.current is not None,
+        )
+        for i in plan.installs
+        if i.found is not None
+    ]
+    ovr = None
+    if _needs_override(plan, policy) or any(b.installed and b.requested is False for b in builds):
+        reason = f"dtkguard restore (journal transaction {txn.id})"
+        ovr = Override(overrides_file, reason, "dtkguard restore")
+        txn.reason = reason
+        txn.save()
+    indexed = [f"{i.want.name}=={i.want.version}" for i in plan.installs if i.from_index]
+    removals = [r.dist.name for r in plan.removals]
+    put_back(python, removals, builds, indexed, dict(os.environ), stage, ovr)
+
+
+def put_back(
+    python: str,
+    remove: list[str],
+    builds: list[Build],
+    indexed: list[str],
+    env: dict[str, str],
+    stage: Path,
+    ovr: Override | None = None,
+) -> None:
+    """The pip runs of a restore or an undo (``ovr``: past the guard, recorded): uninstall
+    ``remove`` (and the installed copies of builds that come back as dependencies), install
+    ``indexed`` from pip's own configuration,
+    then the checked wheels: ``--no-index --find-links STAGE --no-deps --force-reinstall
+    --require-hashes`` for requested ones, through a carrier wheel for the dependencies (so
+    pip writes no REQUESTED marker for them, as at baseline)."""
+    from dtkguard.recover.wheels import CARRIER, carrier_wheel, sha256_of
+
+    as_dep = [b for b in builds if b.requested is False]
+    direct = [b for b in builds if b.requested is not False]
+    names = set(remove) | {b.name for b in as_dep if b.installed}
+    if names:
+        _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall", ovr)
+    if indexed:
+        args = ["install", "--no-deps", "--force-reinstall", *indexed]
+        _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index", ovr)
+    if not builds:
+        return
+    flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
+    for b in builds:
+        shutil.copyfile(b.wheel, flat / b.wheel.name)
+    one_source = {**env, **_ONE_SOURCE}
+    if direct:
+        lines = []
+        for b in direct:
+            spec = str(b.wheel) if b.by_path else f"{b.name}=={b.version}"
+            lines.append(f"{spec} --hash=sha256:{sha256_of(flat / b.wheel.name)}")
+        req = flat / "restore-requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
+        args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
+        _pip(python, args, one_source, "pip install of the checked wheels", ovr)
+    if as_dep:
+        carrier = carrier_wheel(flat, [f"{b.name}=={b.version}" for b in as_dep])
+        args = ["install", "--no-index", "--find-links", str(flat), str(carrier)]
+        what = "pip install of the checked wheels (as dependencies)"
+        _pip(python, args, one_source, what, ovr)
+        _pip(python, ["uninstall", "-y", CARRIER], env, "pip uninstall of the carrier")
+
+
+def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
+    """Move the environment's override records into the restore's transaction: the state they
+    let in is gone. Returns how many records moved."""
+    try:
+        text = overrides_file.read_text(encoding="utf-8")
+    except OSError:
+        return 0
+    count = sum(1 for line in text.splitlines() if line.strip())
+    if count:
+        dest = txn.dir / ARCHIVED_OVERRIDES
+        with open(dest, "a", encoding="utf-8") as fh:
+            fh.write(text)
+        txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
+        txn.save()
+    os.unlink(overrides_file)
+    return count
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def restore(
+    python: str,
+    wanted: Wanted,
+    policy: CompiledPolicy,
+    *,
+    find_links: list[str],
+    indexes: list[str],
+    dry_run: bool,
+    argv: list[str],
+) -> int:
+    """Plan, print, do, check (after rolling back a transaction a killed process left open).
+    Exit 0 matched, 1 something not restored."""
+    from dtkguard.guard.target import interpreter
+    from dtkguard.recover import journal
+    from dtkguard.recover.plan import make_plan, render
+    from dtkguard.recover.sources import Sources
+    from dtkguard.recover.vault import open_vault
+
+    lay = journal.layout(python)
+    if not dry_run:
+        journal.recover(lay)
+    with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
+        sources = Sources(
+            python,
+            Path(tmp),
+            vault=open_vault(lay.prefix),
+            find_links=[*find_links, *policy.find_links],
+            indexes=[*indexes, *policy.indexes],
+            lay=lay,
+        )
+        plan = make_plan(wanted, policy, lay.roots, sources)
+        say(render(plan, policy, python, dry_run))
+        if dry_run:
+            return 1 if plan.missing else 0
+        if plan.removals or plan.installs:
+            interp = interpreter(python)
+            with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
+                execute(python, plan, policy, txn, Path(tmp), interp.overrides_file)
+                if not plan.missing:
+                    archive_overrides(interp.overrides_file, txn)
+            say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
+    return final_check(python, wanted, policy, lay)
+
+
+def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout) -> int:
+    """Compare again (nothing fetched) and run the rules of `dtkguard check`."""
+    from dtkguard.env.environment import from_python
+    from dtkguard.findings import Severity
+    from dtkguard.recover.plan import make_plan
+    from dtkguard.recover.sources import Sources
+    from dtkguard.rules.context import CheckContext
+    from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
+
+    env = from_python(python)
+    with tempfile.TemporaryDirectory(prefix="dtkguard-check-") as tmp:
+        nowhere = Sources(python, Path(tmp))
+        left = make_plan(wanted, policy, lay.roots, nowhere)
+    findings = [
+        f
+        for f in run_checks(CheckContext(env, policy, extra={}), ENVIRONMENT_CHECKS)
+        if f.severity >= Severity.HIGH
+    ]
+    lines = [
+        f"  - {r.dist.name} {r.dist.version}: still installed ({r.why})" for r in left.removals
+    ]
+    lines += [f"  - {i.want.name} {i.want.version}: {i.why}" for i in left.installs]
+    lines += [f"  - {what}: {why}" for what, why in left.missing]
+    lines += [f"  - {f.rule} ({f.severity.value}) {f.subject}: {f.message}" for f in findings]
+    if not lines:
+        say(f"check: {python} matches {_target_words(wanted)} again; `dtkguard check` is clean.\n")
+        return 0
+    say(f"check: {python} does not match {_target_words(wanted)} yet:\n" + "\n".join(lines) + "\n")
+    return 1
+
+
+def _target_words(wanted: Wanted) -> str:
+    return "its baseline" if wanted.kind == "baseline" else f"the lock {wanted.source}"
