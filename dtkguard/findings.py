@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -88,11 +87,6 @@ class Finding:
             location=data.get("location"),
             evidence=dict(data.get("evidence") or {}),
         )
-
-
-def worst(findings: Iterable[Finding]) -> Severity | None:
-    """The highest severity among ``findings``, or None when there are none."""
-    return max((f.severity for f in findings), default=None)
 
 
 def sort_key(finding: Finding) -> tuple[int, str, str]:

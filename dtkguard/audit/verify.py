@@ -4,7 +4,7 @@
 releases the GIL on large buffers; ``executor="process"`` is there to compare) and returns a
 `Verification` of `Issue` records; `dtkguard.rules.files` turns those into findings.
 
-Categories (research/audit_anchors.md §2): ``modified`` (hash differs), ``shebang`` (a script
+Categories: ``modified`` (hash differs), ``shebang`` (a script
 outside site-packages whose first line now points at this environment's interpreter: relocated),
 ``missing``, ``outside`` (a RECORD row that leaves the environment prefix or the root: never
 opened), ``hashless`` (rows without a hash other than pip's ``.pyc`` rows, which are skipped),

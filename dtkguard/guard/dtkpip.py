@@ -22,9 +22,6 @@ from dtkguard.guard.plan import Plan, dry_run, run_pip
 from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
 from dtkguard.policy.compiled import CompiledPolicy
 
-#: subcommands that never install or remove: passed through untouched
-_PLAIN = "pip"
-
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
     """--policy, else the policy `guard install` left in the target, else the default lookup."""

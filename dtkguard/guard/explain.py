@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -164,7 +162,3 @@ def render_removal(vendor: list[str], policy: CompiledPolicy, command: str, tool
         f"See `dtkguard policy explain {first}`. To put the vendor build back instead: "
         f"{tool.reinstall} '{vendor[0].replace(' ', '==')}'\n"
     )
-
-
-def rule_counts(verdict: Verdict) -> Counter:
-    return Counter(f.rule for f in verdict.blocking)

@@ -8,29 +8,6 @@ FP8_VALUE = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
 FP8_EXPONENT = frozenset({"F8_E8M0"})
 #: sub-byte floats
 FP4_VALUE = frozenset({"F4", "F6_E2M3", "F6_E3M2"})
-KNOWN = (
-    frozenset(
-        {
-            "BOOL",
-            "U8",
-            "I8",
-            "I16",
-            "U16",
-            "F16",
-            "BF16",
-            "I32",
-            "U32",
-            "F32",
-            "C64",
-            "F64",
-            "I64",
-            "U64",
-        }
-    )
-    | FP8_VALUE
-    | FP8_EXPONENT
-    | FP4_VALUE
-)
 
 #: GGML tensor types with no 8-bit-float equivalent on DCU: FP4 microscaling formats
 GGML_TYPES = {

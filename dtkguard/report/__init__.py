@@ -91,10 +91,6 @@ def render(
     return renderer(report, fail_on=fail_on, color=color)
 
 
-def default_format() -> str:
-    return "table"
-
-
 def use_color(stream: Any = None) -> bool:
     """Colour only on a terminal, and never with NO_COLOR set."""
     stream = stream or sys.stdout

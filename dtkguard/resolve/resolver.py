@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.resolve.http import Fetcher
@@ -125,16 +125,6 @@ def build_sources(
     for url in ([index_url] if index_url else []) + list(extra_index_urls):
         sources.append(SimpleIndex(url, fetcher))
     return sources
-
-
-def parse_requirement(text: str, where: str | None = None, line: int | None = None) -> Requirement:
-    try:
-        return Requirement(text)
-    except InvalidRequirement as exc:
-        msg = str(exc).splitlines()[0]
-        raise InputError(
-            f"invalid requirement {text!r}: {msg}", where, line, field="requirement"
-        ) from None
 
 
 def resolve(
