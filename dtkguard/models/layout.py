@@ -11,7 +11,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+#: weight file format -> its file name suffixes: the one list (`dtkguard.models.scan` reads each
+#: format with its reader)
+WEIGHT_FORMATS: dict[str, tuple[str, ...]] = {
+    "safetensors": (".safetensors",),
+    "pickle": (".bin", ".pt", ".pth", ".ckpt"),
+    "gguf": (".gguf",),
+}
+WEIGHT_SUFFIXES = tuple(s for suffixes in WEIGHT_FORMATS.values() for s in suffixes)
 CONFIG_NAMES = ("config.json", "hf_quant_config.json", "quantization_config.json")
 INDEX_SUFFIX = ".safetensors.index.json"
 MAX_FILES = 10_000
@@ -19,6 +26,11 @@ MAX_MODELS = 1_000
 #: how deep a model folder is walked (``original/`` and the like), and how deep we look for one
 FILE_DEPTH = 2
 SEARCH_DEPTH = 3
+
+
+def weight_format(path: str) -> str | None:
+    """The `WEIGHT_FORMATS` key of a weight file's name, None for other files."""
+    return next((f for f, suffixes in WEIGHT_FORMATS.items() if path.endswith(suffixes)), None)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dtkguard.models.config import (
 )
 from dtkguard.models.gguf import GgufError, read_gguf
 from dtkguard.models.index import IndexInfo, read_index
-from dtkguard.models.layout import INDEX_SUFFIX, ModelSource, find_models
+from dtkguard.models.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
 from dtkguard.models.pickle_globals import PickleScanError, read_globals
 from dtkguard.models.safetensors_header import HeaderError, SafetensorsHeader, read_header
 
@@ -173,13 +173,11 @@ def scan_source(src: ModelSource) -> ModelScan:
                 scan.problems.extend((path, p) for p in scan.index.problems)
         except (ConfigError, OSError) as exc:
             scan.problems.append((path, str(exc) if isinstance(exc, ConfigError) else _os(exc)))
+    readers = {"safetensors": _read_safetensors, "pickle": _read_pickle, "gguf": _read_gguf}
     for path in src.files:
-        if path.endswith(".safetensors"):
-            _read_safetensors(scan, path)
-        elif path.endswith((".bin", ".pt", ".pth", ".ckpt")):
-            _read_pickle(scan, path)
-        elif path.endswith(".gguf"):
-            _read_gguf(scan, path)
+        fmt = weight_format(path)
+        if fmt is not None:
+            readers[fmt](scan, path)
     _check_index(scan, src)
     return scan
 
