@@ -3,17 +3,13 @@ PEP 751 locks validated by ``packaging.pylock``, and an in-process CLI runner.""
 
 from __future__ import annotations
 
-import io
-import json
-import os
 import sys
 from collections.abc import Iterable
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_in_process as run_cli  # noqa: F401 - the audit tests' runner
 from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_wheel
 
@@ -23,34 +19,6 @@ DEMO_FILES = {
     "demo/core.py": "def main():\n    print('demo')\n    return 0\n",
     "demo/data.txt": "x" * 5000,
 }
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> dict:
-        return json.loads(self.out)
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    """``dtkguard ARGS`` in this process (stdout/stderr captured, env vars applied)."""
-    from dtkguard.cli import main
-
-    saved = dict(os.environ)
-    if env is not None:
-        os.environ.clear()
-        os.environ.update(env)
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return Result(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")

@@ -74,7 +74,7 @@ def test_check_takes_a_lock_too(venv, tmp_path):
 
 
 def test_check_and_audit_evaluate_lock_markers_for_the_target_python(tmp_path):
-    from tests.sitetree import add_dist
+    from tests.support.sitetree import add_dist
 
     other = "3.8" if sys.version_info[:2] != (3, 8) else "3.9"
     site_dir = tmp_path / "env" / "lib" / f"python{other}" / "site-packages"

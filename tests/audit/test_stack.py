@@ -21,11 +21,11 @@ from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.stack import check as stack_check
 from tests.audit.conftest import run_cli
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 HY = Path(__file__).resolve().parents[1] / "data" / "hy-smi"
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "data" / "doctor"
-TORCH_HIP = (6, 2, 41134)  # tests.sitetree's vendor torch: hip = '6.2.41134-65d174c3e'
+TORCH_HIP = (6, 2, 41134)  # tests.support.sitetree's vendor torch: hip = '6.2.41134-65d174c3e'
 
 
 def make_image(

@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
-
-
-def dtkguard(*args, env=None, cwd=None, timeout=None):
-    """Run the CLI in a subprocess; ``timeout`` (seconds) turns a hang into a test failure."""
-    run_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    run_env.pop("DTKGUARD_POLICY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *args],
-        capture_output=True,
-        text=True,
-        env=run_env,
-        cwd=cwd,
-        timeout=timeout,
-    )
+from tests.support.cli import dtkguard
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 
 @pytest.fixture

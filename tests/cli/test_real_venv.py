@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, VENDOR_TORCH_VERSION_PY
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, VENDOR_TORCH_VERSION_PY
 from tests.support.venvs import hermetic_env, make_venv
 from tests.support.wheels import build_wheel
 

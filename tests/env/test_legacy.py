@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from dtkguard.env import environment as envs
-from tests.cli.test_cli import dtkguard
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_egg, vendor_site
+from tests.support.cli import dtkguard
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_egg, vendor_site
 
 TORCH_FILES = {"torch/__init__.py": "", "torch/version.py": COMMUNITY_TORCH_VERSION_PY}
 

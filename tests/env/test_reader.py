@@ -13,7 +13,7 @@ import pytest
 from dtkguard.env import environment as envs
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
-from tests.sitetree import add_dist, vendor_site
+from tests.support.sitetree import add_dist, vendor_site
 
 
 def test_site_folder(tmp_path):

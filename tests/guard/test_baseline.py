@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import REPO, TORCH, Guarded, _build
-from tests.sitetree import add_egg
 from tests.support.cache import PIP_VERSIONS
+from tests.support.sitetree import add_egg
 from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 

@@ -6,7 +6,7 @@ from dtkguard.env.environment import from_paths
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.verdict import judge
 from dtkguard.policy.load import load_policy
-from tests.sitetree import add_dist, vendor_site
+from tests.support.sitetree import add_dist, vendor_site
 
 
 def _plan(*items: tuple[str, str, list[str]]) -> Plan:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import dtkguard
-from tests.sitetree import vendor_site
+from tests.support.cli import dtkguard
 from tests.support.mounts import mount  # noqa: F401 - used by the tests of this folder
+from tests.support.sitetree import vendor_site
 
 #: seconds after which a run counts as hung (a FIFO read blocks forever)
 HANG = 120

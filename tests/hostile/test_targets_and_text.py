@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from tests.hostile.conftest import one_error_line, run
-from tests.sitetree import add_dist
+from tests.support.sitetree import add_dist
 
 REPO = Path(__file__).resolve().parents[2]
 

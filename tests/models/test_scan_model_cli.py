@@ -1,28 +1,19 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from modelkit import deepseek_model, write_raw
 
+from tests.support.cli import dtkguard as run_dtkguard
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def dtkguard(*args: str, cwd: Path | None = None, env: dict | None = None):
-    full = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
-    full.pop("DTKGUARD_POLICY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_dtkguard(*args, env={"PYTHONPATH": str(ROOT), **(env or {})}, cwd=cwd, timeout=120)
 
 
 def test_scan_model_exit_codes_and_json(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import dtkguard
-from tests.sitetree import add_dist, vendor_site
+from tests.support.cli import dtkguard
+from tests.support.sitetree import add_dist, vendor_site
 
 
 @pytest.fixture(autouse=True)

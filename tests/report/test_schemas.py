@@ -15,7 +15,7 @@ import pytest
 from dtkguard.report import render
 from tests.audit.conftest import run_cli
 from tests.report.test_formats import report
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "schemas"
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (test extra) is not installed")

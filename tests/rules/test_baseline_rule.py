@@ -6,8 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from tests.cli.test_cli import dtkguard
-from tests.sitetree import vendor_site
+from tests.support.cli import dtkguard
+from tests.support.sitetree import vendor_site
 
 
 def _entry(site: Path, inner_site: str, rels: list[str]) -> dict:

@@ -10,7 +10,7 @@ from dtkguard.findings import Finding, Severity
 from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import plugin_checks, run_checks
-from tests.sitetree import add_dist
+from tests.support.sitetree import add_dist
 
 
 def test_entry_point_check_runs(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from dtkguard.policy.compile import compile_policy
 from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import run_checks
-from tests.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
+from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 
 @pytest.fixture

@@ -1,0 +1,55 @@
+"""Run the dtkguard command line in tests: in a subprocess as users run it, or in this process."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+
+
+def dtkguard(*args, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess[str]:
+    """``python -m dtkguard ARGS`` in a subprocess: this process's (hermetic) environment plus
+    ``env``, no colour, no ``$DTKGUARD_POLICY``; ``timeout`` (seconds) turns a hang into a test
+    failure."""
+    run_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    run_env.pop("DTKGUARD_POLICY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "dtkguard", *args],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+def run_in_process(*args: str, env: dict[str, str] | None = None) -> Result:
+    """``dtkguard ARGS`` in this process (stdout/stderr captured, env vars applied)."""
+    from dtkguard.cli import main
+
+    saved = dict(os.environ)
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return Result(code, out.getvalue(), err.getvalue())
