@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.env.root import Root, child
-from dtkguard.policy.compiled import canonical
 from dtkguard.util.safe_read import read_head
 
 #: METADATA larger than this is read only this far (headers come first)

@@ -51,7 +51,7 @@ class Environment:
         return iter(self.dists)
 
     def get(self, name: str, group: str | None = None) -> Dist | None:
-        from dtkguard.policy.compiled import canonical
+        from dtkguard.decision import canonical
 
         key = canonical(name)
         return next(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
+from dtkguard.decision import canonical
 from dtkguard.guard.plan import Planned
 from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
-from dtkguard.policy.compiled import CompiledPolicy, canonical
+from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.policy.labels import label_of
 
 _SHOWN = 6

@@ -168,7 +168,7 @@ def requirement_name(spec: str) -> str:
     @ url`` are all ``torch``); a line that is no requirement keeps its leading word."""
     import re
 
-    from dtkguard.policy.compiled import canonical
+    from dtkguard.decision import canonical
 
     text = spec.split(" #", 1)[0].strip()
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text):

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.env.dist import Dist
 from dtkguard.env.environment import Environment
-from dtkguard.policy.compiled import canonical
 
 #: pip's (all supported versions) and uv's words when the resolver cannot satisfy the request
 _CONFLICT_MARKERS = (

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.guard.pipargs import VALUE_OPTIONS
 from dtkguard.guard.plan import Plan, Planned
-from dtkguard.policy.compiled import canonical
 
 #: uv options (global and ``uv pip``) that take a value, on top of pip's
 UV_VALUE_OPTIONS = VALUE_OPTIONS | frozenset(

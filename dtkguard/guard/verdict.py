@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.env.environment import Environment
 from dtkguard.findings import Finding, Severity
 from dtkguard.guard.plan import Plan, Planned, after_install
-from dtkguard.policy.compiled import CompiledPolicy, canonical
+from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import run_checks
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtkguard.decision import canonical
 from dtkguard.errors import InputError
-from dtkguard.policy.compiled import canonical
 
 
 @dataclass(frozen=True)

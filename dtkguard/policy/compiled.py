@@ -10,6 +10,7 @@ import fnmatch
 import re
 from dataclasses import asdict, dataclass, field
 
+from dtkguard.decision import canonical
 from dtkguard.findings import Severity
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -20,14 +21,6 @@ if TYPE_CHECKING:
 FP8_ACTIONS = ("deny", "warn", "allow")
 #: how an fp8 action maps onto a finding severity (allow: no finding)
 FP8_SEVERITY = {"deny": Severity.HIGH, "warn": Severity.MEDIUM}
-
-
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def canonical(name: str) -> str:
-    """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
-    return _SEPARATORS.sub("-", name.strip()).lower()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from dtkguard.policy.compiled import canonical
+from dtkguard.decision import canonical
 from dtkguard.policy.labels import DtkRelease
 
 Action = Literal["deny", "warn", "allow"]

@@ -11,8 +11,8 @@ from dtkguard.recover.wanted import Want
 
 def kept_dist_info(txn: Transaction, key: str, version: str) -> Path | None:
     """The original path of ``key``'s dist-info when ``txn`` kept it at ``version``."""
+    from dtkguard.decision import canonical
     from dtkguard.env.dist import parse_headers
-    from dtkguard.policy.compiled import canonical
     from dtkguard.rules.vendor import same_version
 
     if not same_version(txn.before.get(key, ""), version):

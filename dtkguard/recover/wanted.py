@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtkguard.decision import canonical
 from dtkguard.errors import InputError
-from dtkguard.policy.compiled import CompiledPolicy, canonical
+from dtkguard.policy.compiled import CompiledPolicy
 
 #: never removed, listed or not: the installer that does the restore, and dtkguard itself
 KEEP = ("pip", "dtkguard")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from dtkguard.decision import canonical
 from dtkguard.findings import Finding, Severity
-from dtkguard.policy.compiled import canonical
 from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.lock.read import read_lock
-from dtkguard.policy.compiled import canonical
 from tests.support.venvs import hermetic_env
 
 REPO = Path(__file__).resolve().parents[2]

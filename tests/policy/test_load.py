@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.decision import canonical
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compile import compile_policy
-from dtkguard.policy.compiled import canonical
 from dtkguard.policy.load import load_policy
 from dtkguard.policy.locate import bundled_names, resolve_policy_path
 
