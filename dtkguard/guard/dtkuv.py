@@ -132,8 +132,8 @@ class _Run:
             constraints = Path(tmp) / "dtkguard-constraints.txt"
             constraints.write_text(constraints_text(self.policy), encoding="utf-8")
             pins = [] if self.sub.command == "uninstall" else ["-c", str(constraints)]
-            if self.sub.has("--dry-run"):
-                return self.real([*self.args, *pins])
+            if self.sub.has("--dry-run"):  # changes nothing: no transaction
+                return run_uv(self.uv, [*self.args, *pins], self.env, capture=False).returncode
             if self.sub.command == "uninstall":
                 return self._uninstall()
             return self._install(pins)
@@ -263,5 +263,11 @@ class _Run:
         return code
 
     def real(self, args: list[str]) -> int:
-        """Run the real uv once: the only step that changes the environment."""
-        return run_uv(self.uv, args, self.env, capture=False).returncode
+        """Run the real uv once: the only step that changes the environment, journalled as one
+        transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's."""
+        from dtkguard.recover.journal import journalled
+
+        def run() -> int:
+            return run_uv(self.uv, args, self.env, capture=False).returncode
+
+        return journalled(str(self.interp.python), "dtkuv", ["dtkuv", *args], run)

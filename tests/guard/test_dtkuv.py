@@ -195,3 +195,22 @@ def test_a_target_from_uv_config_is_refused(ug: Guarded, uv_cache: Path, tmp_pat
     )  # fmt: skip
     assert proc.returncode == 2 and "--target" in proc.stderr, proc.stderr
     assert changed(before, ug.venv.snapshot()) == []
+
+
+def test_dtkuv_install_is_a_transaction_that_undo_reverts(
+    tmp_path: Path, build_guarded: Callable[..., Guarded], uv_cache: Path
+) -> None:
+    """dtkuv's one real uv run is journalled like dtkpip's: `undo` gives the previous set back."""
+    import json
+
+    g = build_guarded(tmp_path / "venv")
+    before = g.venv.installed()
+    proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    history = g.dtkguard("history", "--python", str(g.venv.python), "--json")
+    [txn] = json.loads(history.stdout)
+    assert txn["tool"] == "dtkuv" and txn["state"] == "committed"
+    assert "accelerate" in txn["after"] and "accelerate" not in txn["before"]
+    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert g.venv.installed() == before
