@@ -5,7 +5,7 @@ Two targets: the model folder, and a Hugging Face hub cache holding the same mod
 ``blobs/``, as the hub library lays them out; ``refs/main`` names the newest). Compares, in one
 run and on the same files:
   * ``dtkguard scan-model`` (the CLI, in-process: policy load, scan, rules, JSON report),
-  * the ``dtkguard.models.scan`` library call alone,
+  * the ``dtkguard.modelscan.scan`` library call alone,
   * ``safetensors.safe_open`` reading the same metadata (keys, dtypes, __metadata__),
     run with ``--safetensors-python`` (a throwaway venv with safetensors; not a dependency).
 
@@ -170,7 +170,7 @@ def worker(method: str, folder: str) -> None:
     else:
         sys.path.insert(0, str(ROOT))
         import dtkguard.cli
-        from dtkguard.models.scan import scan
+        from dtkguard.modelscan.scan import scan
     target = Path(folder)
     if (target / "refs" / "main").is_file():  # a hub cache repo: a loader reads refs/main
         target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
@@ -278,7 +278,7 @@ def main() -> int:
     for title, target in targets:
         rows = [
             ("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
-            ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib"),
+            ("dtkguard.modelscan.scan (library)", sys.executable, "dtkguard-lib"),
         ]
         if st_python:
             rows.append(("safetensors.safe_open", st_python, "safetensors"))

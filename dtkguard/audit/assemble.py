@@ -128,7 +128,7 @@ def fp8_inputs(request: AuditRequest, policy: Any, facts: dict) -> tuple[list, s
     if request.models:
         import os
 
-        from dtkguard.models.scan import scan
+        from dtkguard.modelscan.scan import scan
 
         for path in request.models:
             if not os.path.lexists(path):
@@ -141,7 +141,7 @@ def fp8_inputs(request: AuditRequest, policy: Any, facts: dict) -> tuple[list, s
         ]
         facts["model_problems"] = problem_lines(scans)
     if request.processes:
-        from dtkguard.models.serving import scan_processes
+        from dtkguard.modelscan.serving import scan_processes
 
         procs = scan_processes()
         items += procs

@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
     from dtkguard.findings import sort_key
-    from dtkguard.models.scan import scan
-    from dtkguard.models.serving import ServingProcess, parse_command, resolve_model, unresolved
+    from dtkguard.modelscan.scan import scan
+    from dtkguard.modelscan.serving import ServingProcess, parse_command, resolve_model, unresolved
     from dtkguard.policy.load import load_policy
     from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import pick_card, problem_lines, serving_findings

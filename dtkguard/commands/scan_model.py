@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
-    from dtkguard.models.bom import model_items
-    from dtkguard.models.scan import scan
+    from dtkguard.modelscan.bom import model_items
+    from dtkguard.modelscan.scan import scan
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
     from dtkguard.rules.engine import apply_exceptions

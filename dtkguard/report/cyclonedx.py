@@ -3,7 +3,7 @@
 Each distribution is a ``library`` component with a pypi purl (name normalised, ``+`` of a local
 label encoded as ``%2B``: ``pkg:pypi/torch@2.4.1%2Bdas.opt1.dtk25041``); the files of its RECORD
 are nested ``file`` components with hex SHA-256 hashes (RECORD's urlsafe base64, converted).
-Scanned models (`dtkguard.models.bom`) are ``machine-learning-model`` components whose
+Scanned models (`dtkguard.modelscan.bom`) are ``machine-learning-model`` components whose
 quantisation is given as properties. Findings are listed as ``properties`` of the component they
 are about.
 """

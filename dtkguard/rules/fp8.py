@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.models.scan import ModelScan, scan
-from dtkguard.models.serving import Request, ServingProcess
-from dtkguard.models.verdict import KIND, detect
+from dtkguard.modelscan.detect import KIND, detect
+from dtkguard.modelscan.scan import ModelScan, scan
+from dtkguard.modelscan.serving import Request, ServingProcess
 from dtkguard.policy.compiled import Fp8Rule
 from dtkguard.rules.catalog import RuleInfo
 

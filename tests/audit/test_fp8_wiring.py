@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from tests.audit.conftest import run_cli, site
-from tests.models.modelkit import deepseek_model
+from tests.modelscan.modelkit import deepseek_model
 
 
 def fake_hy_smi(bindir, series: str) -> None:

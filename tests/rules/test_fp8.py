@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from modelkit import deepseek_model, write_json, write_safetensors
 
 from dtkguard.findings import Severity
-from dtkguard.models.scan import scan
-from dtkguard.models.serving import ServingProcess, parse_command
+from dtkguard.modelscan.scan import scan
+from dtkguard.modelscan.serving import ServingProcess, parse_command
 from dtkguard.policy.compiled import CompiledPolicy, Fp8Rule
 from dtkguard.rules.fp8 import fp8_findings, pick_card
 

@@ -6,9 +6,9 @@ import tracemalloc
 
 from modelkit import deepseek_model, write_json, write_raw, write_safetensors
 
-from dtkguard.models.index import MAX_SHARDS
-from dtkguard.models.scan import scan
-from dtkguard.models.verdict import detect
+from dtkguard.modelscan.detect import detect
+from dtkguard.modelscan.index import MAX_SHARDS
+from dtkguard.modelscan.scan import scan
 
 
 def problems(folder) -> list[str]:

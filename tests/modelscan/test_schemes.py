@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from schemes import SCHEMES, Scheme
 
-from dtkguard.models.scan import scan
-from dtkguard.models.verdict import detect
+from dtkguard.modelscan.detect import detect
+from dtkguard.modelscan.scan import scan
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fp8.md"
 
@@ -115,7 +115,7 @@ def test_torch_save_checkpoints(tmp_path, zipfile):
 
 
 def _method_cases() -> list[tuple[str, set[str]]]:
-    from dtkguard.models.config import FP4_METHODS, FP8_ACT_METHODS, FP8_METHODS
+    from dtkguard.modelscan.config import FP4_METHODS, FP8_ACT_METHODS, FP8_METHODS
 
     return (
         [(m, {"fp8-weights"}) for m in sorted(FP8_METHODS)]
@@ -133,7 +133,7 @@ def test_every_quant_method_value(tmp_path, method, expect):
     )
     found = detections(scheme.build(tmp_path))
     assert set(found) == expect
-    from dtkguard.models.config import ONLINE_METHODS
+    from dtkguard.modelscan.config import ONLINE_METHODS
 
     said = "quantised at load" if method in ONLINE_METHODS else "declared by the config"
     assert all(said in d.message for d in found.values())

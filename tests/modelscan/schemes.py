@@ -3,7 +3,7 @@
 Each `Scheme` is a model folder: its config files (shaped after published checkpoints and the
 producers' own export code; the model named in ``source``) and the tensors the producer writes
 (names and dtypes; tiny shapes), written by the real writers in `modelkit`. ``expect`` is the set
-of detections `dtkguard.models.verdict.detect` must make.
+of detections `dtkguard.modelscan.detect.detect` must make.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from modelkit import (
     write_safetensors,
 )
 
-from dtkguard.models.scan import scan
-from dtkguard.models.verdict import detect
+from dtkguard.modelscan.detect import detect
+from dtkguard.modelscan.scan import scan
 
 
 def kinds(path: Path | str) -> dict[str, object]:

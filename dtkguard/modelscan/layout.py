@@ -11,7 +11,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-#: weight file format -> its file name suffixes: the one list (`dtkguard.models.scan` reads each
+#: weight file format -> its file name suffixes: the one list (`dtkguard.modelscan.scan` reads each
 #: format with its reader)
 WEIGHT_FORMATS: dict[str, tuple[str, ...]] = {
     "safetensors": (".safetensors",),

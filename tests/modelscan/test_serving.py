@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from modelkit import deepseek_model
 
-from dtkguard.models.serving import parse_command, read_process, scan_processes
+from dtkguard.modelscan.serving import parse_command, read_process, scan_processes
 
 
 def asks(argv, env=None):

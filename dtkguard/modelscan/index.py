@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from operator import methodcaller
 
-from dtkguard.models.config import ConfigError, load_json
-from dtkguard.models.dtypes import KV_SCALE_SUFFIXES
+from dtkguard.modelscan.config import ConfigError, load_json
+from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096

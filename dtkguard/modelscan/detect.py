@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtkguard.models import dtypes
-from dtkguard.models.scan import ModelScan
+from dtkguard.modelscan import dtypes
+from dtkguard.modelscan.scan import ModelScan
 
 #: detection -> the Fp8Rule kind its severity comes from
 KIND = {

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from dtkguard.models.dtypes import GGML_TYPES
+from dtkguard.modelscan.dtypes import GGML_TYPES
 
 MAX_TENSORS = 1_000_000
 MAX_KV = 100_000

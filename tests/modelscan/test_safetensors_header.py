@@ -8,8 +8,8 @@ import tracemalloc
 import pytest
 from modelkit import safetensors_header, write_raw, write_safetensors
 
-from dtkguard.models.dtypes import family
-from dtkguard.models.safetensors_header import HeaderError, read_header
+from dtkguard.modelscan.dtypes import family
+from dtkguard.modelscan.safetensors_header import HeaderError, read_header
 
 
 def test_reads_every_dtype_and_only_the_header(tmp_path):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from dtkguard.models.scan import ModelScan
-from dtkguard.models.verdict import detect
+from dtkguard.modelscan.detect import detect
+from dtkguard.modelscan.scan import ModelScan
 
 MODEL_TYPE = "machine-learning-model"
 

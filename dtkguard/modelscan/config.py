@@ -5,7 +5,7 @@ Read: ``config.json`` (``quantization_config``/``compression_config``, also nest
 ``quantization_config.json`` sidecar. Every dict of a quantisation block is visited with the role
 its position gives it (weights, activations, KV cache), so that an int4-weight, FP8-activation
 scheme (compressed-tensors W4AFP8, ModelOpt ``W4A8_AWQ``) is told apart from FP8 weights. The
-config is a hint; the tensor dtypes are the ground truth (see ``scan`` and ``verdict``). The
+config is a hint; the tensor dtypes are the ground truth (see ``scan`` and ``detect``). The
 fields read, per producer, are listed in docs/fp8.md.
 """
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import methodcaller
 
-from dtkguard.models import dtypes
-from dtkguard.models.config import (
+from dtkguard.modelscan import dtypes
+from dtkguard.modelscan.config import (
     ConfigError,
     QuantConfig,
     classify_config,
@@ -22,11 +22,11 @@ from dtkguard.models.config import (
     is_mla,
     load_json,
 )
-from dtkguard.models.gguf import GgufError, read_gguf
-from dtkguard.models.index import IndexInfo, read_index
-from dtkguard.models.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
-from dtkguard.models.pickle_globals import PickleScanError, read_globals
-from dtkguard.models.safetensors_header import HeaderError, SafetensorsHeader, read_header
+from dtkguard.modelscan.gguf import GgufError, read_gguf
+from dtkguard.modelscan.index import IndexInfo, read_index
+from dtkguard.modelscan.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
+from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals
+from dtkguard.modelscan.safetensors_header import HeaderError, SafetensorsHeader, read_header
 
 MARKER_TENSORS = ("scaled_fp8",)
 
