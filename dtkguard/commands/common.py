@@ -136,7 +136,7 @@ def open_target(args: argparse.Namespace):
     from dtkguard.env import environment as envs
 
     if getattr(args, "pid", None):
-        from dtkguard.env.procfs import from_pid
+        from dtkguard.env.process_target import from_pid
 
         return from_pid(args.pid)
     if getattr(args, "container", None):

@@ -59,7 +59,7 @@ def container_pid(name: str) -> tuple[int, str]:
 
 def from_container(name: str, proc_root: str = "/proc"):
     """The Environment of a running container, through its main process."""
-    from dtkguard.env.procfs import from_pid
+    from dtkguard.env.process_target import from_pid
 
     pid, runtime = container_pid(name)
     return from_pid(pid, {"kind": "container", "container": name, "runtime": runtime}, proc_root)

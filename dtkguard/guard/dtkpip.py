@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.guard import override as overrides
-from dtkguard.guard.compiled import constraints_text, read_policy_json
+from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
 from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
@@ -75,9 +75,9 @@ def main(argv: list[str]) -> int:
 def _uninstall(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    from dtkguard.guard.explain import render_removal
     from dtkguard.guard.tools import DTKPIP
     from dtkguard.guard.verdict import vendor_removals
+    from dtkguard.guard.veto_text import render_removal
 
     vendor = vendor_removals(uninstall_names(cmd), policy)
     env = dict(os.environ)
@@ -141,8 +141,8 @@ def _install(
         verdict = judge(before, plan, policy, interp.purelib)
         command = "pip " + shlex.join(pip_args)
         if verdict.blocked and not reason:
-            from dtkguard.guard.explain import render
             from dtkguard.guard.instead import suggestions
+            from dtkguard.guard.veto_text import render
 
             instead = suggestions(verdict, policy, interp.python, cmd, constraints, env)
             _say(render(verdict, policy, command, instead, failed_with_pins))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from dtkguard.errors import InputError
 from dtkguard.guard import override as overrides
-from dtkguard.guard.compiled import constraints_text
 from dtkguard.guard.dtkpip import load_guard_policy
+from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan
 from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
@@ -174,8 +174,8 @@ class _Run:
 
         verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
         if verdict.blocked and not self.reason:
-            from dtkguard.guard.explain import render
             from dtkguard.guard.instead import suggestions
+            from dtkguard.guard.veto_text import render
 
             def probe(args: list[str]) -> Plan:
                 cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
@@ -205,8 +205,8 @@ class _Run:
         return self.real([*self.args, *pins])
 
     def _uninstall(self) -> int:
-        from dtkguard.guard.explain import render_removal
         from dtkguard.guard.verdict import vendor_removals
+        from dtkguard.guard.veto_text import render_removal
 
         plan = uv_dry_run(self.uv, [*self.args, "--dry-run"], self.env, set())
         if not plan.ok:

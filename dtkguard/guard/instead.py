@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.decision import canonical
-from dtkguard.guard.explain import requirements_on
 from dtkguard.guard.pipargs import REQUIREMENT_OPTIONS, PipCommand
 from dtkguard.guard.plan import Plan, dry_run
 from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
+from dtkguard.guard.veto_text import requirements_on
 from dtkguard.policy.compiled import CompiledPolicy
 
 #: at most this many extra dry runs to find alternatives

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
-from dtkguard.guard.compiled import constraints_text, hook_json
+from dtkguard.guard.hook_policy import constraints_text, hook_json
 from dtkguard.guard.target import Interpreter
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy

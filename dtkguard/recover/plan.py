@@ -62,7 +62,7 @@ def _planned(dist: Dist) -> Any:
 
 def describe(dist: Dist, policy: CompiledPolicy) -> str:
     """``torch 2.7.0 (a community CUDA build)``: the words of dtkpip's veto."""
-    from dtkguard.guard.explain import describe as explain
+    from dtkguard.guard.veto_text import describe as explain
 
     text = explain(_planned(dist), policy)
     if dist.path.name.endswith(".egg-info"):

@@ -167,7 +167,7 @@ def resolve(
         except ResolutionImpossible as exc:
             if not explain:
                 raise Unsatisfiable([], reporter.rounds) from None
-            from dtkguard.resolve.explain import explain_conflict
+            from dtkguard.resolve.conflict import explain_conflict
 
             lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds, trial)
             raise Unsatisfiable(lines, reporter.rounds) from None
