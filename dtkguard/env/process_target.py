@@ -81,61 +81,14 @@ def _maps(proc: str) -> tuple[str | None, list[str]]:
 
 def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: str = "/proc"):
     """The Environment of process ``pid``; `TargetError` (exit 3) when it cannot be read."""
-    try:
-        pid = int(pid)
-        if pid <= 0:
-            raise ValueError
-    except ValueError:
-        raise TargetError(f"not a process id: {pid}") from None
+    pid = _pid(pid)
     proc = f"{proc_root}/{pid}"
-    if not os.path.isdir(proc):
-        raise TargetError(f"no such process: {pid}")
-    root = Root(f"{proc}/root")
-    try:
-        os.listdir(root.path)
-    except PermissionError:
-        raise TargetError(
-            f"cannot read process {pid}: permission denied on {root.path} "
-            "(run as its user or as root)"
-        ) from None
-    except OSError as exc:
-        raise TargetError(f"cannot read process {pid}: {exc.strerror or exc}") from None
+    root = _readable_root(proc, pid)
     environ = procfiles.environ(proc) or {}
     cwd = procfiles.link(proc, "cwd") or "/"
     libver, mapped_sites = _maps(proc)
-    prefix = python = version = None
-    for exe in _interpreters(proc, cwd, environ):
-        name = os.path.basename(exe)
-        match = _PY_NAME.match(name)
-        if not match:
-            continue
-        candidate = os.path.dirname(os.path.dirname(exe)) or "/"
-        try:
-            if not root.resolve(exe).exists():
-                continue
-        except (ConfinementError, OSError):
-            continue
-        cfg = _cfg(root, candidate)
-        hint = (cfg or {}).get("version_info") or (cfg or {}).get("version") or match.group(1)
-        hint = ".".join(hint.split(".")[:2]) if hint and "." in hint else libver
-        versions = _versions(root, candidate, hint)
-        if versions:
-            prefix, python, version = candidate, exe, versions[0]
-            break
-    sites: list[str] = []
-    for entry in environ.get("PYTHONPATH", "").split(":"):
-        if entry.startswith("/"):
-            sites.append(entry)
-    if prefix and version:
-        cfg = _cfg(root, prefix)
-        sites.append(f"{prefix}/lib/python{version}/site-packages")
-        if cfg is not None:
-            if cfg.get("include-system-site-packages", "").lower() == "true" and cfg.get("home"):
-                base = os.path.dirname(cfg["home"].rstrip("/")) or "/"
-                sites += _base_sites(base, version)
-        else:
-            sites += _base_sites(prefix, version)[1:]
-    sites += [s for s in mapped_sites if s not in sites]
+    prefix, python, version = _interpreter(root, proc, cwd, environ, libver)
+    sites = _sites(root, environ, prefix, version, mapped_sites)
     if not sites:
         raise TargetError(
             f"process {pid} does not look like a Python process (no interpreter found)"
@@ -158,6 +111,80 @@ def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: st
         if host.is_dir():
             found.append((host, ""))
     return _collect(Environment(label, root, []), found)
+
+
+def _pid(pid: int | str) -> int:
+    try:
+        number = int(pid)
+        if number <= 0:
+            raise ValueError
+    except ValueError:
+        raise TargetError(f"not a process id: {pid}") from None
+    return number
+
+
+def _readable_root(proc: str, pid: int) -> Root:
+    """The process's root filesystem, or `TargetError` naming why it cannot be listed."""
+    if not os.path.isdir(proc):
+        raise TargetError(f"no such process: {pid}")
+    root = Root(f"{proc}/root")
+    try:
+        os.listdir(root.path)
+    except PermissionError:
+        raise TargetError(
+            f"cannot read process {pid}: permission denied on {root.path} "
+            "(run as its user or as root)"
+        ) from None
+    except OSError as exc:
+        raise TargetError(f"cannot read process {pid}: {exc.strerror or exc}") from None
+    return root
+
+
+def _interpreter(
+    root: Root, proc: str, cwd: str, environ: dict[str, str], libver: str | None
+) -> tuple[str | None, str | None, str | None]:
+    """(prefix, interpreter, X.Y) of the first candidate interpreter that exists in the root
+    and has a ``lib/pythonX.Y``; Nones when none does."""
+    for exe in _interpreters(proc, cwd, environ):
+        match = _PY_NAME.match(os.path.basename(exe))
+        if not match:
+            continue
+        candidate = os.path.dirname(os.path.dirname(exe)) or "/"
+        try:
+            if not root.resolve(exe).exists():
+                continue
+        except (ConfinementError, OSError):
+            continue
+        cfg = _cfg(root, candidate)
+        hint = (cfg or {}).get("version_info") or (cfg or {}).get("version") or match.group(1)
+        hint = ".".join(hint.split(".")[:2]) if hint and "." in hint else libver
+        versions = _versions(root, candidate, hint)
+        if versions:
+            return candidate, exe, versions[0]
+    return None, None, None
+
+
+def _sites(
+    root: Root,
+    environ: dict[str, str],
+    prefix: str | None,
+    version: str | None,
+    mapped_sites: list[str],
+) -> list[str]:
+    """Inner paths of the process's site folders: ``$PYTHONPATH``, the prefix's site-packages
+    (and the base's, for a venv that includes them), then those ``/proc/N/maps`` shows."""
+    sites = [e for e in environ.get("PYTHONPATH", "").split(":") if e.startswith("/")]
+    if prefix and version:
+        cfg = _cfg(root, prefix)
+        sites.append(f"{prefix}/lib/python{version}/site-packages")
+        if cfg is not None:
+            if cfg.get("include-system-site-packages", "").lower() == "true" and cfg.get("home"):
+                base = os.path.dirname(cfg["home"].rstrip("/")) or "/"
+                sites += _base_sites(base, version)
+        else:
+            sites += _base_sites(prefix, version)[1:]
+    sites += [s for s in mapped_sites if s not in sites]
+    return sites
 
 
 def _base_sites(prefix: str, version: str) -> list[str]:
