@@ -188,18 +188,30 @@ class _Planner:
     def plan(
         self, dist: Dist, owner: int, jobs: list[Job], issues: list[Issue], out: Verification
     ) -> None:
-        name, version = dist.key, dist.version
-        record_path = dist.record
+        """Append the hashing jobs of ``dist``'s RECORD rows to ``jobs``, its issues to
+        ``issues``."""
         where = dist.location
+        record_inner = f"{where}/RECORD" if dist.record is not None else where
 
         def issue(kind: str, path: str, detail: str, **evidence: Any) -> None:
-            issues.append(Issue(kind, name, version, path, record_inner, detail, evidence))
+            issues.append(Issue(kind, dist.key, dist.version, path, record_inner, detail, evidence))
 
-        record_inner = f"{where}/RECORD"
-        if record_path is None:
-            record_inner = where
-            issue("no-record", where, "no RECORD (egg-info or distutils install)")
+        if not self._verifiable(dist, issue):
             return
+        text = self._record_text(dist, record_inner, issue)
+        if text is None:
+            return
+        hashless, malformed, hexrows = self._plan_rows(dist, text, owner, jobs, issue, out)
+        self._row_issues(hashless, malformed, hexrows, record_inner, issue)
+
+    @staticmethod
+    def _verifiable(dist: Dist, issue: Callable[..., None]) -> bool:
+        """Whether ``dist`` has a RECORD worth reading; the issue of why not (and of an
+        editable install, whose RECORD is read all the same)."""
+        where = dist.location
+        if dist.record is None:
+            issue("no-record", where, "no RECORD (egg-info or distutils install)")
+            return False
         direct = dist.direct_url or {}
         if isinstance(direct.get("dir_info"), dict) and direct["dir_info"].get("editable"):
             issue(
@@ -215,18 +227,33 @@ class _Planner:
                 "no INSTALLER: a distro-owned package (its RECORD is not reliable after "
                 "stripping); verify it with dpkg --verify or rpm -V",
             )
-            return
+            return False
+        return True
+
+    @staticmethod
+    def _record_text(dist: Dist, record_inner: str, issue: Callable[..., None]) -> str | None:
         try:
-            data = read_capped(record_path, RECORD_LIMIT, what="RECORD", follow=False)
+            data = read_capped(dist.record, RECORD_LIMIT, what="RECORD", follow=False)
         except TooLarge as exc:  # not "malformed rows": the file was not read to its end
             issue("unreadable", record_inner, f"{exc}: not verified")
-            return
+            return None
         except OSError as exc:
             issue("unreadable", record_inner, f"cannot read RECORD: {reason(exc)}")
-            return
+            return None
+        return data.decode("utf-8", "replace")
+
+    def _plan_rows(
+        self,
+        dist: Dist,
+        text: str,
+        owner: int,
+        jobs: list[Job],
+        issue: Callable[..., None],
+        out: Verification,
+    ) -> tuple[list[str], int, int]:
+        """A job per hashed row; (hashless paths, malformed rows, hex-digest rows)."""
         site_inner = self.root.inner(dist.site)
         prefix = prefix_of(site_inner)
-        text = data.decode("utf-8", "replace")
         hashless: list[str] = []
         malformed = 0
         hexrows = 0
@@ -270,6 +297,16 @@ class _Planner:
             size = int(size_field) if size_field.isdigit() else None
             script = not under(inner, site_inner)
             jobs.append(Job(located[0], algo, digest, size, owner, inner, script, located[1]))
+        return hashless, malformed, hexrows
+
+    def _row_issues(
+        self,
+        hashless: list[str],
+        malformed: int,
+        hexrows: int,
+        record_inner: str,
+        issue: Callable[..., None],
+    ) -> None:
         if hashless:
             issue(
                 "hashless",
