@@ -5,15 +5,7 @@ DIR=${DTKGUARD_SLURM_DIR:-/tmp/dtkguard-slurm}
 [ -f "$DIR/started" ] || { echo "slurm-down: nothing started in $DIR"; exit 0; }
 
 stop() { # name pidfile
-    [ -f "$2" ] || return 0
-    pid=$(cat "$2")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid"
-        for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-        echo "slurm-down: stopped $1 (pid $pid)"
-    fi
-    rm -f "$2"
+    sh "$(dirname "$0")/stop-pidfile.sh" "$1" "$2"
 }
 
 for node in n2 n1; do

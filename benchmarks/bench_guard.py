@@ -8,7 +8,9 @@
    added cost <= 1 ms).
 3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
-3. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
+4. ``dtkuv pip install torch`` (already satisfied: one uv dry run, no second uv) against
+   ``uv pip install torch`` of the same venv.
+5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
    venv.
@@ -31,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.cache import PIP_VERSIONS  # noqa: E402
+from tests.support.cache import PIP_VERSIONS, uv_binary  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 from tests.support.wheels import build_wheel  # noqa: E402
@@ -84,6 +86,21 @@ def bench_import(plain: Path, guarded: Path, env: dict[str, str], runs: int) -> 
         f"import torch     plain {a_ms:7.3f} ms   tripwire {b_ms:7.3f} ms   "
         f"added {b_ms - a_ms:+.3f} ms   ratio {b_ms / a_ms:.2f}   (median of {runs})"
     )
+    # the tripwire alone, as `import torch` runs it first: import the module, read
+    # tripwire.txt, stat the files, look the module up on sys.path
+    code = (
+        "import sys,time;f=[f for f in sys.meta_path if getattr(f,'_dtkguard',0)][0];"
+        "t=time.perf_counter_ns();f.find_spec('torch');print((time.perf_counter_ns()-t)/1e6)"
+    )
+    alone = [
+        float(
+            subprocess.run(
+                [str(guarded), "-c", code], env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+    print(f"  tripwire alone {statistics.median(alone):7.3f} ms   (budget 1 ms, median of {runs})")
 
 
 def main() -> int:
@@ -119,7 +136,8 @@ def main() -> int:
         for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
             venv.pip("install", "--no-index", "--no-deps", str(big_torch))
         dtk = [sys.executable, "-m", "dtkguard"]
-        denv = {**env, "PYTHONPATH": str(REPO)}
+        # guard install records the guarded venv in a state dir: the benchmark's own
+        denv = {**env, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(base / "state")}
         subprocess.run(
             [*dtk, "guard", "install", "--python", str(guarded.python)],
             env=denv,
@@ -150,6 +168,14 @@ def main() -> int:
         print(
             f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
             f"ratio {dtkpip_ms / pip_ms:.2f}"
+        )
+        uenv = {**env, "UV_CACHE_DIR": str(base / "uv-cache")}
+        ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
+        uv_ms = _time([uv_binary(), *ureq], uenv, args.pip_runs)
+        dtkuv_ms = _time([*dtk, "uv", *ureq], {**denv, **uenv}, args.pip_runs)
+        print(
+            f"install torch (satisfied)   uv  {uv_ms:7.1f} ms   dtkuv  {dtkuv_ms:7.1f} ms   "
+            f"ratio {dtkuv_ms / uv_ms:.2f}"
         )
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
         a, b = [], []

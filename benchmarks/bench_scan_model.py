@@ -1,6 +1,9 @@
 """Benchmark: scan a DeepSeek-V3-shaped FP8 checkpoint (163 full-size sparse shards).
 
-Compares, in one run and on the same folder:
+Two targets: the model folder, and a Hugging Face hub cache holding the same model as
+``models--deepseek-ai--DeepSeek-V3`` with ``--snapshots`` revisions (snapshots are symlinks into
+``blobs/``, as the hub library lays them out; ``refs/main`` names the newest). Compares, in one
+run and on the same files:
   * ``dtkguard scan-model`` (the CLI, in-process: policy load, scan, rules, JSON report),
   * the ``dtkguard.models.scan`` library call alone,
   * ``safetensors.safe_open`` reading the same metadata (keys, dtypes, __metadata__),
@@ -11,12 +14,16 @@ read are the ``rchar`` delta of ``/proc/self/io`` around the work (mmap page-ins
 ``rchar``; the ``minflt`` column shows them). Shards are sparse: ~4.2 GB apparent each, a
 few hundred KB on disk.
 
-    python benchmarks/bench_scan_model.py --safetensors-python VENV/bin/python [--dir DIR]
+    python benchmarks/bench_scan_model.py [--safetensors-python PY] [--repeat N] [--dir DIR]
+
+``--safetensors-python`` defaults to this interpreter when it can import safetensors (the
+``test`` extra installs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -128,6 +135,25 @@ def build(folder: Path) -> int:
     return total
 
 
+def build_cache(base: Path, folder: Path, snapshots: int) -> tuple[Path, Path]:
+    """A hub cache with ``snapshots`` revisions of ``folder``; returns (repo, main snapshot)."""
+    repo = base / "hub" / "models--deepseek-ai--DeepSeek-V3"
+    blobs = repo / "blobs"
+    blobs.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in folder.iterdir())
+    for i, name in enumerate(names):
+        os.link(folder / name, blobs / f"{i:064x}")  # hard link: no copy of the sparse shards
+    revs = [f"{k:040x}" for k in range(1, snapshots + 1)]
+    for rev in revs:
+        snap = repo / "snapshots" / rev
+        snap.mkdir(parents=True)
+        for i, name in enumerate(names):
+            os.symlink(f"../../blobs/{i:064x}", snap / name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revs[-1])
+    return repo, repo / "snapshots" / revs[-1]
+
+
 def _io() -> dict[str, int]:
     out = {}
     with open("/proc/self/io") as fh:
@@ -145,7 +171,10 @@ def worker(method: str, folder: str) -> None:
         sys.path.insert(0, str(ROOT))
         import dtkguard.cli
         from dtkguard.models.scan import scan
-    files = sorted(str(p) for p in Path(folder).glob("*.safetensors"))
+    target = Path(folder)
+    if (target / "refs" / "main").is_file():  # a hub cache repo: a loader reads refs/main
+        target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
+    files = sorted(str(p) for p in target.glob("*.safetensors"))
     io0, flt0, t0 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
     tensors = 0
     if method == "safetensors":
@@ -210,7 +239,8 @@ def main() -> int:
     ap.add_argument("--worker", nargs=2, metavar=("METHOD", "DIR"), help=argparse.SUPPRESS)
     ap.add_argument("--dir", help="where to build the model (default: a temporary folder)")
     ap.add_argument("--safetensors-python", help="a python with safetensors installed")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per method (median); default 1")
+    ap.add_argument("--snapshots", type=int, default=50, help="revisions in the hub cache")
     ap.add_argument("--keep", action="store_true", help="keep the built folder")
     args = ap.parse_args()
     if args.worker:
@@ -234,27 +264,39 @@ def main() -> int:
         f"headers {headers / 1e6:.2f} MB, index "
         f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB"
     )
-    rows = [
-        ("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
-        ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib"),
-    ]
-    if args.safetensors_python:
-        rows.append(("safetensors.safe_open", args.safetensors_python, "safetensors"))
-    results = [(label, run(py, m, folder, args.repeat)) for label, py, m in rows]
-    ref = results[-1][1] if args.safetensors_python else results[0][1]
+    t0 = time.perf_counter()
+    repo, _ = build_cache(base, folder, args.snapshots)
+    links = sum(1 for _ in (repo / "snapshots").rglob("*"))
     print(
-        f"\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
-        f"{'minflt':>8} {'time x':>7} {'bytes x':>8}"
+        f"built a hub cache in {time.perf_counter() - t0:.1f}s: {args.snapshots} snapshots of "
+        f"the model, {links:,} entries (symlinks into blobs/)"
     )
-    for label, r in results:
+    st_python = args.safetensors_python
+    if st_python is None and importlib.util.find_spec("safetensors") is not None:
+        st_python = sys.executable
+    targets = (("model folder", folder), (f"hub cache repo, {args.snapshots} snapshots", repo))
+    for title, target in targets:
+        rows = [
+            ("dtkguard scan-model (CLI)", sys.executable, "dtkguard-cli"),
+            ("dtkguard.models.scan (library)", sys.executable, "dtkguard-lib"),
+        ]
+        if st_python:
+            rows.append(("safetensors.safe_open", st_python, "safetensors"))
+        results = [(label, run(py, m, target, args.repeat)) for label, py, m in rows]
+        ref = results[-1][1] if st_python else results[0][1]
         print(
-            f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
-            f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
-            f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
+            f"\n{title}\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
+            f"{'minflt':>8} {'time x':>7} {'bytes x':>8}"
         )
+        for label, r in results:
+            print(
+                f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
+                f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
+                f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
+            )
     print(
-        f"\n(ratios relative to {results[-1][0] if args.safetensors_python else results[0][0]};"
-        f" headers total {headers:,} bytes; median of {args.repeat} runs)"
+        f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; "
+        f"{'single run' if args.repeat == 1 else f'median of {args.repeat} runs'} per method)"
     )
     if not args.keep and not args.dir:
         shutil.rmtree(base)

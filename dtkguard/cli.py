@@ -26,7 +26,9 @@ COMMANDS: dict[str, str] = {
     "exec": "exec_",
     "report": "report",
     "pip": "pip",
+    "uv": "uv",
     "guard": "guard",
+    "doctor": "doctor",
 }
 
 
@@ -39,7 +41,12 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; when ``argv`` names a command, only that command's module is imported."""
-    parser = _Parser(prog="dtkguard", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="dtkguard",
+        description="Keep Hygon DCU (DTK/DAS) Python environments intact: guard pip and uv, "
+        "lock images under a policy, audit environments and fleets for drift, tampering, CUDA "
+        "builds and FP8 models.",
+    )
     parser.add_argument("--version", action="version", version=f"dtkguard {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -72,3 +79,9 @@ def dtkpip_main(argv: Sequence[str] | None = None) -> int:
     """`dtkpip ARGS...` is `dtkguard pip ARGS...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return main(["pip", *argv])
+
+
+def dtkuv_main(argv: Sequence[str] | None = None) -> int:
+    """`dtkuv ARGS...` is `dtkguard uv ARGS...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return main(["uv", *argv])

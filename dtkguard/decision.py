@@ -325,7 +325,8 @@ def _hex(digest):
 
 def baseline_build(baseline, name, version, record_sha256=None, files=None, wheel_sha256=None):
     """Is (name, version) with these digests the vendor build the baseline of `guard install`
-    recorded? ``record_sha256``: hex sha256 of an installed RECORD; ``files``: {RECORD path:
+    recorded? ``record_sha256``: hex sha256 of an installed RECORD (or its build digest,
+    `dtkguard.guard.baseline.record_digest`); ``files``: {RECORD path:
     hex sha256 or ``sha256=...``}: every file outside the dist-info (``.pyc`` and scripts
     aside) must be the baseline's, no more, no fewer; ``wheel_sha256``: the wheel's hash,
     matched against the lock's hashes. None when the baseline has no vendor build of that name
@@ -335,7 +336,8 @@ def baseline_build(baseline, name, version, record_sha256=None, files=None, whee
         return None
     verdicts = []
     if record_sha256 is not None:
-        verdicts.append(str(record_sha256).lower() == entry["record"]["sha256"])
+        record = entry["record"]  # the RECORD file's sha256, or its build digest
+        verdicts.append(str(record_sha256).lower() in (record["sha256"], record.get("digest")))
     if files is not None:
         mine = {r: f["sha256"] for r, f in entry["files"].items() if comparable(r)}
         theirs = {r: _hex(d) for r, d in files.items() if comparable(r)}

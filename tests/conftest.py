@@ -18,6 +18,8 @@ when the offline wheel cache is missing.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +42,8 @@ COMMUNITY_REPORTS = ("vllm085", "vllm092", "hfstack")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # `guard install` records guarded interpreters under $XDG_STATE_HOME: never the user's
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dtkguard-test-state-")
     config.addinivalue_line(
         "markers", "wheel_cache: needs the offline wheel cache (python tests/prepare.py)"
     )

@@ -14,12 +14,38 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.cache import BUILD_REQUIREMENTS, MATRIX_PIP_VERSIONS, PIP_VERSIONS, cache_path
+from tests.support.cache import (
+    BUILD_REQUIREMENTS,
+    IMAGE_PLATFORMS,
+    IMAGE_PYTHONS,
+    MATRIX_PIP_VERSIONS,
+    PIP_VERSIONS,
+    cache_path,
+)
 
 
 def _present(dest: Path, name: str, version: str | None) -> bool:
     pattern = f"{name}-{version}-*.whl" if version else f"{name}-*.whl"
     return any(dest.glob(pattern))
+
+
+def _image_wheels(dest: Path, *, refresh: bool) -> None:
+    """dtkguard's runtime dependencies for each image Python of the Docker recipe."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    deps = [r for r in requires("dtkguard") or [] if not Requirement(r).marker]
+    for py in IMAGE_PYTHONS:
+        done = dest / f".complete-{py}"
+        if done.exists() and not refresh:
+            print(f"have dtkguard's dependencies for Python {py}")
+            continue
+        print(f"fetching dtkguard's dependencies for Python {py}", flush=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--dest", str(dest)]
+        cmd += ["--python-version", py, *(f"--platform={p}" for p in IMAGE_PLATFORMS), *deps]
+        subprocess.run(cmd, check=True)
+        done.write_text("")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
         cmd += ["--dest", str(dest), spec]
         subprocess.run(cmd, check=True)
+    _image_wheels(dest / "image", refresh=args.refresh)
     print(f"wheel cache ready: {dest}")
     return 0
 

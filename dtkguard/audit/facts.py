@@ -81,12 +81,20 @@ def card_series() -> list[str]:
         return []
 
 
-def device_facts(root: Root, environ: dict[str, str] | None = None, live: bool = True) -> dict:
-    """Every device fact of a target; ``live=False`` for an unpacked image (no cards there)."""
+def device_facts(
+    root: Root,
+    environ: dict[str, str] | None = None,
+    live: bool = True,
+    cards: list[str] | None = None,
+) -> dict:
+    """Every device fact of a target; ``live=False`` for an unpacked image (no cards there).
+
+    ``cards``: the card series when the caller already read them (hy-smi runs once).
+    """
     facts: dict[str, Any] = {"dtk": dtk_release(root)}
     facts["hyhal"] = os.path.isdir(root.path / "opt" / "hyhal")
     if live:
-        facts["cards"] = card_series()
+        facts["cards"] = card_series() if cards is None else cards
         facts["gfx"] = gfx_archs()
     env = os.environ if environ is None else environ
     facts["visible_devices"] = {k: env[k] for k in DEVICE_VARS if k in env}

@@ -13,9 +13,11 @@ import sys
 from dtkguard.commands.common import (
     add_policy_option,
     add_report_options,
+    add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    stack_inputs,
 )
 
 
@@ -23,7 +25,9 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="audit an environment: drift, tampered files, device facts, FP8",
-        description=__doc__,
+        description="Audit a target in depth: drift against a lock, installed files against "
+        "their RECORD (--verify-files), the DTK and cards, FP8 models (--models) and FP8 "
+        "serving processes (--processes). Every format; cyclonedx gives an SBOM.",
     )
     add_target_options(parser)
     add_policy_option(parser)
@@ -45,6 +49,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument(
         "--processes", action="store_true", help="scan running serving processes for FP8 requests"
     )
+    add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
 
@@ -86,12 +91,13 @@ def run(args: argparse.Namespace) -> int:
     env.target = target
     pid = target.get("pid")
     live = target.get("kind") != "root"
-    facts = {
-        "dists": len(env.dists),
-        "sites": [env.root.inner(s) for s in env.sites],
-        "device": device_facts(env.root, process_environ(pid) if pid else None, live=live),
-    }
-    extra: dict = {"device": facts["device"]}
+    extra: dict = stack_inputs(args, env, run_hy_smi=live)
+    stack = extra["stack"]
+    series = [c.series for c in stack.cards or [] if c.series]  # hy-smi already ran, if any
+    device = device_facts(env.root, process_environ(pid) if pid else None, live, series)
+    device["stack"] = stack.to_json()
+    facts = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
+    facts["device"] = extra["device"] = device
     if lock is not None:
         extra["lock"] = lock
         facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}
@@ -103,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         facts["verification"] = result.summary()
     if args.models or args.processes:
         extra["fp8"], extra["card"] = fp8_inputs(args, policy, facts)
-    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS))
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
     rules = [r for r in RULES if not r.startswith("fp")]
     if not lock:
         rules = [r for r in rules if not r.startswith("drift")]
@@ -125,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         rules=rules,
         facts=facts,
         inventory=inventory,
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)
 

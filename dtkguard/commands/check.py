@@ -7,19 +7,26 @@ import argparse
 from dtkguard.commands.common import (
     add_policy_option,
     add_report_options,
+    add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    stack_inputs,
 )
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
-        name, help="check an environment against the policy", description=__doc__
+        name,
+        help="check an environment against the policy",
+        description="Does the target still hold the vendor builds its policy names, and nothing "
+        "the policy denies? The build gate of Dockerfiles and CI: exit 1 on findings at or above "
+        "--fail-on.",
     )
     add_target_options(parser)
     add_policy_option(parser)
     parser.add_argument("--lock", metavar="L", help="also report drift against a PEP 751 lock")
+    add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
 
@@ -39,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
 
         lock = read_lock(args.lock)
     env = open_target(args)
-    families = ENVIRONMENT_CHECKS + (("drift",) if lock else ())
-    findings = run_checks(CheckContext(env, policy, extra={"lock": lock}), families)
+    families = ENVIRONMENT_CHECKS + ("stack",) + (("drift",) if lock else ())
+    extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), families, timings=timings)
     skip = ("file", "fp", "record") + (() if lock else ("drift",))
     rules = [r for r in RULES if not r.startswith(skip)]
     report = Report(
@@ -51,5 +60,6 @@ def run(args: argparse.Namespace) -> int:
         warnings=env.warnings,
         rules=rules,
         facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
+        timings=timings,
     )
     return emit(report, args.format, args.output, fail_on=threshold)

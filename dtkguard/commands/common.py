@@ -25,12 +25,61 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_passthrough(
+    sub: argparse._SubParsersAction, name: str, help: str, description: str, run
+) -> None:
+    """A command that takes every argument as its own (dtkpip's and dtkuv's), ``--help`` too."""
+    parser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+        prefix_chars="\0",
+    )
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    parser.set_defaults(run=run)
+
+
+def add_stack_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the stack below Python (DTK, driver, cards)")
+    group.add_argument(
+        "--hy-smi-output",
+        metavar="FILE",
+        help="recorded hy-smi output to read the cards and driver from (instead of hy-smi)",
+    )
+    group.add_argument(
+        "--expect-devices",
+        action="store_true",
+        help="the target should use DCUs: report device-unreachable when it cannot",
+    )
+
+
+def stack_inputs(args: argparse.Namespace, env, *, run_hy_smi: bool) -> dict:
+    """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
+    from dtkguard.audit.stack import stack_facts
+
+    live = env.target.get("kind") != "root"
+    recorded = getattr(args, "hy_smi_output", None)
+    facts = stack_facts(env, live=live, hy_smi_output=recorded, run_hy_smi=run_hy_smi)
+    return {"stack": facts, "expect_devices": bool(getattr(args, "expect_devices", False))}
+
+
 def add_policy_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
         metavar="P",
         help="policy file or bundled name (default: $DTKGUARD_POLICY, "
         "/etc/dtkguard/policy.toml, dtk-25.04.1)",
+    )
+
+
+def add_fail_on_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fail-on",
+        default="high",
+        metavar="SEV",
+        help="exit 1 on findings at or above SEV (critical|high|medium|low|info; default high)",
     )
 
 
@@ -44,12 +93,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="output format (default: table)",
     )
-    parser.add_argument(
-        "--fail-on",
-        default="high",
-        metavar="SEV",
-        help="exit 1 on findings at or above SEV (critical|high|medium|low|info; default high)",
-    )
+    add_fail_on_option(parser)
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
 
 

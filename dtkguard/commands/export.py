@@ -8,7 +8,10 @@ import sys
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     p = sub.add_parser(
-        name, help="export a lock as constraints or hashed requirements", description=__doc__
+        name,
+        help="export a lock as constraints or hashed requirements",
+        description="Write a PEP 751 lock as pip/uv constraints (-c) or as requirements with "
+        "--hash lines (--require-hashes).",
     )
     p.add_argument("kind", choices=("constraints", "requirements"))
     p.add_argument("lock", metavar="LOCK")

@@ -2,16 +2,18 @@
 
 install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
 and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
-constraint-dependencies and vendor index to uv's config; --externally-managed adds a PEP 668
-marker (base and conda interpreters only). install also records the env's baseline (every
-dist, and each vendor build's RECORD digest and files; --lock adds the lock's wheel hashes)
-and installs the import tripwire. status shows each layer as present, absent or
+constraint-dependencies and vendor index to uv's config and a `uv` shim to the environment's
+bin/ (first on PATH when it is active) that runs uv through dtkuv; --externally-managed
+adds a PEP 668 marker (base and conda interpreters only). install also records the env's
+baseline (every dist, and each vendor build's RECORD digest and files; --lock adds the lock's
+wheel hashes) and installs the import tripwire. status shows each layer as present, absent or
 stale against the policy; remove undoes exactly what install wrote.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option
@@ -21,13 +23,19 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="install, show or remove the pip/uv guard of an interpreter",
-        description=__doc__,
+        description="install: guard an interpreter so that plain pip, python -m pip, pip "
+        "uninstall (and with --uv, uv) refuse what would clobber its vendor builds. status: "
+        "each layer as present, absent or stale. remove: undo exactly what install wrote.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", choices=("install", "status", "remove"))
     parser.add_argument("--python", metavar="PY", help="the interpreter (default: the active env)")
     add_policy_option(parser)
-    parser.add_argument("--uv", action="store_true", help="also write uv's config")
+    parser.add_argument(
+        "--uv",
+        action="store_true",
+        help="also guard uv: a `uv` shim in the env's bin/ (runs through dtkuv) and uv's config",
+    )
     parser.add_argument(
         "--uv-config",
         metavar="FILE",
@@ -50,7 +58,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.guard import layers
+    from dtkguard.guard import layers, registry
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.guard.target import interpreter
     from dtkguard.policy.load import load_policy
@@ -59,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "remove":
         for layer, path, what in layers.remove(interp):
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.forget(interp.prefix)
         return 0
     if args.action == "install":
         policy = load_policy(args.policy)
@@ -75,11 +84,13 @@ def run(args: argparse.Namespace) -> int:
             policy,
             uv_config=uv_config,
             externally_managed=args.externally_managed,
+            uv_shim_too=uv_config is not None,
             lock=lock,
             rebaseline=args.rebaseline,
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")
+        registry.remember(os.path.abspath(interp.python), interp.prefix)
         print(f"guarded: {interp.python} (policy {policy.name})")
         return 0
     installed = load_guard_policy(None, interp) if args.policy is None else None

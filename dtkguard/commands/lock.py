@@ -16,7 +16,12 @@ from dtkguard.commands.common import add_policy_option, add_target_options
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     p = sub.add_parser(
-        name, help="resolve under the policy and write a PEP 751 lock", description=__doc__
+        name,
+        help="resolve under the policy and write a PEP 751 lock",
+        description="Resolve requirements under the policy (vendor builds only from vendor "
+        "sources, denied packages never) and write a PEP 751 pylock.NAME.toml that pip and uv "
+        "install unmodified. Exit 0 written; 1 the request cannot be met under the policy (the "
+        "conflict is explained, nothing is written); 2 bad input; 3 unreadable target.",
     )
     p.add_argument("requirements", nargs="*", metavar="REQ", help="requirements (PEP 508)")
     p.add_argument(
@@ -54,6 +59,26 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     p.add_argument("--extra-index-url", action="append", default=[], metavar="URL")
     p.add_argument("--no-index", action="store_true", help="no public index")
+    p.add_argument(
+        "--pre",
+        action="store_true",
+        help="consider pre-releases and dev releases (default: only when a specifier names "
+        "one or nothing else satisfies)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the metadata cache ($DTKGUARD_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/dtkguard)",
+    )
+    p.add_argument(
+        "--resolve-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up (exit 1, naming the projects that clashed most) after this long "
+        "(default: 60)",
+    )
     p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
     p.add_argument(
         "--platform",
@@ -77,6 +102,8 @@ def _sources(args: argparse.Namespace, policy, fetcher):
     from dtkguard.resolve.resolver import build_sources, default_index_url
 
     index = None if args.no_index else (args.index_url or default_index_url(args.python))
+    if index and not args.index_url and not args.quiet:
+        print(f"dtkguard: public index (from pip's configuration): {index}", file=sys.stderr)
     sources = build_sources(
         policy,
         fetcher,
@@ -99,6 +126,7 @@ def _inputs(args: argparse.Namespace, reqs, index) -> dict:
         "index-url": index or "none",
         "extra-index-urls": [] if args.no_index else list(args.extra_index_url),
         "from-env": bool(args.from_env),
+        **({"pre": True} if getattr(args, "pre", False) else {}),
     }
 
 
@@ -138,17 +166,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
+    from dtkguard.errors import InputError
     from dtkguard.lock.build import entry_for, tool_table
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
-    from dtkguard.resolve.resolver import Unsatisfiable, resolve
+    from dtkguard.resolve.metacache import MetadataCache
+    from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
 
+    timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
+    if not timeout > 0:
+        raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     try:
-        res = resolve(reqs, sources, policy, target)
+        cache = None if args.no_cache else MetadataCache()
+        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache)
     except Unsatisfiable as exc:
-        print(f"dtkguard: cannot lock under policy {policy.name}:", file=sys.stderr)
+        print("dtkguard: cannot lock:", file=sys.stderr)
         for line in exc.lines:
             print(f"  {line}", file=sys.stderr)
         return 1
+    for warning in res.warnings:
+        print(f"dtkguard: warning: {warning}", file=sys.stderr)
     entries = []
     for pkg in res.packages:
         entries.append(

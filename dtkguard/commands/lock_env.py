@@ -9,9 +9,51 @@ the lock stays a valid, installable PEP 751 file and drift audits still see ever
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
+
+_LIB_PYTHON = re.compile(r"/lib/python(3\.\d{1,2})/")
+
+
+def env_python(env: Any) -> str | None:
+    """``X.Y`` of the environment's interpreter: what the target reports (a process), else
+    the interpreter asked, else the ``lib/pythonX.Y`` folder its dists are installed in."""
+    label = env.target
+    version = str(label.get("python_version") or "")
+    m = re.match(r"(3\.\d{1,2})", version)
+    if m:
+        return m.group(1)
+    exe = label.get("python")
+    if label.get("kind") == "python" and exe:
+        if os.path.realpath(exe) == os.path.realpath(sys.executable):
+            return f"{sys.version_info.major}.{sys.version_info.minor}"
+        from dtkguard.env.environment import ask_interpreter
+
+        code = "import sys, json; print(json.dumps('%d.%d' % sys.version_info[:2]))"
+        return str(ask_interpreter(exe, code, "its version"))
+    found = {m.group(1) for d in env.dists if (m := _LIB_PYTHON.search(f"{d.location}/"))}
+    return found.pop() if len(found) == 1 else None
+
+
+def _target_of_env(args: argparse.Namespace, env: Any, target: Any) -> Any:
+    """The lock's target for ``--from-env``: the environment's own Python (so pip installs the
+    lock into it), unless ``--python-version`` says otherwise; the policy's only as a fallback."""
+    from dtkguard.resolve.target import TargetEnv
+
+    if args.python_version:
+        return target
+    version = env_python(env)
+    if version is None:
+        print(
+            f"dtkguard: warning: cannot tell the Python version of the target; locking for "
+            f"Python {target.python} (the policy's), pass --python-version to choose",
+            file=sys.stderr,
+        )
+        return target
+    return TargetEnv(version, target.platforms, target.implementation)
 
 
 def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path) -> int:
@@ -24,6 +66,7 @@ def lock_from_env(args: argparse.Namespace, policy: Any, target: Any, out: Path)
     from dtkguard.resolve.sources import InstalledEnv
 
     env = open_target(args)
+    target = _target_of_env(args, env, target)
     fetcher = Fetcher()
     try:
         sources, index = _sources(args, policy, fetcher)

@@ -11,16 +11,17 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
-    parser = sub.add_parser(
+    from dtkguard.commands.common import add_passthrough
+
+    add_passthrough(
+        sub,
         name,
-        help="pip with the policy in front of it (same as dtkpip)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        add_help=False,
-        prefix_chars="\0",
+        "pip with the policy in front of it (same as dtkpip)",
+        "pip with the policy in front of it (same as dtkpip): an install that would clobber a "
+        "vendor build stops before anything is touched, and says why and what to use instead. "
+        "dtkpip's own options come first; everything after them is pip's.",
+        run,
     )
-    parser.add_argument("argv", nargs=argparse.REMAINDER)
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

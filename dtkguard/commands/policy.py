@@ -10,17 +10,34 @@ from dtkguard.commands.common import add_policy_option, add_target_options
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
-    parser = sub.add_parser(name, help="validate, show and explain policies", description=__doc__)
+    parser = sub.add_parser(
+        name,
+        help="validate, show and explain policies",
+        description="Validate policies, show the effective policy after extends, and explain "
+        "which rule governs a package.",
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    check = actions.add_parser("check", help="validate policies (every error as FILE:LINE:COL)")
+    check = actions.add_parser(
+        "check",
+        help="validate policies (every error as FILE:LINE:COL)",
+        description="Validate policy files; every error is one line FILE:LINE:COL field: message.",
+    )
     check.add_argument("policies", nargs="*", metavar="POLICY")
     check.set_defaults(run=run_check)
-    show = actions.add_parser("show", help="the effective policy after extends")
+    show = actions.add_parser(
+        "show",
+        help="the effective policy after extends",
+        description="Show the effective policy, after every extends is merged.",
+    )
     show.add_argument("policy", nargs="?", metavar="POLICY")
     show.add_argument("--format", "-f", choices=("table", "json"), default="table")
     show.set_defaults(run=run_show)
-    explain = actions.add_parser("explain", help="which rule governs PACKAGE and why")
+    explain = actions.add_parser(
+        "explain",
+        help="which rule governs PACKAGE and why",
+        description="Which rule of the policy governs PACKAGE, why, and which builds it allows.",
+    )
     explain.add_argument("package")
     add_policy_option(explain)
     explain.set_defaults(run=run_explain)
@@ -86,6 +103,7 @@ def run_show(args: argparse.Namespace) -> int:
         + (f"; per card: {cards}" if cards else "")
     )
     print(f"  drift: extra packages are {policy.drift_extra_severity}")
+    print(f"  guard: on-import={policy.on_import}")
     for exc in policy.exceptions:
         print(f"  exception: {exc.rule} {exc.package} until {exc.expires}: {exc.reason}")
     return 0

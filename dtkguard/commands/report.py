@@ -15,14 +15,18 @@ from dtkguard.findings import Severity
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
-        name, help="work with json reports (merge a fleet)", description=__doc__
+        name,
+        help="work with json reports (merge a fleet)",
+        description="Work with the json reports of check and audit.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     merge = actions.add_parser(
         "merge",
         help="merge per-node json reports into one fleet view",
-        description=__doc__,
+        description="Merge per-node json reports into one fleet view (markdown, html or json). "
+        "Exit 0 every node passed; 1 a node failed, or a report is missing, truncated, "
+        "unreadable or of an older schema; 2 bad arguments.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     merge.add_argument(
@@ -36,7 +40,8 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     merge.add_argument(
         "--fail-on",
         metavar="SEV",
-        help="re-judge every node at SEV (default: each report's own verdict)",
+        help="re-judge every node at SEV (critical|high|medium|low|info; default: each "
+        "report's own verdict)",
     )
     expect = merge.add_mutually_exclusive_group()
     expect.add_argument(

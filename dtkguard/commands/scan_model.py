@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     p = subparsers.add_parser(
         name,
         help="find FP8/FP4 weights, scales and KV caches in model folders and files",
-        description=__doc__,
+        description="Find FP8/FP4 weights, scales and KV caches in model folders, Hugging Face "
+        "cache repositories and weight files. Reads headers only; never unpickles.",
     )
     p.add_argument(
         "paths",
@@ -30,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
+    from dtkguard.models.bom import model_items
     from dtkguard.models.scan import scan
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         facts=facts,
         warnings=problems,
         rules=list(RULES),
+        inventory=model_items(scans) if args.format == "cyclonedx" else [],
     )
     code = emit(report, args.format, args.output, fail_on=threshold)
     return 2 if problems and code == 0 else code

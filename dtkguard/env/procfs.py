@@ -141,7 +141,7 @@ def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: st
         )
     label = {
         "kind": "pid",
-        "pid": str(pid),
+        "pid": pid,
         "root": str(root.path),
         "python": python or "",
         "prefix": prefix or "",

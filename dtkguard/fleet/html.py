@@ -16,15 +16,19 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#1d232a}
 h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.6em 0 .5em}
 .sum{color:#49525c;margin:.2em 0 1em}
-.badge{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:600;color:#fff}
+.badge{display:inline-block;white-space:nowrap;padding:.1em .6em;border-radius:.3em;
+font-weight:600;color:#fff}
 .pass,.ok{background:#1f7a3a}.fail{background:#b3261e}.warn{background:#a15c00}
-table{border-collapse:collapse;width:100%;margin-bottom:1em}
-th,td{border:1px solid #d5d9de;padding:.3em .55em;text-align:left;vertical-align:top}
+.scroll{overflow-x:auto;margin-bottom:1em}
+table{border-collapse:collapse;width:100%}
+th,td{border:1px solid #d5d9de;padding:.3em .55em;text-align:left;vertical-align:top;
+overflow-wrap:break-word}th,td:first-child{white-space:nowrap}
 th{background:#f1f3f5}tr:nth-child(even) td{background:#fafbfc}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{font:12px ui-monospace,Menlo,Consolas,monospace}
 .critical{color:#b3261e;font-weight:600}.high{color:#c2410c}.medium{color:#a15c00}
 footer{color:#6b7580;font-size:12px;margin-top:2em}
+@media (max-width:640px){body{margin:.8em}th,td{padding:.25em .4em}}
 """
 
 _BADGE = {"ok": "ok", "pass": "pass", "fail": "fail", "new-schema": "ok", "duplicate": "warn"}
@@ -39,10 +43,11 @@ def _badge(text: str) -> str:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead>"]
+    head_row = "".join(f"<th>{_e(h)}</th>" for h in head)
+    out = [f'<div class="scroll"><table><thead><tr>{head_row}</tr></thead>']
     out.append("<tbody>")
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return out
 
 
@@ -86,6 +91,21 @@ def render_html(fleet: Fleet) -> str:
                     _e(c["example"]),
                 ]
                 for c in fleet.common
+            ],
+        )
+    stacks = fleet.by_stack()
+    if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
+        body.append('<h2 id="stack">By DTK release and driver</h2>')
+        body += _table(
+            ["DTK", "driver", "nodes", "names"],
+            [
+                [
+                    _e(dtk),
+                    _e(driver),
+                    f'<span class="num">{len(nodes)}</span>',
+                    _e(", ".join(n.name for n in nodes)),
+                ]
+                for (dtk, driver), nodes in stacks.items()
             ],
         )
     body.append('<h2 id="nodes">Nodes</h2>')

@@ -84,10 +84,16 @@ class NodeResult:
     replaced_by: str = ""
     #: the whole target identity (json), for telling duplicates from other targets on one host
     target_key: str = ""
+    #: the stack below Python, from the report's device facts ("" when it did not say)
+    dtk: str = ""
+    driver: str = ""
+    #: the scheduler's node name the report carries (`dtkguard.fleet.identity`)
+    node_id: str = ""
 
     @property
     def identity(self) -> tuple[str, str]:
-        return (self.host, self.target_key or self.target)
+        """Same identity = the same target audited twice: the scheduler's node, else the host."""
+        return (self.node_id or self.host, self.target_key or self.target)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +111,8 @@ class NodeResult:
             "schema_version": self.schema_version,
             "summary": self.counts,
             "drift": [d.__dict__ for d in self.drift],
+            "dtk": self.dtk,
+            "driver": self.driver,
         }
 
 
@@ -135,6 +143,14 @@ class Fleet:
                 groups.setdefault(node.lock or "(no lock recorded)", []).append(node)
         return groups
 
+    def by_stack(self) -> dict[tuple[str, str], list[NodeResult]]:
+        """Nodes that delivered a report, grouped by (DTK release, driver); unknown is "?"."""
+        groups: dict[tuple[str, str], list[NodeResult]] = {}
+        for node in self.nodes:
+            if node.status in (OK, FAILED, NEW_SCHEMA):
+                groups.setdefault((node.dtk or "?", node.driver or "?"), []).append(node)
+        return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": READS_SCHEMA,
@@ -153,6 +169,10 @@ class Fleet:
                 lock: [n.name for n in nodes] for lock, nodes in self.drift_by_lock().items()
             },
             "common_findings": self.common,
+            "by_stack": [
+                {"dtk": dtk, "driver": driver, "nodes": [n.name for n in nodes]}
+                for (dtk, driver), nodes in self.by_stack().items()
+            ],
         }
 
 
@@ -255,6 +275,10 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
     if not isinstance(data, dict):
         node.detail = f"a json {type(data).__name__}, not a dtkguard report"
         return node
+    foreign = _foreign(data)
+    if foreign:
+        node.detail = f"not a dtkguard report ({foreign})"
+        return node
     _identify(node, data)
     if data.get("kind") == "fleet":
         node.detail = "a merged fleet view (report merge output), not a node report"
@@ -283,6 +307,20 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
     return node
 
 
+def _foreign(data: dict[str, Any]) -> str:
+    """What another tool's json is ("" for something that claims to be a dtkguard report)."""
+    if "schema_version" in data or "findings" in data or data.get("kind") == "fleet":
+        return ""
+    if "runs" in data and "sarif" in str(data.get("$schema", "") or data.get("version", "")):
+        return "a SARIF log"
+    if "runs" in data and str(data.get("version")) == "2.1.0":
+        return "a SARIF log"
+    if data.get("bomFormat") == "CycloneDX":
+        return "a CycloneDX BOM"
+    keys = ", ".join(sorted(map(str, data))[:5])
+    return f"a json object with keys {keys}" if keys else "an empty json object"
+
+
 def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     target = data.get("target")
     node.host = str(data.get("host") or "")
@@ -293,7 +331,26 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     node.created = str(data.get("created") or "")
     node.lock = _lock_text(data)
     explicit = data.get("node") or (target.get("node") if isinstance(target, dict) else None)
+    node.node_id = str(explicit or "")
     node.name = str(explicit or node.host or node.name)
+    _identify_stack(node, data)
+
+
+def _identify_stack(node: NodeResult, data: dict[str, Any]) -> None:
+    """DTK release and driver(s) from ``facts.device`` (audit reports); absent: stay ""."""
+    device = (data.get("facts") or {}).get("device") if isinstance(data.get("facts"), dict) else {}
+    if not isinstance(device, dict):
+        return
+    dtk = device.get("dtk")
+    if isinstance(dtk, dict) and dtk.get("release"):
+        node.dtk = str(dtk["release"])
+    stack = device.get("stack")
+    cards = stack.get("cards") if isinstance(stack, dict) else None
+    if isinstance(cards, list):
+        drivers = sorted(
+            {str(c["driver"]) for c in cards if isinstance(c, dict) and c.get("driver")}
+        )
+        node.driver = ", ".join(drivers)
 
 
 def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

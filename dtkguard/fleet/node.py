@@ -2,15 +2,19 @@
 
 Run with the host's PID namespace (``hostPID: true``)::
 
-    python -m dtkguard.fleet.node --proc /host/proc --out /reports --node "$NODE_NAME"
+    python -m dtkguard.fleet.node --proc /host/proc --out /reports
+
+The node's name is the scheduler's (``$DTKGUARD_NODE``, which the manifests set from
+``spec.nodeName``; see `dtkguard.fleet.identity`), else the host name.
 
 Container processes are those whose ``/proc/PID/root`` is another filesystem than the host's
 (``/proc/1/root``); one process per distinct root is audited: its Python process when it has one,
 else its init (whose parent lives in another root). A Python process is audited with
 ``dtkguard audit --pid PID``; a container without one (or whose process cannot be read that way)
 with ``--root /proc/PID/root`` (``check --root`` with a dtkguard that has no ``audit`` yet). The
-container reports are combined into one schema-1 report ``OUT/NODE.json``: every finding carries
-its container in its evidence and message. Exit: 0 pass, 1 a container failed, 2 bad arguments.
+container reports are combined into one schema-1 report ``OUT/NODE.json`` (``--out -``: on
+stdout, and nothing else there): every finding carries its container in its evidence and message.
+Exit: 0 pass, 1 a container failed, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from dtkguard.fleet.identity import scheduler_node
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 
@@ -193,8 +199,10 @@ def combine(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dtkguard.fleet.node", description=__doc__)
     parser.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
-    parser.add_argument("--out", required=True, help="report directory (one NODE.json)")
-    parser.add_argument("--node", default=os.environ.get("NODE_NAME") or socket.gethostname())
+    parser.add_argument(
+        "--out", required=True, help="report directory (one NODE.json), or - for stdout only"
+    )
+    parser.add_argument("--node", default=scheduler_node() or socket.gethostname())
     parser.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
     parser.add_argument("--dtkguard", default=f"{sys.executable} -m dtkguard")
     parser.add_argument("--fail-on", default="high", help="severity that fails (default high)")
@@ -218,15 +226,20 @@ def main(argv: list[str] | None = None) -> int:
             )
             parts.append((c, code, report, err))
     data = combine(args.node, parts, args.fail_on, proc)
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    failed = 1 if data["verdict"] == "fail" else 0
+    if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
+        sys.stdout.write(text)
+        return failed
     from dtkguard.util.atomic import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / f"{args.node}.json", json.dumps(data, indent=2, default=str) + "\n")
+    atomic_write_text(out / f"{args.node}.json", text)
     print(
         f"dtkguard node {args.node}: {data['verdict'].upper()} "
         f"({len(parts)} containers, {len(data['findings'])} findings) -> {out / args.node}.json"
     )
-    return 1 if data["verdict"] == "fail" else 0
+    return failed
 
 
 if __name__ == "__main__":

@@ -69,6 +69,17 @@ def render_markdown(fleet: Fleet) -> str:
             for c in fleet.common
         ]
         lines.append("")
+    stacks = fleet.by_stack()
+    if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
+        lines += ["### By DTK release and driver", "", "| DTK | driver | nodes | names |"]
+        lines.append("|---|---|---|---|")
+        lines += [
+            f"| {_cell(dtk)} | {_cell(driver)} | {len(nodes)} | "
+            f"{_cell(', '.join(n.name for n in nodes[:DRIFT_SHOWN]))}"
+            f"{' …' if len(nodes) > DRIFT_SHOWN else ''} |"
+            for (dtk, driver), nodes in stacks.items()
+        ]
+        lines.append("")
     lines += ["### Nodes", "", "| node | verdict | findings | lock | target | report |"]
     lines.append("|---|---|---|---|---|---|")
     for n in fleet.nodes:

@@ -17,11 +17,14 @@
 ``vendor``
     Every vendor build of the policy that was installed (name and exact version as pinned):
     ``{canonical name: {"name", "version", "site", "dist_info", "top_level": [module, ...],
-    "record": {"sha256", "size", "mtime_ns"}, "files": {path: {"sha256", "size",
-    "mtime_ns"}}}}``. ``record.sha256`` is the hex sha256 of the installed RECORD file; ``files``
-    holds every RECORD row with a hash, keyed by the row's path as written in RECORD (relative
-    to ``site``; scripts start with ``../``), each verified against RECORD while recording
-    (a vendor build whose files differ from its RECORD is refused: no baseline of damage).
+    "record": {"sha256", "digest", "size", "mtime_ns"}, "files": {path: {"sha256", "size",
+    "mtime_ns"[, "pyc": true]}}}}``. ``record.sha256`` is the hex sha256 of the installed RECORD
+    file; ``record.digest`` is `record_digest` of it (the build's identity: the same for the
+    wheel's RECORD and any install of it by pip or uv). ``files`` holds every RECORD row with a
+    hash, keyed by the row's path as written in RECORD (relative to ``site``; scripts start with
+    ``../``), each verified against RECORD while recording (a vendor build whose files differ
+    from its RECORD is refused: no baseline of damage), plus the ``.pyc`` files pip lists
+    without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the 16-byte header.
 ``lock``
     ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
     "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.
@@ -34,6 +37,7 @@ tripwire reads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -146,6 +150,7 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
             raise BaselineError(f"{job.inner} vanished while recording the baseline")
         digest = job.digest.hex() if job.algo == "sha256" and job.inner not in relocated else None
         files[rel] = {"sha256": digest or sha256_file(job.host), "size": st[0], "mtime_ns": st[1]}
+    files.update(_pyc_files(dist))
     record = dist.record
     assert record is not None
     rst = _stat(str(record))
@@ -157,11 +162,45 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
         "top_level": _top_level(dist, list(files)),
         "record": {
             "sha256": sha256_file(record),
+            "digest": record_digest(record.read_text(encoding="utf-8", errors="replace")),
             "size": rst[0] if rst else None,
             "mtime_ns": rst[1] if rst else None,
         },
         "files": files,
     }
+
+
+def pyc_body_sha256(path: str | os.PathLike[str]) -> str | None:
+    """Hex sha256 of a ``.pyc`` after its 16-byte header (which holds the source's mtime and
+    size): the same for every compile of the same source by the same Python, so a pyc that
+    Python or an installer wrote again is told from a planted one."""
+    from dtkguard.env.root import read_capped
+
+    try:
+        data = read_capped(Path(path), 64 << 20)
+    except OSError:
+        return None
+    return hashlib.sha256(data[16:]).hexdigest()
+
+
+def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:
+    """The ``.pyc`` files pip compiled and listed in RECORD without a hash: their body digest."""
+    from dtkguard.audit.verify import rows_of
+    from dtkguard.env.root import read_capped
+
+    record = dist.record
+    if record is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    text = read_capped(record, 64 << 20).decode("utf-8", "replace")
+    for row in rows_of(text):
+        if row is None or len(row) != 3 or row[1] or not row[0].endswith(".pyc"):
+            continue
+        path = os.path.normpath(os.path.join(dist.site, row[0]))
+        st, body = _stat(path), pyc_body_sha256(path)
+        if st is not None and body is not None:
+            out[row[0]] = {"sha256": body, "size": st[0], "mtime_ns": st[1], "pyc": True}
+    return out
 
 
 def lock_data(lock: Lock) -> dict[str, Any]:
@@ -235,6 +274,36 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 # --- identity -------------------------------------------------------------------------------
 
 
+#: dist-info files that come from the wheel itself; the others (INSTALLER, REQUESTED,
+#: direct_url.json, uv_cache.json, RECORD ...) each installer writes in its own way, so they
+#: differ between two installs of the very same build
+WHEEL_METADATA = ("METADATA", "WHEEL", "entry_points.txt", "top_level.txt")
+
+
+def _installer_written(rel: str) -> bool:
+    head, _, base = rel.rpartition("/")
+    return head.endswith(".dist-info") and "/" not in head and base not in WHEEL_METADATA
+
+
+def record_digest(text: str) -> str:
+    """The identity of a build from its RECORD: hex sha256 over the sorted ``path,sha256``
+    rows of the files the wheel itself ships (not what the installer writes: INSTALLER,
+    REQUESTED, direct_url.json, uv_cache.json, ``.pyc``, scripts). The same for the wheel's
+    RECORD and for any installed copy of it, by pip or uv."""
+    from dtkguard.audit.verify import decode_digest, rows_of
+
+    lines = []
+    for row in rows_of(text):
+        if row is None or len(row) != 3 or not row[1] or _installer_written(row[0]):
+            continue
+        if not comparable(row[0]):
+            continue
+        algo, _, value = row[1].partition("=")
+        decoded = decode_digest("sha256", value) if algo.lower() == "sha256" else None
+        lines.append(f"{row[0]},{decoded[0].hex() if decoded else row[1]}")
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+
+
 def comparable(rel: str) -> bool:
     """Files a wheel and its installed copy share (`dtkguard.decision` decides)."""
     from dtkguard.decision import comparable as shared
@@ -294,10 +363,16 @@ def _host(root: Root, inner: str) -> str:
 
 
 def _changed(
-    root: Root, path: str, recorded: dict[str, Any], stats: CompareStats, confined: bool
+    root: Root,
+    path: str,
+    recorded: dict[str, Any],
+    stats: CompareStats,
+    confined: bool,
+    fresh: dict[str, tuple[int, int]] | None = None,
 ) -> str | None:
     """None when the file is as recorded; else "missing" or "modified". Hashes only when the
-    size is equal and the mtime is not."""
+    size is equal and the mtime is not; a file found equal that way goes into ``fresh``
+    (path -> its new size and mtime)."""
     from dtkguard.audit.verify import hash_file
 
     stats.stated += 1
@@ -310,14 +385,58 @@ def _changed(
     if st[0] != recorded.get("size"):
         return "modified"
     stats.hashed += 1
-    status, digest, _, _ = hash_file(host, "sha256", confined)
-    return None if status == "ok" and digest.hex() == recorded.get("sha256") else "modified"
+    if recorded.get("pyc"):
+        same = pyc_body_sha256(host) == recorded.get("sha256")
+    else:
+        status, digest, _, _ = hash_file(host, "sha256", confined)
+        same = status == "ok" and digest.hex() == recorded.get("sha256")
+    if same:
+        if fresh is not None:
+            fresh[path] = st
+        return None
+    return "modified"
+
+
+def _record_changed(
+    root: Root,
+    inner: str,
+    recorded: dict[str, Any],
+    stats: CompareStats,
+    confined: bool,
+    fresh: dict[str, tuple[int, int]] | None = None,
+) -> bool:
+    """The RECORD is another build's: its `record_digest` differs (a reinstall of the same
+    build by another installer rewrites the file, not the digest)."""
+    if _changed(root, inner, recorded, stats, confined, fresh) is None:
+        return False
+    if "digest" not in recorded:
+        return True
+    from dtkguard.env.root import read_capped
+
+    host = Path(_host(root, inner))
+    try:
+        text = read_capped(host, 64 << 20).decode("utf-8", "replace")
+    except OSError:
+        return True
+    if record_digest(text) != recorded["digest"]:
+        return True
+    st = _stat(str(host))
+    if fresh is not None and st is not None:
+        fresh[inner] = st
+    return False
 
 
 def compare(
-    baseline: dict[str, Any], root: Root | None = None, stats: CompareStats | None = None
+    baseline: dict[str, Any],
+    root: Root | None = None,
+    stats: CompareStats | None = None,
+    fresh: dict[str, tuple[int, int]] | None = None,
 ) -> list[Change]:
-    """Every vendor build of the baseline that is gone, not the recorded build, or changed."""
+    """Every vendor build of the baseline that is gone, not the recorded build, or changed.
+
+    Files the installer writes itself (INSTALLER, REQUESTED, direct_url.json, ...) are not
+    compared. A ``.pyc`` is derived: a missing one is not a change (Python writes it again);
+    one whose code (all but the header) differs is (a planted ``.pyc``)."""
     root = root or Root()
     stats = stats if stats is not None else CompareStats()
     confined = not root.is_host
@@ -325,22 +444,49 @@ def compare(
     for key, entry in sorted(baseline.get("vendor", {}).items()):
         site = entry["site"]
         dist_info = os.path.join(site, entry["dist_info"])
-        record_inner = os.path.join(dist_info, "RECORD")
-
+        label = (key, entry["name"], entry["version"], dist_info)
         if not os.path.isdir(_host(root, dist_info)):
-            out.append(Change(key, entry["name"], entry["version"], dist_info, "missing"))
+            out.append(Change(*label, "missing"))
             continue
-        if _changed(root, record_inner, entry["record"], stats, confined) is not None:
-            out.append(Change(key, entry["name"], entry["version"], dist_info, "record"))
+        record = f"{dist_info}/RECORD"
+        if _record_changed(root, record, entry["record"], stats, confined, fresh):
+            out.append(Change(*label, "record"))
         files = []
         for rel, recorded in sorted(entry["files"].items()):
+            if _installer_written(rel):
+                continue
             inner = os.path.normpath(os.path.join(site, rel))
-            what = _changed(root, inner, recorded, stats, confined)
+            what = _changed(root, inner, recorded, stats, confined, fresh)
+            if what == "missing" and rel.endswith(".pyc"):
+                continue  # derived: Python writes it again from the source
             if what is not None:
                 files.append((rel, what))
         if files:
-            out.append(Change(key, entry["name"], entry["version"], dist_info, "files", files))
+            out.append(Change(*label, "files", files))
     return out
+
+
+def refreshed(baseline: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The baseline with the size and mtime of every file whose bytes are still the recorded
+    ones (a reinstall of the same build); changed files keep their old stat, so they stay
+    reported. Returns (baseline, number of entries refreshed)."""
+    import copy
+
+    fresh: dict[str, tuple[int, int]] = {}
+    compare(baseline, fresh=fresh)
+    data = copy.deepcopy(baseline)
+    count = 0
+    for entry in data.get("vendor", {}).values():
+        site = entry["site"]
+        rows = [(os.path.join(site, entry["dist_info"], "RECORD"), entry["record"])]
+        rows += [(os.path.normpath(os.path.join(site, r)), f) for r, f in entry["files"].items()]
+        for path, recorded in rows:
+            if path in fresh:
+                recorded["size"], recorded["mtime_ns"] = fresh[path]
+                count += 1
+        if rows[0][0] in fresh:
+            entry["record"]["sha256"] = sha256_file(rows[0][0])
+    return data, count
 
 
 # --- the import tripwire's extract ---------------------------------------------------------

@@ -9,7 +9,6 @@ the same ``-c``. uninstall: a vendor build may not be removed. Everything else: 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 import tempfile
@@ -17,14 +16,13 @@ from pathlib import Path
 
 from dtkguard.guard import override as overrides
 from dtkguard.guard.compiled import constraints_text, read_policy_json
-from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip
+from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
-from dtkguard.guard.target import Interpreter, default_python, interpreter
-from dtkguard.policy.compiled import CompiledPolicy, canonical
+from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.policy.compiled import CompiledPolicy
 
 #: subcommands that never install or remove: passed through untouched
 _PLAIN = "pip"
-_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
@@ -54,8 +52,19 @@ def _externally_managed_by_us(interp: Interpreter) -> bool:
 def main(argv: list[str]) -> int:
     opts = split_dtkpip(argv)
     cmd = split_pip(opts.pip_args)
-    python = opts.python or default_python()
-    if cmd.command not in ("install", "uninstall") or cmd.has("-h", "--help"):
+    if cmd.command is None or cmd.has("-h", "--help"):
+        from dtkguard.env.environment import active_python
+        from dtkguard.guard.tools import DTKPIP
+        from dtkguard.guard.usage import print_own_help
+
+        if cmd.has("-h", "--help") or not opts.pip_args:
+            print_own_help(DTKPIP)
+        python = opts.python or active_python() or sys.executable
+        return run_pip(python, opts.pip_args, capture=False).returncode
+    told = PipCommand([], None, [*cmd.global_args, *cmd.args]).option_values("--python")
+    python = choose_python(opts.python, "dtkpip", given=told[-1] if told else None)
+    say_target("dtkpip", python)
+    if cmd.command not in ("install", "uninstall"):
         return run_pip(python, opts.pip_args, capture=False).returncode
     interp = interpreter(python)
     policy = load_guard_policy(opts.policy, interp)
@@ -68,26 +77,15 @@ def main(argv: list[str]) -> int:
 def _uninstall(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    names = [_project(a) for a in cmd.positionals()]
-    for req_file in cmd.option_values("-r", "--requirement"):
-        try:
-            lines = Path(req_file).read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        names += [_project(ln.split("#")[0]) for ln in lines if ln.strip()[:1] not in ("", "-")]
-    vendor = [f"{n} {policy.vendor_build(n)}" for n in names if n and policy.vendor_build(n)]
+    from dtkguard.guard.explain import render_removal
+    from dtkguard.guard.tools import DTKPIP
+    from dtkguard.guard.verdict import vendor_removals
+
+    vendor = vendor_removals(uninstall_names(cmd), policy)
     env = dict(os.environ)
     if vendor:
         if not reason:
-            what = "is a vendor build" if len(vendor) == 1 else "are vendor builds"
-            first = vendor[0].split()[0]
-            _say(
-                f"dtkpip: stopped `pip {shlex.join(pip_args)}`: nothing was removed.\n"
-                f"  - {', '.join(vendor)} {what} of policy {policy.name}; removing it leaves no "
-                "DCU build in its place.\n"
-                f"See `dtkguard policy explain {first}`. To put the vendor build back instead: "
-                f"dtkpip install --force-reinstall --no-deps '{vendor[0].replace(' ', '==')}'\n"
-            )
+            _say(render_removal(vendor, policy, f"pip {shlex.join(pip_args)}", DTKPIP))
             return 1
         token = overrides.record_with_token(
             interp.overrides_file,
@@ -98,13 +96,6 @@ def _uninstall(
         )
         env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
     return _run_once(interp, pip_args, env)
-
-
-def _project(requirement: str) -> str:
-    """The canonical project name of a requirement (``'torch>=0'``, ``Torch[x] ; marker``,
-    ``torch @ file:...``): uninstall judges the project, whatever the specifier says."""
-    match = _NAME.match(requirement)
-    return canonical(match.group(1)) if match else ""
 
 
 def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> int:
@@ -132,7 +123,10 @@ def _install(
             return run_pip(
                 interp.python, [*pip_args, "-c", str(constraints)], env, False
             ).returncode
-        plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
+        from dtkguard.guard.progress import planning, requested_count
+
+        with planning("dtkpip", "pip", requested_count(cmd)):
+            plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
         failed_with_pins = False
         if not plan.ok:
             free = (

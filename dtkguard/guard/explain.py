@@ -8,6 +8,7 @@ from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.guard.plan import Planned
+from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 from dtkguard.policy.labels import label_of
@@ -86,6 +87,12 @@ def what_pip_would_do(verdict: Verdict, policy: CompiledPolicy) -> list[str]:
     )
     if rest > 0:
         lines.append(f"add {rest} other package(s)")
+    removed = verdict.removed()
+    vendor = [(n, v) for n, v in removed if policy.vendor_build(n)]
+    for name, version in vendor:
+        lines.append(f"remove the vendor build {name} {version}")
+    if len(removed) > len(vendor):
+        lines.append(f"remove {len(removed) - len(vendor)} other package(s)")
     return lines
 
 
@@ -101,6 +108,8 @@ def why(verdict: Verdict, policy: CompiledPolicy) -> list[str]:
             reason = rule.reason if rule else f.message
         elif f.rule in ("vendor-replaced", "vendor-mismatch"):
             reason = info(f.rule).title.lower()
+        elif f.rule == "vendor-missing":
+            reason = "the vendor build would be removed, leaving no DCU build in its place"
         groups.setdefault((f.rule, reason), []).append(f)
     order = sorted(groups.items(), key=lambda kv: (not kv[0][0].startswith("vendor"), kv[0][0]))
     for (rule, reason), findings in order:
@@ -118,15 +127,16 @@ def render(
     command: str,
     instead: list[str],
     constrained_failed: bool,
+    tool: Tool = DTKPIP,
 ) -> str:
-    out = [f"dtkpip: stopped `{command}`: nothing was installed or removed."]
+    out = [f"{tool.name}: stopped `{command}`: nothing was installed or removed."]
     if constrained_failed:
         out.append(
-            "pip cannot satisfy this request while keeping the vendor builds "
+            f"{tool.runs} cannot satisfy this request while keeping the vendor builds "
             f"(policy {policy.name}); without them it would:"
         )
     else:
-        out.append("What pip would do:")
+        out.append(f"What {tool.runs} would do:")
     out += [f"  - {line}" for line in what_pip_would_do(verdict, policy)]
     out.append(f"Why (policy {policy.name}):")
     out += [f"  - {line}" for line in why(verdict, policy)]
@@ -137,10 +147,23 @@ def render(
     subjects += [f.subject for f in verdict.blocking]
     out.append(
         f"See `dtkguard policy explain {subjects[0] if subjects else 'torch'}`. "
-        f'If you must (recorded in the environment): dtkpip --override "reason" '
-        f"{command.removeprefix('pip ')}"
+        f'If you must (recorded in the environment): {tool.name} --override "reason" '
+        f"{command.removeprefix(tool.runs + ' ')}"
     )
     return "\n".join(out) + "\n"
+
+
+def render_removal(vendor: list[str], policy: CompiledPolicy, command: str, tool: Tool) -> str:
+    """A refused uninstall: ``vendor`` are ``name version`` of the vendor builds it removes."""
+    what = "is a vendor build" if len(vendor) == 1 else "are vendor builds"
+    first = vendor[0].split()[0]
+    return (
+        f"{tool.name}: stopped `{command}`: nothing was removed.\n"
+        f"  - {', '.join(vendor)} {what} of policy {policy.name}; removing it leaves no "
+        "DCU build in its place.\n"
+        f"See `dtkguard policy explain {first}`. To put the vendor build back instead: "
+        f"{tool.reinstall} '{vendor[0].replace(' ', '==')}'\n"
+    )
 
 
 def rule_counts(verdict: Verdict) -> Counter:

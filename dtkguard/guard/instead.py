@@ -4,11 +4,13 @@ package that pip can resolve with the vendor builds kept, or the range it needs.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.guard.explain import requirements_on
-from dtkguard.guard.pipargs import REQUIREMENT_OPTIONS, VALUE_OPTIONS, PipCommand
-from dtkguard.guard.plan import dry_run
+from dtkguard.guard.pipargs import REQUIREMENT_OPTIONS, PipCommand
+from dtkguard.guard.plan import Plan, dry_run
+from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
 from dtkguard.policy.compiled import CompiledPolicy, canonical
 
@@ -16,7 +18,7 @@ from dtkguard.policy.compiled import CompiledPolicy, canonical
 _MAX_PROBES = 3
 
 
-def _options_only(args: list[str]) -> list[str]:
+def _options_only(args: list[str], value_options: frozenset[str]) -> list[str]:
     """The install options without requirement arguments (positionals, -r, -e)."""
     out: list[str] = []
     i = 0
@@ -27,10 +29,10 @@ def _options_only(args: list[str]) -> list[str]:
             i += 1
             continue
         if name in REQUIREMENT_OPTIONS or arg[:2] in ("-r", "-e"):
-            i += 2 if arg in VALUE_OPTIONS else 1
+            i += 2 if arg in value_options else 1
             continue
         out.append(arg)
-        if arg in VALUE_OPTIONS and i + 1 < len(args):
+        if arg in value_options and i + 1 < len(args):
             out.append(args[i + 1])
             i += 1
         i += 1
@@ -71,7 +73,16 @@ def suggestions(
     cmd: PipCommand,
     constraints: Path,
     env: dict[str, str],
+    *,
+    tool: Tool = DTKPIP,
+    probe: Callable[[list[str]], Plan] | None = None,
 ) -> list[str]:
+    """``probe(install args)`` plans with the vendor pins (default: pip's dry run)."""
+    if probe is None:
+
+        def probe(args: list[str]) -> Plan:
+            return dry_run(python, cmd.global_args, args, constraints, env)
+
     out: list[str] = []
     replaced_vendor = [
         (name, old) for name, old, _new in verdict.replaced() if policy.vendor_build(name)
@@ -82,7 +93,7 @@ def suggestions(
     for p in requested:
         pin = policy.vendor_build(p.name)
         if pin and pin != p.version:
-            out.append(f"use the vendor build: dtkpip install{hint} '{canonical(p.name)}=={pin}'")
+            out.append(f"use the vendor build: {tool.install}{hint} '{canonical(p.name)}=={pin}'")
         own = [
             spec
             for spec in p.requires_dist
@@ -97,7 +108,7 @@ def suggestions(
                 f"{have}: pick a {p.name} release whose requirements they satisfy"
             )
     probes = 0
-    options = _options_only(cmd.args)
+    options = _options_only(cmd.args, cmd.value_options)
     for p in requested:
         if policy.vendor_build(p.name) or probes >= _MAX_PROBES:
             continue
@@ -107,7 +118,7 @@ def suggestions(
             for who, spec in requirements_on(verdict, name, verdict.plan.environment)
         ]
         probes += 1
-        alt = dry_run(python, cmd.global_args, [*options, canonical(p.name)], constraints, env)
+        alt = probe([*options, canonical(p.name)])
         found = next((q for q in alt.install if q.key == p.key), None) if alt.ok else None
         if found is None and alt.ok:
             dist = verdict.before.get(p.name)
@@ -117,7 +128,7 @@ def suggestions(
         if found_version and found_version != p.version:
             out.append(
                 f"{p.name}=={found_version} works with the installed vendor builds (pip resolved "
-                f"it with the vendor pins): dtkpip install '{p.name}=={found_version}'"
+                f"it with the vendor pins): {tool.install} '{p.name}=={found_version}'"
             )
         elif needs:
             pins = ", ".join(

@@ -15,7 +15,9 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -69,6 +71,8 @@ class Layer:
     name: str
     path: Path
     content: str
+    #: file mode when written (the `uv` shim is executable)
+    mode: int | None = None
 
 
 def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -> str:
@@ -117,6 +121,25 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
+def uv_shim(interp: Interpreter) -> str:
+    """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    from dtkguard.guard.uvplan import SHIM_MARKER
+
+    return (
+        "#!/bin/sh\n"
+        f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
+        "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
+        "uv unchanged.\n"
+        f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
+        f'{shlex.quote(str(interp.python))} "$@"\n'
+    )
+
+
+def shim_path(interp: Interpreter) -> Path:
+    return (interp.scripts or interp.prefix / "bin") / "uv"
+
+
 def _marker(policy: CompiledPolicy) -> str:
     pins = ", ".join(f"{n} {v}" for n, v in sorted(policy.vendor.items()) if n == "torch")
     return (
@@ -135,6 +158,7 @@ def planned_layers(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
     baseline: dict | None = None,
 ) -> list[Layer]:
     state = interp.state_dir
@@ -163,6 +187,8 @@ def planned_layers(
     layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
+    if uv_shim_too:
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
@@ -199,6 +225,8 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except UnicodeDecodeError:
+        return ""  # a binary (a real uv where the shim was): never the guard's file
 
 
 class Manifest:
@@ -232,6 +260,7 @@ def install(
     *,
     uv_config: Path | None = None,
     externally_managed: bool = False,
+    uv_shim_too: bool = False,
     lock: Lock | None = None,
     rebaseline: bool = False,
 ) -> list[tuple[str, Path, str]]:
@@ -240,6 +269,16 @@ def install(
     The baseline is recorded first (nothing is written when a vendor build does not match
     its RECORD) and kept on later installs unless ``rebaseline``."""
     manifest = Manifest(interp)
+    shim = shim_path(interp)
+    if uv_shim_too and str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
+        from dtkguard.guard.uvplan import is_shim
+
+        if not is_shim(shim):
+            raise InputError(
+                f"{shim} exists and is not dtkguard's shim (uv installed into the environment?): "
+                "uninstall it there and use a uv from outside the environment",
+                field="--uv",
+            )
     base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
     baseline = json.loads(base_text)
     originals = manifest.originals()
@@ -253,6 +292,7 @@ def install(
         originals,
         uv_config=uv_config,
         externally_managed=externally_managed,
+        uv_shim_too=uv_shim_too,
         baseline=baseline,
     )
     results = []
@@ -274,7 +314,7 @@ def install(
         current = _read(layer.path)
         if current != layer.content:
             layer.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(layer.path, layer.content)
+            atomic_write_text(layer.path, layer.content, layer.mode)
         manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
         results.append(
             (layer.name, layer.path, "unchanged" if current == layer.content else "written")
@@ -292,12 +332,13 @@ def install(
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
         "externally_managed": externally_managed,
+        "uv_shim": uv_shim_too,
     }
     manifest.save()
     return results
 
 
-_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire")
+_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")
 
 
 def _baseline(
@@ -308,7 +349,8 @@ def _baseline(
     rebaseline: bool,
 ) -> tuple[str, str]:
     """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
-    as it is intact; a changed one is refused (re-recording would bless the damage)."""
+    as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
+    a changed one is refused (re-recording would bless the damage)."""
     bpath = baselines.baseline_path(interp.prefix)
     entry = manifest.files.get(str(bpath))
     current = _read(bpath)
@@ -319,11 +361,12 @@ def _baseline(
                 "(`dtkguard check`), then record a new baseline with `guard install --rebaseline`",
                 field="baseline",
             )
-        data = json.loads(current)
-        if lock is None or data.get("lock") == baselines.lock_data(lock):
-            return current, "unchanged"
-        data["lock"] = baselines.lock_data(lock)
-        return baselines.dumps(data), "written"
+        # same bytes, new mtimes (a reinstall of the same build): the stats follow
+        data, _ = baselines.refreshed(json.loads(current))
+        if lock is not None:
+            data["lock"] = baselines.lock_data(lock)
+        text = baselines.dumps(data)
+        return (current, "unchanged") if text == current else (text, "written")
     return baselines.dumps(baselines.record(interp, policy, lock)), "written"
 
 
@@ -362,6 +405,7 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         manifest.originals(),
         uv_config=Path(uv) if uv else None,
         externally_managed=bool(manifest.options.get("externally_managed")),
+        uv_shim_too=bool(manifest.options.get("uv_shim")),
         baseline=baseline,
     )
     base_state = (

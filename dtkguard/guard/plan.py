@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,8 +14,13 @@ from dtkguard.env.dist import Dist
 from dtkguard.env.environment import Environment
 from dtkguard.policy.compiled import canonical
 
-#: pip's words when its resolver cannot satisfy the request (all supported versions)
-_CONFLICT_MARKERS = ("ResolutionImpossible", "conflicting dependencies", "Cannot install")
+#: pip's (all supported versions) and uv's words when the resolver cannot satisfy the request
+_CONFLICT_MARKERS = (
+    "ResolutionImpossible",
+    "conflicting dependencies",
+    "Cannot install",
+    "No solution found when resolving dependencies",
+)
 
 
 @dataclass
@@ -56,6 +62,8 @@ class Plan:
     install: list[Planned] = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     constrained: bool = True
+    #: names the run would remove and not put back (uv's plans: sync, uninstall, upgrades)
+    remove: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -124,9 +132,12 @@ def dry_run(
     return plan
 
 
-def after_install(env: Environment, planned: list[Planned], site: Path) -> Environment:
-    """The environment as it would be once ``planned`` is installed into ``site``."""
-    keys = {p.key for p in planned}
+def after_install(
+    env: Environment, planned: list[Planned], site: Path, removed: Sequence[str] = ()
+) -> Environment:
+    """The environment as it would be once ``removed`` are gone and ``planned`` is installed
+    into ``site``."""
+    keys = {p.key for p in planned} | {canonical(n) for n in removed}
     kept = [d for d in env.dists if d.key not in keys]
     new = [
         Dist(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 _CODE = (
     "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
     "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
-    "'stdlib'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
+    "'stdlib'),'scripts':sysconfig.get_path('scripts'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
 )
 
 #: where the guard keeps its files inside an interpreter's prefix
@@ -24,6 +25,8 @@ class Interpreter:
     purelib: Path
     stdlib: Path
     version: str
+    #: where console scripts go (``<prefix>/bin``): the place of the `uv` shim
+    scripts: Path | None = None
 
     @property
     def in_venv(self) -> bool:
@@ -49,6 +52,76 @@ def default_python() -> str:
     return active_python() or sys.executable
 
 
+def interpreter_path(value: str) -> str:
+    """pip's or uv's ``--python`` as an interpreter path (an env directory is its
+    ``bin/python``); a version request cannot be judged, so it is refused."""
+    from dtkguard.errors import InputError
+
+    path = Path(value)
+    if path.is_dir():
+        path = path / "bin" / "python"
+    if not path.exists():
+        raise InputError(
+            f"{value}: name the interpreter to act on as a path (an interpreter or an "
+            "environment directory), not a version request",
+            field="--python",
+        )
+    return str(path)
+
+
+def _same_env(a: str, b: str) -> bool:
+    """Two interpreter paths of one environment: the same ``bin/`` (a venv's python is a
+    symlink to the base interpreter, so the files themselves cannot be compared)."""
+    return os.path.realpath(os.path.dirname(os.path.abspath(a))) == os.path.realpath(
+        os.path.dirname(os.path.abspath(b))
+    )
+
+
+def choose_python(
+    explicit: str | None, tool: str, fallback: str | None = None, given: str | None = None
+) -> str:
+    """The interpreter dtkpip/dtkuv act on: their ``--python``, else the one pip/uv was told
+    (``given``: their own ``--python``), else the active venv/conda env, else ``fallback`` (the
+    env of the `uv` shim that ran), else the one interpreter `guard install` guarded; never
+    dtkguard's own by accident."""
+    from dtkguard.errors import InputError
+
+    told = interpreter_path(given) if given else None
+    if explicit and told and not _same_env(explicit, told):
+        raise InputError(
+            f"{tool} --python {explicit} and the --python {given} given to {tool[3:]} name "
+            "different interpreters",
+            field="--python",
+        )
+    if explicit or told:
+        return explicit or str(told)
+    from dtkguard.env.environment import active_python
+
+    active = active_python() or fallback
+    if active:
+        return active
+    from dtkguard.guard.registry import guarded, registry_file
+
+    known = guarded()
+    if len(known) == 1:
+        return known[0]
+    if known:
+        what = f"{len(known)} guarded interpreters are known ({', '.join(known)})"
+    else:
+        what = f"no guarded interpreter is known ({registry_file()})"
+    raise InputError(
+        f"no environment is active and {what}: choose one with `{tool} --python PY ...`, or "
+        "activate its venv/conda env",
+        field="--python",
+    )
+
+
+def say_target(tool: str, python: str) -> None:
+    """One line on stderr: the interpreter a tool acts on."""
+    sys.stderr.write(f"{tool}: acting on {python}\n")
+    sys.stderr.flush()
+
+
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
@@ -62,4 +135,5 @@ def interpreter(python: str | None = None) -> Interpreter:
         purelib=Path(data["purelib"]),
         stdlib=Path(data["stdlib"]),
         version=data["version"],
+        scripts=Path(data["scripts"]) if data.get("scripts") else None,
     )

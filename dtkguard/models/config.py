@@ -1,20 +1,28 @@
-"""Classify the quantisation a model's config files declare (config.json, hf_quant_config.json).
+"""Classify the quantisation a model's config files declare.
 
-The config is a hint; the tensor dtypes are the ground truth (see ``scan``). A config may nest
-its quantisation block under ``text_config`` or ``llm_config`` (VLMs), use the older
-``compression_config`` key (compressed-tensors, Hygon slimquant), or live in ModelOpt's
-``hf_quant_config.json``.
+Read: ``config.json`` (``quantization_config``/``compression_config``, also nested under
+``text_config`` and the like for VLMs), ModelOpt's ``hf_quant_config.json`` and auto-round's
+``quantization_config.json`` sidecar. Every dict of a quantisation block is visited with the role
+its position gives it (weights, activations, KV cache), so that an int4-weight, FP8-activation
+scheme (compressed-tensors W4AFP8, ModelOpt ``W4A8_AWQ``) is told apart from FP8 weights. The
+config is a hint; the tensor dtypes are the ground truth (see ``scan`` and ``verdict``). The
+fields read, per producer, are listed in docs/fp8.md.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_CONFIG = 16 * 1024 * 1024
+#: evidence notes kept per model (a per-layer config can name thousands of layers)
+MAX_DETAILS = 64
 
 FP8_METHODS = frozenset(
     {"fp8", "fbgemm_fp8", "ptpc_fp8", "deepgemm_fp8", "mxfp8", "modelopt_fp8", "w8a8_fp8"}
@@ -22,8 +30,29 @@ FP8_METHODS = frozenset(
 FP4_METHODS = frozenset(
     {"mxfp4", "nvfp4", "fp_quant", "fouroversix", "petit_nvfp4", "modelopt_fp4", "quark_mxfp4"}
 )
+#: methods that quantise BF16/FP16 weights at load (vLLM ``PTPCFp8Config``, ``DeepSpeedFPConfig``)
+ONLINE_METHODS = frozenset({"ptpc_fp8", "deepspeedfp"})
+#: methods whose weights are integers but whose activations are FP8 (vLLM and SGLang ``w4afp8``)
+FP8_ACT_METHODS = frozenset({"w4afp8", "mxfp_w4a8", "quark_int4fp8_moe"})
 _QUANT_KEYS = ("quantization_config", "compression_config")
 _NESTED = ("text_config", "llm_config", "language_config", "thinker_config")
+#: keys whose values are exclusions or the KV cache (read on their own), never walked for roles
+_SKIP = frozenset(
+    {
+        "kv_cache_scheme",
+        "kv_cache_config",
+        "ignore",
+        "ignored_layers",
+        "modules_to_not_convert",
+        "exclude",
+        "exclude_modules",
+        "export",
+    }
+)
+_WEIGHT_KEYS = frozenset({"weights", "weight"})
+_ACT_KEYS = frozenset(
+    {"input_activations", "output_activations", "input_tensors", "output_tensors", "activations"}
+)
 
 
 class ConfigError(ValueError):
@@ -32,20 +61,40 @@ class ConfigError(ValueError):
 
 @dataclass
 class QuantConfig:
-    """What the config files say. ``weights`` holds ``fp8``/``fp4``; ``kv`` likewise."""
+    """What the config files say: each set holds ``fp8``/``fp4`` (``int`` for integer weights)."""
 
     source: str | None = None
     method: str | None = None
     weights: set[str] = field(default_factory=set)
+    activations: set[str] = field(default_factory=set)
     kv: set[str] = field(default_factory=set)
+    #: the config names an integer KV cache (``kv_cache_scheme.type = "int"``, ``INT8``)
+    kv_int: bool = False
+    #: the config names integer weights (``type: int``, ``W4A8_AWQ``, ``data_type: int``)
+    int_weights: bool = False
+    #: the method quantises at load: FP8/FP4 compute whatever the tensors hold
+    online: bool = False
     details: list[str] = field(default_factory=list)
+    _noted: set[str] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def declared(self) -> bool:
-        return bool(self.weights or self.kv)
+        return bool(self.weights or self.activations or self.kv)
 
     def evidence(self) -> str:
         return " ".join(self.details)
+
+    def families(self, role: str) -> list[str]:
+        """Families declared for ``role`` (``weights``, ``activations``, ``kv``), ``int`` too."""
+        found = {"weights": self.weights, "activations": self.activations, "kv": self.kv}[role]
+        integer = {"weights": self.int_weights, "kv": self.kv_int}.get(role, False)
+        return sorted(found | ({"int"} if integer else set()))
+
+    def note(self, text: str) -> None:
+        """Add ``text`` to the evidence once; at most ``MAX_DETAILS`` notes are kept."""
+        if text not in self._noted and len(self._noted) < MAX_DETAILS:
+            self._noted.add(text)
+            self.details.append(text)
 
 
 def load_json(path: str | os.PathLike[str], cap: int = MAX_CONFIG) -> dict[str, Any]:
@@ -64,17 +113,20 @@ def load_json(path: str | os.PathLike[str], cap: int = MAX_CONFIG) -> dict[str, 
     return data
 
 
-def _dicts(obj: Any, depth: int = 0, skip: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+def _walk(obj: Any, role: str, depth: int = 0) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every dict under ``obj`` with its role: ``weights`` or ``activations``."""
     if depth > 12:
         return
     if isinstance(obj, dict):
-        yield obj
+        yield obj, role
         for key, value in obj.items():
-            if key not in skip:
-                yield from _dicts(value, depth + 1, skip)
+            if key in _SKIP:
+                continue
+            sub = "weights" if key in _WEIGHT_KEYS else "activations" if key in _ACT_KEYS else role
+            yield from _walk(value, sub, depth + 1)
     elif isinstance(obj, list):
         for value in obj[:1000]:
-            yield from _dicts(value, depth + 1, skip)
+            yield from _walk(value, role, depth + 1)
 
 
 def _small_float(num_bits: Any, kind: Any) -> str | None:
@@ -85,13 +137,126 @@ def _small_float(num_bits: Any, kind: Any) -> str | None:
     return None
 
 
-def _dtype_family(text: str) -> str | None:
+def dtype_family(text: str) -> str | None:
+    """``fp8``/``fp4``/``int`` for a dtype name in a config (``fp8_e4m3``, ``float8_e4m3fn``...)."""
     t = text.lower()
-    if t.startswith(("fp8", "float8", "f8_")) and "e8m0" not in t:
+    if t.startswith(("fp8", "float8", "f8_", "e4m3", "e5m2")) and "e8m0" not in t:
         return "fp8"
-    if t.startswith(("fp4", "fp6", "float4", "float6", "mxfp4", "nvfp4")):
+    if t.startswith(("fp4", "fp6", "float4", "float6", "mxfp4", "mxfp6", "nvfp4", "e2m1")):
         return "fp4"
+    if t.startswith(("int", "uint", "i4", "i8", "u4", "u8")):
+        return "int"
     return None
+
+
+def autoround_family(data_type: Any, bits: Any) -> str | None:
+    """auto-round ``data_type`` (``nv_fp``, ``mx_fp``, ``fp``, ``mx_fp8e4m3``, ``int``) + bits."""
+    if not isinstance(data_type, str):
+        return None
+    t = data_type.lower()
+    if "int" in t:
+        return "int"
+    if "fp" not in t:
+        return None
+    digits = re.search(r"fp(\d+)", t)
+    width = int(digits.group(1)) if digits else bits
+    if not isinstance(width, int) or width >= 16:
+        return None
+    return "fp8" if width == 8 else "fp4" if width in (4, 6) else None
+
+
+#: ModelOpt ``quant_algo`` -> (weights, activations); vLLM ``modelopt.py`` and ModelOpt's export
+#: constants. Names not listed fall back to their spelling (``FP4``/``FP8``/``INT``).
+MODELOPT_ALGOS: dict[str, tuple[str | None, str | None]] = {
+    "FP8": ("fp8", "fp8"),
+    "FP8_PER_CHANNEL_PER_TOKEN": ("fp8", "fp8"),
+    "FP8_PB_WO": ("fp8", None),
+    "FP8_PB_REAL": ("fp8", "fp8"),
+    "FP8_BLOCK_SCALES": ("fp8", "fp8"),
+    "MXFP8": ("fp8", "fp8"),
+    "NVFP4": ("fp4", "fp4"),
+    "NVFP4_AWQ": ("fp4", "fp4"),
+    "W4A16_NVFP4": ("fp4", None),
+    "W4A8_NVFP4_FP8": ("fp4", "fp8"),
+    "MXFP4": ("fp4", "fp4"),
+    "W4A8_MXFP4_FP8": ("fp4", "fp8"),
+    "W4A8_AWQ": ("int", "fp8"),
+    "INT4_AWQ": ("int", None),
+    "W4A16_AWQ": ("int", None),
+    "INT8_SQ": ("int", None),
+    "W8A8_SQ_PER_CHANNEL": ("int", None),
+    "INT8_WO": ("int", None),
+    "INT4_WO": ("int", None),
+    "MIXED_PRECISION": (None, None),
+    "UNQUANTIZED": (None, None),
+    "NONE": (None, None),
+}
+
+
+def algo_families(algo: str) -> tuple[str | None, str | None]:
+    """(weights, activations) family of a ModelOpt ``quant_algo`` (upper case)."""
+    if algo in MODELOPT_ALGOS:
+        return MODELOPT_ALGOS[algo]
+    if "FP4" in algo:
+        return "fp4", None
+    if "FP8" in algo:
+        return "fp8", None
+    if algo.startswith(("INT", "W4", "W8")):
+        return "int", None
+    return None, None
+
+
+def _add(out: QuantConfig, role: str, fam: str | None) -> None:
+    if fam is None:
+        return
+    if fam == "int":
+        if role == "weights":
+            out.int_weights = True
+        return
+    (out.weights if role == "weights" else out.activations).add(fam)
+
+
+def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """One dict of a quantisation block, in its role."""
+    fam = _small_float(d.get("num_bits"), d.get("type"))
+    if fam:
+        _add(out, role, fam)
+    elif d.get("type") == "int" and isinstance(d.get("num_bits"), int):
+        _add(out, role, "int")
+    fmt = d.get("format")
+    if isinstance(fmt, str):
+        f = fmt.lower()
+        if any(x in f for x in ("nvfp4", "mxfp4", "mxfp6")):
+            out.weights.add("fp4")
+        elif "mxfp8" in f:
+            out.weights.add("fp8")
+        out.note(f"format={f}")
+    for key in ("dtype", "quant_dtype", "expert_dtype", "weight_dtype"):
+        if isinstance(d.get(key), str):
+            _add(out, role, dtype_family(d[key]))
+    for key, sub in (("weights", "weights"), ("activations", "activations")):
+        if isinstance(d.get(key), str):  # quanto: ``weights: "float8"``
+            _add(out, sub, dtype_family(d[key]))
+            out.note(f"{key}={d[key]}")
+    if "data_type" in d:  # auto-round, top level and per layer (extra_config)
+        _add(out, "weights", autoround_family(d.get("data_type"), d.get("bits")))
+        if isinstance(d["data_type"], str):
+            out.note(f"data_type={d['data_type']}")
+    act_bits = d.get("act_bits", 16)
+    if "act_data_type" in d and isinstance(act_bits, int) and act_bits < 16:
+        _add(out, "activations", autoround_family(d.get("act_data_type"), act_bits))
+        if isinstance(d["act_data_type"], str):
+            out.note(f"act_data_type={d['act_data_type']}")
+    if isinstance(d.get("_type"), str) and "float8" in d["_type"].lower():
+        out.weights.add("fp8")
+        out.note(f"torchao {d['_type']}")
+    algo = d.get("quant_algo")
+    if isinstance(algo, str) and algo:
+        up = algo.upper()
+        algos[up] += 1
+        w, a = algo_families(up)
+        _add(out, "weights", w)
+        _add(out, "activations", a)
 
 
 def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
@@ -100,53 +265,37 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
     algo = str(qc.get("quant_algo") or "").upper()
     out.method = out.method or method or (algo.lower() or None)
     if method:
-        out.details.append(f"quant_method={method}")
+        out.note(f"quant_method={method}")
+    out.online = out.online or method in ONLINE_METHODS
     if method in FP8_METHODS:
         out.weights.add("fp8")
     elif method in FP4_METHODS:
         out.weights.add("fp4")
+    elif method in FP8_ACT_METHODS:
+        out.activations.add("fp8")
+        out.int_weights = True
+    elif method == "deepspeedfp":  # vLLM DeepSpeedFPConfig: FP8 or FP6 weights by ``bits``
+        bits = qc.get("bits")
+        _add(out, "weights", "fp8" if bits == 8 else "fp4" if bits == 6 else None)
     if algo:
-        out.details.append(f"quant_algo={algo}")
-        if "FP4" in algo:
-            out.weights.add("fp4")
-        elif "FP8" in algo or algo == "W4A8_AWQ":
-            out.weights.add("fp8")
-    for key in ("fmt", "scale_fmt", "expert_dtype", "quant_dtype"):
+        out.note(f"quant_algo={algo}")
+    for key in ("fmt", "scale_fmt", "expert_dtype", "quant_dtype", "packing_format"):
         if isinstance(qc.get(key), str):
-            out.details.append(f"{key}={qc[key]}")
+            out.note(f"{key}={qc[key]}")
     block = qc.get("weight_block_size")
     if isinstance(block, list):
-        out.details.append("block [" + ",".join(str(b) for b in block[:4]) + "]")
-    for d in _dicts(
-        qc,
-        skip=(
-            "kv_cache_scheme",
-            "kv_cache_config",
-            "ignore",
-            "ignored_layers",
-            "modules_to_not_convert",
-        ),
-    ):
-        fam = _small_float(d.get("num_bits"), d.get("type"))
-        if fam:
-            out.weights.add(fam)
-        fmt = d.get("format")
-        if isinstance(fmt, str):
-            f = fmt.lower()
-            if any(x in f for x in ("nvfp4", "mxfp4", "mxfp6")):
-                out.weights.add("fp4")
-            elif "mxfp8" in f:
-                out.weights.add("fp8")
-            if f"format={f}" not in out.details:
-                out.details.append(f"format={f}")
-        for key in ("dtype", "quant_dtype", "expert_dtype", "weight_dtype"):
-            if isinstance(d.get(key), str):
-                fam = _dtype_family(d[key])
-                if fam:
-                    out.weights.add(fam)
-        if isinstance(d.get("_type"), str) and "float8" in d["_type"].lower():
-            out.weights.add("fp8")
-            out.details.append(f"torchao {d['_type']}")
+        out.note("block [" + ",".join(str(b) for b in block[:4]) + "]")
+    kv_tensors = _classify_quark_kv(qc, out)
+    algos: Counter[str] = Counter()
+    for d, role in _walk(qc, "weights"):
+        if id(d) not in kv_tensors:
+            _visit(d, role, out, algos)
+    per_layer = Counter({k: n for k, n in algos.items() if k != algo})
+    if per_layer:
+        shown = [f"{n}x {k}" for k, n in per_layer.most_common(8)]
+        if len(per_layer) > 8:
+            shown.append(f"{len(per_layer) - 8} more")
+        out.note("per-layer quant_algo " + ", ".join(shown))
     _classify_kv(qc, out)
 
 
@@ -156,16 +305,52 @@ def _classify_kv(qc: dict[str, Any], out: QuantConfig) -> None:
         fam = _small_float(scheme.get("num_bits"), scheme.get("type"))
         if fam:
             out.kv.add(fam)
-            out.details.append(f"kv_cache_scheme={fam}")
+            out.note(f"kv_cache_scheme={fam}")
+        elif scheme.get("type") == "int":
+            out.kv_int = True
+            out.note(f"kv_cache_scheme=int{scheme.get('num_bits', '')}")
     elif isinstance(scheme, str) and scheme.upper() in ("FP8", "STATIC"):
         out.kv.add("fp8")
-        out.details.append(f"kv_cache_scheme={scheme}")
+        out.note(f"kv_cache_scheme={scheme}")
     algo = qc.get("kv_cache_quant_algo")
     if isinstance(algo, str):
-        fam = _dtype_family(algo)
-        if fam:
+        fam = dtype_family(algo)
+        if fam == "int":
+            out.kv_int = True
+        elif fam:
             out.kv.add(fam)
-            out.details.append(f"kv_cache_quant_algo={algo}")
+        if fam:
+            out.note(f"kv_cache_quant_algo={algo}")
+
+
+def _classify_quark_kv(qc: dict[str, Any], out: QuantConfig) -> set[int]:
+    """Quark: ``export.kv_cache_group`` names layers whose ``output_tensors`` are the KV cache.
+
+    Returns the ids of those ``output_tensors`` dicts (they are not activations).
+    """
+    seen: set[int] = set()
+    export = qc.get("export")
+    group = export.get("kv_cache_group") if isinstance(export, dict) else None
+    layers = qc.get("layer_quant_config")
+    if not isinstance(group, list) or not group or not isinstance(layers, dict):
+        return seen
+    patterns = [p for p in group[:64] if isinstance(p, str)]
+    for name, cfg in layers.items():
+        if not isinstance(cfg, dict) or not any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            continue
+        tensors = cfg.get("output_tensors")
+        if not isinstance(tensors, dict):
+            continue
+        seen.add(id(tensors))
+        dtype = tensors.get("dtype")
+        fam = dtype_family(dtype) if isinstance(dtype, str) else None
+        if fam == "int":
+            out.kv_int = True
+        elif fam:
+            out.kv.add(fam)
+        if fam:
+            out.note(f"kv_cache_group {name} output_tensors={dtype}")
+    return seen
 
 
 def classify_config(config: dict[str, Any], out: QuantConfig | None = None) -> QuantConfig:
@@ -180,11 +365,18 @@ def classify_config(config: dict[str, Any], out: QuantConfig | None = None) -> Q
         classify_quant(qc, out)
     for key in ("torch_dtype", "dtype"):
         value = config.get(key)
-        if isinstance(value, str) and _dtype_family(value):
+        fam = dtype_family(value) if isinstance(value, str) else None
+        if fam in ("fp8", "fp4"):
             out.source = out.source or "config.json"
-            out.weights.add(_dtype_family(value) or "fp8")
-            out.details.append(f"{key}={value}")
+            out.weights.add(fam)
+            out.note(f"{key}={value}")
     return out
+
+
+def is_mla(config: dict[str, Any]) -> bool:
+    """The model uses multi-head latent attention (``kv_lora_rank``, nested VLM configs too)."""
+    holders = [config, *(config.get(k) for k in _NESTED)]
+    return any(isinstance(h, dict) and h.get("kv_lora_rank") for h in holders)
 
 
 def classify_hf_quant_config(data: dict[str, Any], out: QuantConfig | None = None) -> QuantConfig:
@@ -194,4 +386,12 @@ def classify_hf_quant_config(data: dict[str, Any], out: QuantConfig | None = Non
     if isinstance(block, dict):
         out.source = out.source or "hf_quant_config.json"
         classify_quant(block, out)
+    return out
+
+
+def classify_sidecar(data: dict[str, Any], out: QuantConfig | None = None) -> QuantConfig:
+    """Classify auto-round's ``quantization_config.json`` (the quantisation block itself)."""
+    out = out or QuantConfig()
+    out.source = out.source or "quantization_config.json"
+    classify_quant(data, out)
     return out

@@ -110,3 +110,40 @@ def is_packed_fp4_name(name: str) -> bool:
     """U8 tensors that carry packed FP4 values (compressed-tensors, gpt-oss MXFP4)."""
     leaf = name.rsplit(".", 1)[-1]
     return leaf == "weight_packed" or leaf.endswith("_blocks")
+
+
+#: k/v cache scale tensors: compressed-tensors/ModelOpt ``k_scale``/``v_scale`` (``q_scale``),
+#: legacy ``kv_scale``, and Quark's ``k_proj.output_scale``/``v_proj.output_scale``
+KV_SCALE_SUFFIXES = (
+    ".k_scale",
+    ".v_scale",
+    ".q_scale",
+    ".kv_scale",
+    ".k_proj.output_scale",
+    ".v_proj.output_scale",
+)
+#: names that only a quantised checkpoint has (scales, zero points, packed values, group index)
+QUANT_SUFFIXES = (
+    ".weight_scale",
+    "_scale_inv",
+    ".weight_scale_2",
+    "_global_scale",
+    ".input_scale",
+    ".output_scale",
+    ".pre_quant_scale",
+    ".scales",
+    "_scales",
+    ".qweight",
+    ".qzeros",
+    ".g_idx",
+    ".weight_packed",
+    ".weight_zero_point",
+    ".weight_shape",
+    "_blocks",
+    ".scale_weight",
+    ".scale_input",
+    ".absmax",
+    *KV_SCALE_SUFFIXES,
+)
+#: integer dtypes: packed sub-byte values (I32/U8 nibbles, GPTQ/AWQ) or INT8 weights
+INT_DTYPES = frozenset({"I8", "U8", "I16", "U16", "I32", "U32"})

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from operator import methodcaller
 
 from dtkguard.models.config import ConfigError, load_json
+from dtkguard.models.dtypes import KV_SCALE_SUFFIXES
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096
 MAX_INDEX = 64 * 1024 * 1024
-_KV_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".kv_scale")
 
 
 @dataclass
@@ -23,6 +23,8 @@ class IndexInfo:
     scale_inv: int = 0
     kv_scales: int = 0
     packed: int = 0
+    #: ``*.weight_scale`` names: quantised weights of a format the names alone do not tell
+    weight_scales: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -45,7 +47,8 @@ def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> In
     info = IndexInfo(path=str(path), tensors=len(weight_map))
     names = list(weight_map)
     info.scale_inv = sum(map(methodcaller("endswith", "_scale_inv"), names))
-    info.kv_scales = sum(map(methodcaller("endswith", _KV_SUFFIXES), names))
+    info.kv_scales = sum(map(methodcaller("endswith", KV_SCALE_SUFFIXES), names))
+    info.weight_scales = sum(map(methodcaller("endswith", ".weight_scale"), names))
     info.packed = sum(map(methodcaller("endswith", ("_blocks", ".weight_packed")), names))
     values = list(weight_map.values())
     strings = [v for v in values if type(v) is str]

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
-CONFIG_NAMES = ("config.json", "hf_quant_config.json")
+CONFIG_NAMES = ("config.json", "hf_quant_config.json", "quantization_config.json")
 INDEX_SUFFIX = ".safetensors.index.json"
 MAX_FILES = 10_000
 MAX_MODELS = 1_000

@@ -18,6 +18,8 @@ from dtkguard.models.config import (
     QuantConfig,
     classify_config,
     classify_hf_quant_config,
+    classify_sidecar,
+    is_mla,
     load_json,
 )
 from dtkguard.models.gguf import GgufError, read_gguf
@@ -51,6 +53,15 @@ class ModelScan:
     u8_weights: int = 0
     scale_inv: int = 0
     kv_scales: int = 0
+    #: tensors only a quantised checkpoint has (scales, zero points, packed values), counted
+    #: in shards without FP8/FP4 tensors (it matters only to a model without them)
+    quant_tensors: int = 0
+    #: U8 scale tensors: E8M0 microscaling exponents stored as bytes (gpt-oss, MXFP4/MXFP8)
+    u8_scales: int = 0
+    #: shards the index names that are not in the folder
+    missing_shards: int = 0
+    #: config.json describes multi-head latent attention (DeepSeek, Kimi: ``kv_lora_rank``)
+    mla: bool = False
     markers: list[str] = field(default_factory=list)
     pickles: int = 0
     pickle_globals: Counter[str] = field(default_factory=Counter)
@@ -65,7 +76,6 @@ class ModelScan:
 
 
 _INTERESTING = frozenset({"U8"})
-_KV_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".kv_scale")
 
 
 def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
@@ -76,24 +86,30 @@ def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
     scan.dtypes.update(counts)
     names = list(items)
     scan.scale_inv += sum(map(methodcaller("endswith", "_scale_inv"), names))
-    scan.kv_scales += sum(map(methodcaller("endswith", _KV_SUFFIXES), names))
+    scan.kv_scales += sum(map(methodcaller("endswith", dtypes.KV_SCALE_SUFFIXES), names))
     for marker in MARKER_TENSORS:
         if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
             scan.markers.append(marker)
-    wanted = {d for d in counts if d in _INTERESTING or dtypes.family(d) != "other"}
+    families = {d: dtypes.family(d) for d in counts}
+    if not any(f != "other" for f in families.values()):
+        # other quantisation matters only to a model without FP8/FP4 tensors (stale config)
+        scan.quant_tensors += sum(map(methodcaller("endswith", dtypes.QUANT_SUFFIXES), names))
+    wanted = {d: f for d, f in families.items() if d in _INTERESTING or f != "other"}
     if not wanted:
         return
     for name, info in items.items():
-        dtype = info.dtype
-        if dtype not in wanted:
+        fam = wanted.get(info.dtype)
+        if fam is None:
             continue
-        fam = dtypes.family(dtype)
+        dtype = info.dtype
         if fam == "fp8":
             (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
         elif fam == "e8m0":
             scan.e8m0 += 1
         elif fam == "fp4":
             scan.fp4_values[dtype] += 1
+        elif dtypes.is_scale_name(name):
+            scan.u8_scales += 1
         elif dtypes.is_packed_fp4_name(name):
             scan.packed_u8 += 1
         elif name.rpartition(".")[2] == "weight":
@@ -144,10 +160,14 @@ def scan_source(src: ModelSource) -> ModelScan:
     for path in src.files:
         base = os.path.basename(path)
         try:
-            if base == "config.json" and os.path.dirname(path) == src.path.rstrip(os.sep):
-                classify_config(load_json(path), scan.config)
+            if base == "config.json" and _top(path, src):
+                data = load_json(path)
+                classify_config(data, scan.config)
+                scan.mla = is_mla(data)
             elif base == "hf_quant_config.json":
                 classify_hf_quant_config(load_json(path), scan.config)
+            elif base == "quantization_config.json" and _top(path, src):
+                classify_sidecar(load_json(path), scan.config)
             elif base.endswith(INDEX_SUFFIX) and scan.index is None:
                 scan.index = read_index(path)
                 scan.problems.extend((path, p) for p in scan.index.problems)
@@ -164,11 +184,17 @@ def scan_source(src: ModelSource) -> ModelScan:
     return scan
 
 
+def _top(path: str, src: ModelSource) -> bool:
+    """``path`` lies in the model folder itself (not in ``original/`` or the like)."""
+    return os.path.dirname(path) == src.path.rstrip(os.sep)
+
+
 def _check_index(scan: ModelScan, src: ModelSource) -> None:
     if scan.index is None or not scan.index.shards:
         return
     present = {os.path.basename(p) for p in src.files}
     missing = [s for s in scan.index.shards if s not in present]
+    scan.missing_shards = len(missing)
     if missing:
         scan.problems.append(
             (

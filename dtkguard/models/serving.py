@@ -26,6 +26,46 @@ WEIGHT_ENV = ("QUANTIZE", "VLLM_QUANTIZATION")
 KV_ENV = ("KV_CACHE_DTYPE",)
 MODEL_ENV = ("MODEL_ID", "MODEL_PATH", "MODEL")
 _TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+@dataclass(frozen=True)
+class EnvSwitch:
+    """An environment variable that turns FP8/FP4 compute on in an engine by itself.
+
+    ``default_on``: the engine treats it as on when unset; ``requires``: it acts only when this
+    master switch is on (vLLM's AITER kernels need ``VLLM_ROCM_USE_AITER=1``).
+    """
+
+    name: str
+    kind: str = "weights"
+    default_on: bool = False
+    requires: str | None = None
+    scope: str | None = None
+
+    def on(self, environ: Mapping[str, str]) -> bool:
+        if self.requires and environ.get(self.requires, "").strip().lower() not in _TRUE:
+            return False
+        value = environ.get(self.name)
+        if value is None:
+            return self.default_on
+        return value.strip().lower() in _TRUE
+
+
+#: per engine, the variables that really turn FP8 on for a model that is not FP8. Knobs that only
+#: pick kernels for FP8 checkpoints (VLLM_ROCM_FP8_PADDING, on by default; VLLM_USE_DEEP_GEMM;
+#: VLLM_USE_FLASHINFER_MOE_FP8; SGLANG_USE_FP8_W8A8_MOE) are not requests: the model scan
+#: decides those. Sources in docs/fp8.md.
+FP8_ENV: dict[str, tuple[EnvSwitch, ...]] = {
+    "vllm": (
+        # MLA: W_K/W_V re-quantised to FP8 (FP4) for a batched matmul; default on under AITER
+        EnvSwitch("VLLM_ROCM_USE_AITER_FP8BMM", "weights", True, "VLLM_ROCM_USE_AITER", "mla"),
+        EnvSwitch("VLLM_ROCM_USE_AITER_FP4BMM", "weights", True, "VLLM_ROCM_USE_AITER", "mla"),
+    ),
+    "sglang": (),
+    "lmdeploy": (),
+    "tgi": (),
+}
 _ENGINES = (
     ("text-generation", "tgi"),
     ("text_generation", "tgi"),
@@ -46,6 +86,8 @@ class Request:
     source: str
     text: str
     value: str
+    #: the request acts only on models of this kind (``mla``: multi-head latent attention)
+    scope: str | None = None
 
 
 @dataclass
@@ -183,11 +225,28 @@ def _parse_environ(cmd: ServingCommand, environ: Mapping[str, str]) -> None:
             cmd.requests.append(Request("kv_cache", "env", f"{key}={environ[key]}", environ[key]))
     if "float8" in environ.get("DTYPE", "").lower():
         cmd.requests.append(Request("weights", "env", f"DTYPE={environ['DTYPE']}", "float8"))
-    for key in sorted(environ):
-        if "FP8" in key.upper() and environ[key].strip().lower() in _TRUE:
-            cmd.requests.append(Request("weights", "env", f"{key}={environ[key]}", "fp8"))
+    for switch in env_switches(cmd.engine):
+        if switch.on(environ):
+            value = environ.get(switch.name)
+            text = f"{switch.name}={value}" if value is not None else f"{switch.name} (default on)"
+            if switch.requires:
+                text += f" with {switch.requires}={environ[switch.requires]}"
+            req = Request(switch.kind, "env", text, value or "default", switch.scope)
+            cmd.requests.append(req)
     if cmd.model is None and cmd.engine == "tgi":
         cmd.model = next((environ[k] for k in MODEL_ENV if environ.get(k)), None)
+
+
+def is_hub_id(model: str) -> bool:
+    """``org/name``: a Hugging Face hub id (also tried as a path relative to the cwd)."""
+    return model.count("/") == 1 and not model.startswith((".", "/", "~"))
+
+
+def env_switches(engine: str | None) -> tuple[EnvSwitch, ...]:
+    """The FP8 switches of ``engine``; for a wrapper (python, unknown) those of every engine."""
+    if engine in FP8_ENV:
+        return FP8_ENV[engine]
+    return tuple(s for switches in FP8_ENV.values() for s in switches)
 
 
 def resolve_model(
@@ -205,7 +264,7 @@ def resolve_model(
         candidates.append(model)
     elif cwd:
         candidates.append(os.path.join(cwd, model))
-    if model.count("/") == 1 and not model.startswith((".", "/")):
+    if is_hub_id(model):
         hub = (
             env.get("HF_HUB_CACHE")
             or (os.path.join(env["HF_HOME"], "hub") if env.get("HF_HOME") else None)
@@ -221,6 +280,25 @@ def resolve_model(
         for full in (path, root + path if root else None):
             if full and os.path.exists(full):
                 return full
+    return None
+
+
+SERVING_ENGINES = frozenset({"vllm", "sglang", "lmdeploy", "tgi"})
+
+
+def unresolved(cmd: ServingCommand, model_path: str | None) -> str | None:
+    """Why the model a serving command names could not be found, or None when it was."""
+    if model_path:
+        return None
+    if cmd.model:
+        if is_hub_id(cmd.model):
+            return (
+                f"{cmd.model}: not a local path, and not in the local Hugging Face cache "
+                "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)"
+            )
+        return f"{cmd.model}: no such file or folder"
+    if cmd.engine in SERVING_ENGINES:
+        return f"the {cmd.engine} command names no model dtkguard can read"
     return None
 
 

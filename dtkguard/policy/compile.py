@@ -20,8 +20,11 @@ from dtkguard.policy.compiled import (
     DenyRule,
     Fp8Rule,
     PolicyException,
+    StackRule,
+    SupportRow,
     Target,
     canonical,
+    series_key,
 )
 from dtkguard.policy.model import PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate
@@ -152,6 +155,8 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
     deny: list[DenyRule] = []
     exceptions: list[PolicyException] = []
     dtk_allow: list[str] = []
+    support: dict[str, SupportRow] = {}
+    no_mix: tuple[tuple[str, ...], ...] = ()
     startup_allow: list[str] = []
     for read in chain:
         m = read.model
@@ -173,9 +178,19 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
                 m.fp8.kv_cache,
                 m.fp8.serving,
                 {k.upper().replace("-", "_"): v for k, v in m.fp8.cards.items()},
+                m.fp8.unresolved_model,
             )
         if m.drift:
             fields["drift_extra_severity"] = m.drift.extra_severity
+        if m.stack:
+            for r in m.stack.support:
+                key = series_key(r.series)
+                support[key] = SupportRow(key, r.driver, r.dtk, r.source)
+            if m.stack.no_mix:
+                no_mix = tuple(
+                    tuple(g if g == "*" else series_key(g) for g in group)
+                    for group in m.stack.no_mix
+                )
         if m.guard:
             startup_allow += [a for a in m.guard.startup_allow if a not in startup_allow]
             fields["on_import"] = m.guard.on_import
@@ -194,6 +209,7 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         deny=tuple(deny),
         exceptions=tuple(exceptions),
         dtk_allow=tuple(dtk_allow),
+        stack=StackRule(tuple(support.values()), no_mix),
         startup_allow=tuple(startup_allow),
         files=tuple(str(r.path) for r in reversed(chain)),
     )

@@ -82,6 +82,8 @@ class Fp8Rule:
     serving: str = "deny"
     #: card series (as hy-smi prints it, upper case) -> action for all three kinds
     cards: dict[str, str] = field(default_factory=dict)
+    #: ``exec`` when the served model cannot be found: ``warn`` (start, say so) or ``deny``
+    unresolved_model: str = "warn"
 
     def action(self, kind: str, card: str | None = None) -> str:
         """``kind`` is ``weights``, ``kv_cache`` or ``serving``."""
@@ -94,6 +96,43 @@ class Fp8Rule:
     def severity(self, kind: str, card: str | None = None) -> Severity | None:
         """The severity of a finding of ``kind``; None when the policy allows it."""
         return FP8_SEVERITY.get(self.action(kind, card))
+
+
+def series_key(series: str) -> str:
+    """``k100-ai`` -> ``K100_AI``: card series as policies and hy-smi facts compare them."""
+    return re.sub(r"[\s-]+", "_", series.strip()).upper()
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """The oldest driver and DTK release that support a card series (a published table)."""
+
+    series: str
+    driver: str | None = None
+    dtk: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class StackRule:
+    """What the stack below Python must satisfy: the support table and which series not to mix."""
+
+    support: tuple[SupportRow, ...] = ()
+    #: groups of card series no two of which may share a node (``*``: any series)
+    no_mix: tuple[tuple[str, ...], ...] = ()
+
+    def row(self, series: str) -> SupportRow | None:
+        key = series_key(series)
+        return next((r for r in self.support if r.series == key), None)
+
+    def clash(self, a: str, b: str) -> bool:
+        """True when series ``a`` and ``b`` (different) must not share a node."""
+        a, b = series_key(a), series_key(b)
+        if a == b:
+            return False
+        return any(
+            ("*" in group or a in group) and ("*" in group or b in group) for group in self.no_mix
+        )
 
 
 @dataclass(frozen=True)
@@ -122,6 +161,7 @@ class CompiledPolicy:
     fp8: Fp8Rule = field(default_factory=Fp8Rule)
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
+    stack: StackRule = field(default_factory=StackRule)
     #: start-up files (``.pth``, sitecustomize) a dist may ship: ``[dist:]fnmatch-pattern``
     startup_allow: tuple[str, ...] = ()
     #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
@@ -159,6 +199,11 @@ class CompiledPolicy:
         data["deny"] = tuple(DenyRule(**d) for d in data.get("deny", ()))
         data["fp8"] = Fp8Rule(**data.get("fp8", {}))
         data["exceptions"] = tuple(PolicyException(**e) for e in data.get("exceptions", ()))
+        stack = data.get("stack", {})
+        data["stack"] = StackRule(
+            tuple(SupportRow(**r) for r in stack.get("support", ())),
+            tuple(tuple(g) for g in stack.get("no_mix", ())),
+        )
         for key in ("dtk_allow", "find_links", "indexes", "files", "startup_allow"):
             data[key] = tuple(data.get(key, ()))
         return cls(**data)

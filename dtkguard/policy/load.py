@@ -80,10 +80,9 @@ def load_policy(ref: str | None = None, *, cache: bool = True) -> CompiledPolicy
 
 
 def _cache_dir() -> Path:
-    if os.environ.get("DTKGUARD_CACHE_DIR"):
-        return Path(os.environ["DTKGUARD_CACHE_DIR"]) / "policies"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dtkguard" / "policies"
+    from dtkguard.util.cache_dir import cache_root
+
+    return cache_root() / "policies"
 
 
 def _stamp(path: str) -> list[Any]:

@@ -87,10 +87,32 @@ class Fp8(_Section):
     kv_cache: Action = "deny"
     serving: Action = "deny"
     cards: dict[str, Action] = Field(default_factory=dict)
+    unresolved_model: Literal["deny", "warn"] = "warn"
 
 
 class Drift(_Section):
     extra_severity: SeverityName = "medium"
+
+
+class SupportRowModel(_Section):
+    series: str = Field(min_length=1)
+    driver: str | None = None
+    dtk: str | None = None
+    source: str = ""
+
+    _check_dtk = field_validator("dtk")(lambda v: v if v is None else _dtk_release(v))
+
+    @field_validator("driver")
+    @classmethod
+    def _check_driver(cls, value: str | None) -> str | None:
+        if value is not None and not value[:1].isdigit():
+            raise ValueError(f"not a driver version: {value!r} (expected e.g. 6.2.0)")
+        return value
+
+
+class StackSection(_Section):
+    support: list[SupportRowModel] = Field(default_factory=list)
+    no_mix: list[list[str]] = Field(default_factory=list)
 
 
 class GuardSection(_Section):
@@ -146,6 +168,7 @@ class PolicyFile(_Section):
     deny: list[Deny] = Field(default_factory=list)
     fp8: Fp8 | None = None
     drift: Drift | None = None
+    stack: StackSection | None = None
     guard: GuardSection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)
 

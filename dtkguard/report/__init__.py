@@ -49,6 +49,11 @@ class Report:
         default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     )
     host: str = field(default_factory=lambda: os.uname().nodename)
+    #: the scheduler's node name (`dtkguard.fleet.identity`), "" outside a scheduler
+    node: str = field(default_factory=lambda: _scheduler_node())
+    #: seconds since dtkguard started, and per check family (`run_checks(timings=...)`)
+    elapsed: float = field(default_factory=lambda: _elapsed())
+    timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.findings = sorted(self.findings, key=sort_key)
@@ -64,6 +69,18 @@ class Report:
 
     def exit_code(self, fail_on: Severity) -> int:
         return 1 if self.verdict(fail_on) == "fail" else 0
+
+
+def _scheduler_node() -> str:
+    from dtkguard.fleet.identity import scheduler_node
+
+    return scheduler_node()
+
+
+def _elapsed() -> float:
+    from dtkguard import STARTED
+
+    return time.monotonic() - STARTED
 
 
 def render(
@@ -85,15 +102,29 @@ def use_color(stream: Any = None) -> bool:
 
 
 def emit(
-    report: Report, fmt: str, output: str | None = None, *, fail_on: Severity = Severity.HIGH
+    report: Report,
+    fmt: str,
+    output: str | None = None,
+    *,
+    fail_on: Severity = Severity.HIGH,
+    renderer: Any = None,
 ) -> int:
-    """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1)."""
+    """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1).
+
+    ``renderer`` replaces the one ``fmt`` names (a command's own screen, e.g. doctor's).
+    """
+
+    def rendered(color: bool) -> str:
+        if renderer is not None:
+            return renderer(report, fail_on=fail_on, color=color)
+        return render(report, fmt, fail_on=fail_on, color=color)
+
     if output and output != "-":
         from dtkguard.util.atomic import atomic_write_text
 
-        atomic_write_text(output, render(report, fmt, fail_on=fail_on, color=False))
+        atomic_write_text(output, rendered(False))
     else:
-        text = render(report, fmt, fail_on=fail_on, color=use_color())
+        text = rendered(use_color())
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
     return report.exit_code(fail_on)

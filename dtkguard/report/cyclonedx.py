@@ -3,7 +3,9 @@
 Each distribution is a ``library`` component with a pypi purl (name normalised, ``+`` of a local
 label encoded as ``%2B``: ``pkg:pypi/torch@2.4.1%2Bdas.opt1.dtk25041``); the files of its RECORD
 are nested ``file`` components with hex SHA-256 hashes (RECORD's urlsafe base64, converted).
-Findings are listed as ``properties`` of the component they are about.
+Scanned models (`dtkguard.models.bom`) are ``machine-learning-model`` components whose
+quantisation is given as properties. Findings are listed as ``properties`` of the component they
+are about.
 """
 
 from __future__ import annotations
@@ -60,10 +62,26 @@ def _component(item: dict[str, Any], findings: list[Any]) -> dict[str, Any]:
     return comp
 
 
+def _model_component(item: dict[str, Any], findings: list[Any]) -> dict[str, Any]:
+    props = [{"name": k, "value": v} for k, v in item.get("properties", {}).items()]
+    props += [
+        {"name": f"dtkguard:finding:{f.rule}", "value": f"{f.severity.value}: {f.message}"}
+        for f in findings
+    ]
+    return {
+        "type": "machine-learning-model",
+        "bom-ref": f"model:{quote(item['key'], safe='/')}",
+        "name": item["name"],
+        "properties": props,
+    }
+
+
 def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     inventory = list(getattr(report, "inventory", None) or [])
     seen: dict[str, int] = {}
     for item in inventory:
+        if item.get("type") == "machine-learning-model":
+            continue
         seen[purl(item["name"], item["version"])] = (
             seen.get(purl(item["name"], item["version"]), 0) + 1
         )
@@ -75,6 +93,9 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     for item in inventory:
         key = item.get("key", item["name"])
         placed.add(key)
+        if item.get("type") == "machine-learning-model":
+            comps.append(_model_component(item, by_subject.get(key, [])))
+            continue
         item = {**item, "dup": seen[purl(item["name"], item["version"])] > 1}
         comps.append(_component(item, by_subject.get(key, [])))
     # findings about no listed component (paths, processes, or no inventory given)

@@ -21,6 +21,7 @@ def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:
         "command": report.command,
         "created": report.created,
         "host": report.host,
+        "node": report.node or None,
         "target": report.target,
         "policy": report.policy,
         "verdict": report.verdict(fail_on),

@@ -53,12 +53,14 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
             "level": LEVELS[f.severity],
-            "message": {"text": f.message + (f" Fix: {f.remediation}" if f.remediation else "")},
+            "message": {"text": f.message},
             "partialFingerprints": {
                 "dtkguard/v1": hashlib.sha256(f"{f.rule}|{f.subject}".encode()).hexdigest()[:32]
             },
             "properties": {"severity": f.severity.value, "subject": f.subject},
         }
+        if f.remediation:
+            result["properties"]["remediation"] = f.remediation
         if f.location:
             result["locations"] = [
                 {
@@ -78,7 +80,6 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
                     "driver": {
                         "name": "dtkguard",
                         "version": __version__,
-                        "informationUri": "https://peps.python.org/pep-0751/",
                         "rules": rules,
                     }
                 },
@@ -90,4 +91,22 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
             }
         ],
     }
+    home = project_url()
+    if home:
+        doc["runs"][0]["tool"]["driver"]["informationUri"] = home
     return json.dumps(doc, indent=2) + "\n"
+
+
+def project_url() -> str | None:
+    """dtkguard's own home page, from its installed metadata (``[project.urls]``), if it has one."""
+    from importlib import metadata
+
+    try:
+        meta = metadata.metadata("dtkguard")
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in meta.get_all("Project-URL") or ():
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("homepage", "documentation", "repository", "source"):
+            return url.strip()
+    return meta.get("Home-page") or None

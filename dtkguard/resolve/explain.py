@@ -1,24 +1,38 @@
-"""Turn resolvelib's ``ResolutionImpossible`` causes into the policy's words.
+"""Turn resolvelib's ``ResolutionImpossible`` causes into sentences with their derivation.
 
-"vllm 0.9.2 requires torch==2.7.0; policy dtk-25.04.1 allows torch only as
-2.4.1+das.opt1.dtk25041; vllm 0.8.5.post1+das.opt1.dtk25041 is the vendor build", then the
-nearest versions of the requesting package that would resolve.
+"because dask[diagnostics] 2.10.1 depends on bokeh>=1.0.0 and bokeh 1.4.0 depends on
+Jinja2>=2.7, jinja2 2.9 through 2.11.1 (13 versions) require MarkupSafe>=0.23; no source has
+a wheel of markupsafe for the target"; in the policy's words only where the policy is a reason
+("vllm 0.9.2 requires torch==2.7.0; policy dtk-25.04.1 allows torch only as
+2.4.1+das.opt1.dtk25041; ..."); then the nearest versions of the requested packages that would
+resolve, found by trial resolutions bounded in rounds.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from dtkguard.resolve.provider import PYTHON, PolicyProvider, Req
+from dtkguard.errors import DtkguardError
+from dtkguard.resolve.provider import PYTHON, Candidate, PolicyProvider, Req
 
 #: how many alternative versions are tried (full resolutions) when looking for what would work
 MAX_TRIES = 6
 MAX_SUGGEST = 3
 MAX_ALSO = 3
+#: at most this many "depends on" steps in a derivation
+MAX_CHAIN = 8
+#: all trial resolutions together may take as many rounds as the failed one took (at least
+#: MIN_TRIAL_ROUNDS): a bound in rounds, not seconds, so the same request always gets the
+#: same explanation, however busy the machine
+TRIAL_ROUNDS_FACTOR = 1
+MIN_TRIAL_ROUNDS = 500
+#: and all trials together at most this many seconds (a safety net only)
+EXPLAIN_SECONDS = 30.0
 
 
 def _plain(req: Requirement) -> str:
@@ -76,11 +90,26 @@ def _why_community(provider: PolicyProvider, req: Req) -> list[str]:
     return out
 
 
-def _cause_line(provider: PolicyProvider, req: Req) -> list[str]:
+def _vendor_hint(provider: PolicyProvider, name: str, vendor: str) -> str:
+    """Where a vendor build sits in a public source only: say which option makes it a vendor
+    source (a public source is never trusted for a vendor package)."""
+    from dtkguard.resolve.sources import FindLinks
+
+    want = Version(vendor)
+    for source in provider.sources:
+        if source.vendor or not any(lk.version == want for lk in source.links(name)):
+            continue
+        option = "--vendor-find-links" if isinstance(source, FindLinks) else "--vendor-index-url"
+        return f"; {source.label} has it but is a public source: pass it with {option}"
+    return ""
+
+
+def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str], bool]:
+    """The lines for one cause, and whether the policy is part of the reason."""
     policy = provider.policy
     pname = _policy_name(provider)
     if req.name == PYTHON:
-        return [f"{_who(req)} requires {req.text}; the target is Python {provider.target.python}"]
+        return [f"{who} requires {req.text}; the target is Python {provider.target.python}"], False
     vendor = policy.vendor_build(req.name) if policy is not None else None
     if vendor is not None:
         v = Version(vendor)
@@ -93,51 +122,175 @@ def _cause_line(provider: PolicyProvider, req: Req) -> list[str]:
                     more = [f"  also: {r}" for r in reasons[1 : MAX_ALSO + 1]]
                     if len(reasons) > MAX_ALSO + 1:
                         more.append(f"  ... and {len(reasons) - MAX_ALSO - 1} more")
-                    return [f"{reasons[0]}; {tail}", *more]
+                    return [f"{reasons[0]}; {tail}", *more], True
                 return [
                     f"{req.text} was requested; policy {pname} allows {req.name} "
                     f"only as {vendor} ({tail})"
-                ]
+                ], True
             return [
-                f"{_who(req)} requires {req.text}; policy {pname} allows {req.name} "
-                f"only as {vendor}"
-            ]
+                f"{who} requires {req.text}; policy {pname} allows {req.name} only as {vendor}"
+            ], True
         if not provider.candidates_for(req.name):
             return [
-                f"{_who(req)} requires {req.text}; policy {pname} allows {req.name} only as "
+                f"{who} requires {req.text}; policy {pname} allows {req.name} only as "
                 f"{vendor}, and no vendor source has that build for the target "
                 f"(vendor sources: {_vendor_sources(provider)})"
-            ]
+                f"{_vendor_hint(provider, req.name, vendor)}"
+            ], True
     rule = policy.deny_rule(req.name) if policy is not None else None
     if rule is not None and not provider.candidates_for(req.name):
-        return [f"{_who(req)} requires {req.text}; policy {pname} denies {req.name}: {rule.reason}"]
+        return [f"{who} requires {req.text}; policy {pname} denies {req.name}: {rule.reason}"], True
     if not provider.candidates_for(req.name):
+        return [f"{who} requires {req.text}; no source has a wheel of {req.name} for the target"], (
+            False
+        )
+    broken = [lk.filename for lk in provider.unusable if lk.project == req.name]
+    if broken:
         return [
-            f"{_who(req)} requires {req.text}; no source has a wheel of {req.name} for the target"
-        ]
-    return [f"{_who(req)} requires {req.text}"]
+            f"{who} requires {req.text}; unusable metadata in {', '.join(sorted(broken)[:3])}"
+        ], False
+    return [f"{who} requires {req.text}"], False
 
 
-def _requesting(causes: Sequence[Any], roots: Sequence[Requirement], provider) -> list[str]:
-    """Root-requested names involved in the conflict (the packages whose versions to vary)."""
-    root_names = [provider.make_req(r, None).name for r in roots]
-    involved = []
+def _chain(provider: PolicyProvider, parent: Candidate | None) -> list[str]:
+    """How the resolver reached ``parent`` from the request, top first:
+    ``["dask[diagnostics] 2.10.1 depends on bokeh>=1.0.0", "bokeh 1.4.0 depends on jinja2>=2.7"]``
+    (empty when the request itself asked for ``parent``)."""
+    steps: list[str] = []
+    seen: set[str] = set()
+    cur = parent
+    while cur is not None and cur.key not in seen and len(steps) < MAX_CHAIN:
+        seen.add(cur.key)
+        reqs = provider.via.get(cur.key, [])
+        if not reqs or any(r.parent is None for r in reqs):
+            break
+        step = next((r for r in reqs if r.exact is None), reqs[0])
+        assert step.parent is not None
+        if step.exact is None:
+            steps.append(f"{step.parent.key} {step.parent.version} depends on {step.text}")
+        cur = step.parent
+    return steps[::-1]
+
+
+def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
+    """``jinja2 2.11.1`` or ``jinja2 2.8 through 2.11.1 (15 versions)``; plural or not."""
+    versions = sorted({p.version for p in parents})
+    key = parents[0].key
+    if len(versions) == 1:
+        return f"{key} {versions[0]}", False
+    return f"{key} {versions[0]} through {versions[-1]} ({len(versions)} versions)", True
+
+
+def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> list[str]:
+    """Projects that kept clashing during the search but have no wheel at all (uv names them
+    first: they rule out whole ranges of their dependents before the final conflict)."""
+    named = {c.requirement.name for c in causes}
+    out = []
+    counts = provider.conflict_counts()
+    for key in sorted(counts, key=lambda k: (-counts[k], k)):
+        name = key.split("[", 1)[0]
+        if name in named or name == PYTHON or provider.candidates_for(name):
+            continue
+        reqs = provider.via.get(key, [])
+        parents = [r.parent for r in reqs if r.parent is not None]
+        if not parents:
+            continue
+        who, plural = _who_many(parents)
+        verb = "require" if plural else "requires"
+        text = reqs[0].text
+        chain = _chain(provider, max(parents, key=lambda c: c.version))
+        lead = f"because {' and '.join(chain)}, " if chain else ""
+        out.append(
+            f"also: {lead}{who} {verb} {text}; no source has a wheel of {name} for the target"
+        )
+        if len(out) >= MAX_ALSO:
+            break
+    return out
+
+
+def _groups(causes: Sequence[Any]) -> list[tuple[Req, list[Candidate]]]:
+    """Causes grouped by (parent project, requirement text), in order of first appearance."""
+    out: dict[tuple[str | None, str], tuple[Req, list[Candidate]]] = {}
     for cause in causes:
-        req = cause.requirement
-        for name in (req.name, cause.parent.name if cause.parent is not None else None):
+        req, parent = cause.requirement, cause.parent
+        key = (parent.key if parent is not None else None, req.text)
+        if key not in out:
+            out[key] = (req, [])
+        if parent is not None:
+            out[key][1].append(parent)
+    return list(out.values())
+
+
+def _requesting(
+    causes: Sequence[Any], roots: Sequence[Requirement], provider: PolicyProvider
+) -> list[str]:
+    """Root-requested names involved in the conflict (the packages whose versions to vary):
+    named by a cause, or at the top of a cause's derivation."""
+    root_names = [provider.make_req(r, None).name for r in roots]
+    involved: list[str] = []
+    for cause in causes:
+        names = [cause.requirement.name]
+        parent = cause.parent
+        seen: set[str] = set()
+        while parent is not None and parent.key not in seen:
+            seen.add(parent.key)
+            names.append(parent.name)
+            reqs = provider.via.get(parent.key, [])
+            parent = reqs[0].parent if reqs else None
+        for name in names:
             if name in root_names and name not in involved:
                 involved.append(name)
     return involved
 
 
-def _suggest(provider: PolicyProvider, name: str, roots: Sequence[Requirement]) -> list[str]:
-    """Versions of ``name`` nearest to the request that resolve with the rest of the request."""
+def _trial(
+    provider: PolicyProvider, reqs: list[Requirement], deadline: float, budget: list[int]
+) -> bool | None:
+    """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
+    rounds left for all trials together (the rounds this trial took are taken off)."""
+    from dtkguard.resolve.provider import OutOfTime
     from dtkguard.resolve.resolver import Unsatisfiable, resolve
 
+    if time.monotonic() >= deadline or budget[0] <= 0:
+        return None
+    try:
+        res = resolve(
+            reqs,
+            provider.sources,
+            provider.policy,
+            provider.target,
+            explain=False,
+            pre=provider.pre,
+            deadline=deadline,
+            max_rounds=budget[0],
+            like=provider,
+            cache=provider.cache,
+        )
+    except OutOfTime:
+        budget[0] = 0
+        return None
+    except Unsatisfiable as exc:
+        budget[0] -= exc.rounds
+        return False
+    except DtkguardError:  # a source failed on this trial: no answer
+        return False
+    budget[0] -= res.rounds
+    return True
+
+
+def _suggest(
+    provider: PolicyProvider,
+    name: str,
+    roots: Sequence[Requirement],
+    deadline: float,
+    budget: list[int],
+) -> tuple[list[str], bool]:
+    """Versions of ``name`` nearest to the request that resolve with the rest of the request,
+    and whether every version tried got an answer in time."""
     asked = next(r for r in roots if provider.make_req(r, None).name == name)
     versions = sorted({v for v, _ in provider.candidates_for(name)})
     if not versions:
-        return []
+        return [], True
     pinned = [
         Version(s.version)
         for s in asked.specifier
@@ -147,18 +300,18 @@ def _suggest(provider: PolicyProvider, name: str, roots: Sequence[Requirement]) 
     ranked = sorted(
         versions, key=lambda v: (abs(versions.index(v) - _pos(versions, anchor)), v > anchor)
     )
-    found = []
+    found: list[str] = []
     for v in ranked[:MAX_TRIES]:
         trial = [r for r in roots if provider.make_req(r, None).name != name]
         trial.append(Requirement(f"{asked.name}{_extras(asked)}=={v}"))
-        try:
-            resolve(trial, provider.sources, provider.policy, provider.target, explain=False)
-        except (Unsatisfiable, Exception):
-            continue
-        found.append(str(v))
-        if len(found) >= MAX_SUGGEST:
-            break
-    return found
+        ok = _trial(provider, trial, deadline, budget)
+        if ok is None:
+            return found, False
+        if ok:
+            found.append(str(v))
+            if len(found) >= MAX_SUGGEST:
+                break
+    return found, True
 
 
 def _extras(req: Requirement) -> str:
@@ -172,23 +325,54 @@ def _pos(versions: list[Version], anchor: Version) -> int:
 
 
 def explain_conflict(
-    provider: PolicyProvider, causes: Sequence[Any], roots: Sequence[Requirement]
+    provider: PolicyProvider,
+    causes: Sequence[Any],
+    roots: Sequence[Requirement],
+    rounds: int = 0,
 ) -> list[str]:
-    """Lines for the user: first the conflict in policy words, then what would resolve."""
+    """Lines for the user: each clashing requirement with the chain that reached it (in policy
+    words where the policy is a reason), then which versions of the requested packages would
+    resolve. ``rounds``: how many the failed resolution took (bounds all trials together)."""
     lines: list[str] = []
-    seen: set[int] = set()
-    for cause in causes:
-        req = cause.requirement
-        if id(req) in seen:
-            continue
-        seen.add(id(req))
-        for line in _cause_line(provider, req):
-            if line not in lines:
-                lines.append(line)
-    for name in _requesting(causes, roots, provider):
-        found = _suggest(provider, name, roots)
-        if found:
-            lines.append(f"versions of {name} that resolve under the policy: {', '.join(found)}")
+    by_policy = False
+    for req, parents in _groups(causes):
+        if parents:
+            newest = max(parents, key=lambda c: c.version)
+            who, plural = _who_many(parents)
+            chain = _chain(provider, newest)
         else:
+            who, plural, chain = "the request", False, []
+        body, policy_cause = _cause_line(provider, req, who)
+        by_policy = by_policy or policy_cause
+        if plural:
+            body[0] = body[0].replace(f"{who} requires ", f"{who} require ", 1)
+        if chain:
+            body[0] = f"because {' and '.join(chain)}, {body[0]}"
+        lines += [line for line in body if line not in lines]
+    lines += [line for line in _missing_along_the_way(provider, causes) if line not in lines]
+    deadline = time.monotonic() + EXPLAIN_SECONDS
+    budget = [max(MIN_TRIAL_ROUNDS, TRIAL_ROUNDS_FACTOR * rounds)]
+    if by_policy:
+        where = "under the policy"
+    else:
+        where = "with the rest of the request" if len(roots) > 1 else "for the target"
+    root_names = [provider.make_req(r, None).name for r in roots]
+    for name in _requesting(causes, roots, provider):
+        found, complete = _suggest(provider, name, roots, deadline, budget)
+        if found:
+            lines.append(f"versions of {name} that resolve {where}: {', '.join(found)}")
+            continue
+        if not complete:
+            lines.append(f"no version of {name} tried resolves {where} (the search was cut short)")
+            continue
+        alone = roots[root_names.index(name)]
+        if len(roots) > 1 and _trial(provider, [alone], deadline, budget):
+            lines.append(
+                f"{_plain(alone)} resolves on its own, but none of the versions of {name} "
+                "nearest to the request resolves together with the rest of the request"
+            )
+        elif by_policy:
             lines.append(f"no version of {name} resolves under the policy")
+        else:
+            lines.append(f"no version of {name} nearest to the request resolves")
     return lines

@@ -9,12 +9,14 @@ the pseudo-package ``<python>``, so conflicts can name it.
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from packaging.markers import Marker
+from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -23,10 +25,16 @@ from resolvelib import AbstractProvider, BaseReporter
 
 from dtkguard.env.dist import parse_headers
 from dtkguard.errors import InputError
+from dtkguard.resolve.metacache import MetadataCache, link_key
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
 PYTHON = "<python>"
+
+_EXTRA_IN_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+#: a name that is among a conflict's causes this often while still unpinned is decided first
+PROMOTE_AFTER = 5
 
 
 class Req:
@@ -87,40 +95,64 @@ class Candidate:
         return f"{self.key} {self.version}"
 
 
+class BadMetadata(InputError):
+    """A wheel's core metadata is unusable (wrong name, unparsable requirement): like pip and
+    uv, the resolver skips that candidate and says so; it is never used."""
+
+
 class Metadata:
     """What the resolver needs from core metadata."""
 
-    __slots__ = ("name", "requires_dist", "requires_python", "version")
+    __slots__ = ("name", "provides_extra", "requires_dist", "requires_python", "version")
 
     def __init__(self, raw: bytes, link: FileLink) -> None:
         headers = parse_headers(raw)
         self.name = (headers.get("name") or [link.project])[0]
         self.version = (headers.get("version") or [str(link.version)])[0]
         if canonicalize_name(self.name) != link.project:
-            raise InputError(
+            raise BadMetadata(
                 f"metadata names {self.name!r}, the file name says {link.project!r}",
                 link.url or str(link.path),
             )
         try:
             self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
+            self.provides_extra = frozenset(
+                str(canonicalize_name(e)) for e in headers.get("provides-extra", [])
+            ) | frozenset(
+                str(canonicalize_name(m))
+                for r in self.requires_dist
+                if r.marker is not None
+                for m in _EXTRA_IN_MARKER.findall(str(r.marker))
+            )
             rp = (headers.get("requires-python") or [""])[0].strip()
             self.requires_python = SpecifierSet(rp) if rp else None
-        except (InvalidRequirement, InvalidSpecifier) as exc:
-            raise InputError(
+        except (InvalidRequirement, InvalidSpecifier, InvalidMarker) as exc:
+            raise BadMetadata(
                 f"bad metadata in {link.filename}: {exc}", link.url or str(link.path)
             ) from None
 
 
-class CountingReporter(BaseReporter):
-    """Counts rounds, backtracks and rejected candidates."""
+class OutOfTime(Exception):
+    """The resolution passed its deadline (raised from the reporter, between rounds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rounds: int) -> None:
+        super().__init__(rounds)
+        self.rounds = rounds
+
+
+class CountingReporter(BaseReporter):
+    """Counts rounds, backtracks and rejected candidates; stops at ``deadline`` (monotonic)."""
+
+    def __init__(self, deadline: float | None = None) -> None:
         self.rounds = 0
         self.backtracks = 0
         self.rejected = 0
+        self.deadline = deadline
 
     def starting_round(self, index: int) -> None:
         self.rounds = index + 1
+        if self.deadline is not None and index % 64 == 0 and time.monotonic() > self.deadline:
+            raise OutOfTime(self.rounds)
 
     def resolving_conflicts(self, causes: Any) -> None:
         self.backtracks += 1
@@ -132,8 +164,26 @@ class CountingReporter(BaseReporter):
 class PolicyProvider(AbstractProvider):
     """Candidates from ``sources`` (vendor sources first) under ``policy`` for ``target``."""
 
-    def __init__(self, sources: Sequence[Source], policy: Any, target: TargetEnv) -> None:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        policy: Any,
+        target: TargetEnv,
+        *,
+        pre: bool = False,
+        cache: MetadataCache | None = None,
+        like: PolicyProvider | None = None,
+    ) -> None:
         self.sources = list(sources)
+        self.pre = pre
+        #: the persistent METADATA cache (None: read every source afresh)
+        self.cache = cache
+        self.unusable: dict[FileLink, str] = {}
+        self._conflicts: dict[str, int] = {}
+        self._promoted: set[str] = set()
+        self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
+        #: the requirements on each identifier when it was last looked up: how it was reached
+        self.via: dict[str, list[Req]] = {}
         self.vendor_sources = [s for s in self.sources if s.vendor]
         self.policy = policy
         self.target = target
@@ -150,6 +200,34 @@ class PolicyProvider(AbstractProvider):
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
+        if like is not None:
+            self._share(like)
+
+    def _share(self, like: PolicyProvider) -> None:
+        """Use the caches of ``like``, a provider for the same sources, policy, target and
+        pre-release setting (the trial resolutions of an explanation): everything they hold
+        follows from those inputs alone. The search state (conflict counts, promotions, how
+        each name was reached) stays this provider's own."""
+        self._cands = like._cands
+        self._allowed = like._allowed
+        self._interned = like._interned
+        self._meta = like._meta
+        self._deps = like._deps
+        self._sat = like._sat
+        self._markers_cache = like._markers_cache
+        self._warmed = like._warmed
+        self.unusable = like.unusable
+
+    def conflict_counts(self) -> dict[str, int]:
+        """How often each identifier was among a conflict's causes while unpinned."""
+        return dict(self._conflicts)
+
+    def missing_extras(self, candidate: Candidate) -> list[str]:
+        """The extras of ``candidate`` its metadata does not provide (pip and uv warn)."""
+        if not candidate.extras or candidate.link is None:
+            return []
+        have = self.metadata(candidate.link).provides_extra
+        return sorted(e for e in candidate.extras if e not in have)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -209,9 +287,21 @@ class PolicyProvider(AbstractProvider):
     def metadata(self, link: FileLink) -> Metadata:
         hit = self._meta.get(link)
         if hit is None:
-            hit = Metadata(link.source.metadata(link), link)
+            hit = Metadata(self.raw_metadata(link), link)
             self._meta[link] = hit
         return hit
+
+    def raw_metadata(self, link: FileLink) -> bytes:
+        """METADATA bytes of ``link``: from the persistent cache, else from its source."""
+        key = link_key(link) if self.cache is not None else None
+        if key is None:
+            return link.source.metadata(link)
+        assert self.cache is not None
+        raw = self.cache.get(*key)
+        if raw is None:
+            raw = link.source.metadata(link)
+            self.cache.put(key[0], raw)
+        return raw
 
     def _warm(self, name: str) -> None:
         """Background: list ``name``, read the newest candidate's metadata and warm its
@@ -275,20 +365,24 @@ class PolicyProvider(AbstractProvider):
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
     ) -> tuple[Any, ...]:
+        """Smallest first: promoted conflict names, pinned (or vendor), upper-bounded, in the
+        order the user asked, constrained before free, then by name (stable, debuggable)."""
         if identifier == PYTHON:
-            return (False, False, False, 0, identifier)
-        pinned = upper = False
+            return (False, False, False, 0, False, identifier)
+        pinned = upper = unfree = False
         for info in information[identifier]:
             req = info.requirement
             pinned = pinned or req.pinned
             upper = upper or req.upper_bounded
+            unfree = unfree or bool(req.specifier) or req.exact is not None
         base = identifier.split("[", 1)[0]
         vendor = self.policy is not None and self.policy.vendor_build(base) is not None
         return (
+            identifier not in self._promoted,
             not (pinned or vendor),
             not upper,
-            base != identifier,
             self.user_order.get(base, 1 << 30),
+            not unfree,
             identifier,
         )
 
@@ -300,42 +394,92 @@ class PolicyProvider(AbstractProvider):
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
     ) -> Iterable[str]:
+        """``<python>`` alone; else the names of the last conflict; else names that keep
+        turning up unpinned in conflicts; else everything.
+
+        The third step is what ends thrashing: resolvelib backjumps only to a state whose pin
+        touches the conflict, so a project whose requirement sinks the conflict but is never
+        pinned first (it looks "free" to :meth:`get_preference`) lets the resolver re-pin its
+        parents version after version. Counting how often a name is among the causes while
+        unpinned and, past :data:`PROMOTE_AFTER`, deciding it before anything else lets its
+        constraints prune those parents at once.
+        """
         ids = list(identifiers)
         if PYTHON in ids:
             return [PYTHON]
-        if backtrack_causes:
-            names = set()
-            for cause in backtrack_causes:
-                names.add(cause.requirement.key)
-                if cause.parent is not None:
-                    names.add(cause.parent.key)
-            hit = [i for i in ids if i in names]
-            if hit:
-                return hit
-        return ids
+        names: set[str] = set()
+        for cause in backtrack_causes:
+            keys = [cause.requirement.key]
+            if cause.parent is not None:
+                keys.append(cause.parent.key)
+            for key in keys:
+                names.add(key)
+                if key not in resolutions:
+                    count = self._conflicts[key] = self._conflicts.get(key, 0) + 1
+                    if count >= PROMOTE_AFTER:
+                        self._promoted.add(key)
+        hit = [i for i in ids if i in names]
+        if hit:
+            return hit
+        promoted = [i for i in ids if i in self._promoted]
+        return promoted or ids
+
+    def allowed_versions(self, name: str, reqs: Sequence[Req]) -> list[tuple[Version, FileLink]]:
+        """The candidates of ``name`` (newest first) every requirement in ``reqs`` admits,
+        pre-releases as pip and PEP 440 take them: only when a specifier names one, ``--pre``
+        is given, or no final release satisfies all the requirements together. Cached by the
+        set of specifiers (the resolver asks again with the same ones all the time)."""
+        key = (name, frozenset((r.text, r.exact) for r in reqs))
+        hit = self._allowed.get(key)
+        if hit is not None:
+            return hit
+        cands = self.candidates_for(name)
+        versions = [v for v, _ in cands]
+        exact = {r.exact for r in reqs if r.exact is not None}
+        if exact:
+            versions = [v for v in versions if v in exact] if len(exact) == 1 else []
+        combined = SpecifierSet()
+        for spec in {r.specifier for r in reqs}:
+            combined &= spec
+        pre = True if (self.pre or exact) else None
+        allowed = set(combined.filter(versions, prereleases=pre))
+        hit = self._allowed[key] = [(v, link) for v, link in cands if v in allowed]
+        return hit
 
     def find_matches(
         self,
         identifier: str,
         requirements: Mapping[str, Iterator[Req]],
         incompatibilities: Mapping[str, Iterator[Candidate]],
-    ) -> list[Candidate]:
+    ) -> Any:
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
+        if reqs:
+            self.via[identifier] = reqs
         if identifier == PYTHON:
             ok = all(self.python_version in r.specifier for r in reqs)
             return [self.python_candidate] if ok and self.python_version not in bad else []
         name = reqs[0].name if reqs else identifier.split("[", 1)[0]
         extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
-        cands = self.candidates_for(name)
-        versions = [v for v, _ in cands if v not in bad]
-        for req in reqs:
-            if req.exact is not None:
-                versions = [v for v in versions if v == req.exact]
-            elif req.specifier:
-                versions = list(req.specifier.filter(versions))
-        allowed = set(versions)
-        return [self.candidate(name, v, link, extras) for v, link in cands if v in allowed]
+        picked = self.allowed_versions(name, reqs)
+        if bad:
+            picked = [(v, link) for v, link in picked if v not in bad]
+        return lambda: self._usable(name, picked, extras)
+
+    def _usable(
+        self, name: str, picked: list[tuple[Version, FileLink]], extras: frozenset[str]
+    ) -> Iterator[Candidate]:
+        """Candidates newest first, read lazily: one whose metadata is broken is skipped (and
+        remembered for the explanation), as pip and uv skip it."""
+        for version, link in picked:
+            if link in self.unusable:
+                continue
+            try:
+                self.metadata(link)
+            except BadMetadata as exc:
+                self.unusable[link] = exc.message
+                continue
+            yield self.candidate(name, version, link, extras)
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
         key = (requirement, candidate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,11 +14,20 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.resolve.http import Fetcher
-from dtkguard.resolve.provider import PYTHON, Candidate, CountingReporter, PolicyProvider
+from dtkguard.resolve.metacache import MetadataCache
+from dtkguard.resolve.provider import (
+    PYTHON,
+    Candidate,
+    CountingReporter,
+    OutOfTime,
+    PolicyProvider,
+)
 from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
 from dtkguard.resolve.target import TargetEnv
 
 MAX_ROUNDS = 200_000
+#: seconds a resolution may take before dtkguard gives up (exit 1, ``--resolve-timeout``)
+RESOLVE_SECONDS = 60.0
 
 
 class Unsatisfiable(DtkguardError):
@@ -25,9 +35,10 @@ class Unsatisfiable(DtkguardError):
 
     exit_code = 1
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], rounds: int = 0) -> None:
         super().__init__(lines[0] if lines else "no resolution")
         self.lines = lines
+        self.rounds = rounds
 
     def line(self) -> str:
         return "\n".join(self.lines)
@@ -53,6 +64,7 @@ class Resolution:
     backtracks: int
     stats: dict[str, int]
     provider: PolicyProvider
+    warnings: list[str] = field(default_factory=list)
 
 
 def default_index_url(python: str | None = None) -> str:
@@ -132,12 +144,24 @@ def resolve(
     target: TargetEnv,
     *,
     explain: bool = True,
+    pre: bool = False,
+    timeout: float = RESOLVE_SECONDS,
+    deadline: float | None = None,
+    cache: MetadataCache | None = None,
+    like: PolicyProvider | None = None,
+    max_rounds: int = MAX_ROUNDS,
 ) -> Resolution:
-    """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict."""
+    """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
+    that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
+    case :class:`OutOfTime` is raised instead when ``explain`` is off (also for more than
+    ``max_rounds`` rounds)."""
     from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
-    provider = PolicyProvider(sources, policy, target)
+    started = time.monotonic()
+    if deadline is None:
+        deadline = started + timeout
+    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like)
     try:
         roots = [
             provider.make_req(r, None)
@@ -147,22 +171,36 @@ def resolve(
         for i, req in enumerate(roots):
             provider.user_order.setdefault(req.name, i)
         provider.warm(r.name for r in roots)
-        reporter = CountingReporter()
+        reporter = CountingReporter(deadline)
         try:
-            result = Resolver(provider, reporter).resolve(roots, max_rounds=MAX_ROUNDS)
+            result = Resolver(provider, reporter).resolve(roots, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             if not explain:
-                raise
+                raise Unsatisfiable([], reporter.rounds) from None
             from dtkguard.resolve.explain import explain_conflict
 
-            raise Unsatisfiable(explain_conflict(provider, exc.causes, requirements)) from None
-        except ResolutionTooDeep as exc:
-            raise Unsatisfiable(
-                [f"resolution did not finish within {exc.round_count} rounds"]
-            ) from None
+            lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds)
+            raise Unsatisfiable(lines, reporter.rounds) from None
+        except (ResolutionTooDeep, OutOfTime):
+            if not explain:
+                raise OutOfTime(reporter.rounds) from None
+            raise Unsatisfiable(_gave_up(provider, reporter, time.monotonic() - started)) from None
         return _collect(provider, result, roots, reporter)
     finally:
         provider.close()
+
+
+def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) -> list[str]:
+    """Why the resolver stopped without an answer, naming the projects that kept clashing."""
+    worst = sorted(provider.conflict_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    lines = [
+        f"no answer after {reporter.rounds} resolver rounds and {reporter.backtracks} "
+        f"backtracks ({took:.1f} s): the request could be neither met nor proved impossible "
+        "in time (raise --resolve-timeout, or pin the projects below)"
+    ]
+    if worst:
+        lines.append("projects that clashed most: " + ", ".join(f"{k} ({n}x)" for k, n in worst))
+    return lines
 
 
 def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Resolution:
@@ -197,4 +235,14 @@ def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Re
             )
         )
     stats = {"rounds": reporter.rounds, "backtracks": reporter.backtracks}
-    return Resolution(out, reporter.rounds, reporter.backtracks, stats, provider)
+    warnings = [
+        f"{cand.name} {cand.version} does not provide the extra '{extra}'"
+        for key, cand in sorted(result.mapping.items())
+        if key != PYTHON
+        for extra in provider.missing_extras(cand)
+    ]
+    warnings += [
+        f"skipped {link.filename}: {why}"
+        for link, why in sorted(provider.unusable.items(), key=lambda kv: kv[0].filename)
+    ]
+    return Resolution(out, reporter.rounds, reporter.backtracks, stats, provider, warnings)

@@ -43,17 +43,18 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     return list(found.values())
 
 
-def _tampered(host: Path) -> bool:
-    """The baseline's digest differs from the one the guard's manifest holds."""
+def _tampered(inner: str, host: Path) -> bool:
+    """The baseline's digest differs from the one the guard's manifest holds (its paths are
+    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
     import hashlib
     import json
 
     try:
         manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
-        entry = manifest["files"][str(host)]
+        entry = manifest["files"][inner]
         return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
-        return False  # no manifest (a copied image): the baseline stands on its own
+        return False  # no manifest (a copied baseline): it stands on its own
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -66,7 +67,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         except InputError as exc:
             data, problem = None, exc.message
         else:
-            problem = "its digest differs from the guard's manifest" if _tampered(host) else None
+            tampered = _tampered(inner, host)
+            problem = "its digest differs from the guard's manifest" if tampered else None
         if problem or data is None:
             yield Finding(
                 "baseline-tampered",

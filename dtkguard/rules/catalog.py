@@ -17,6 +17,8 @@ class RuleInfo:
     severity: Severity
     title: str
     help: str
+    #: the check family (`dtkguard.rules.engine.CHECKS`) that reports it
+    family: str = ""
 
 
 _C, _H, _M, _L = Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW
@@ -31,6 +33,7 @@ RULES: dict[str, RuleInfo] = {
             "A package the policy pins to a DAS/DTK vendor build is installed without its "
             "vendor label, usually a CUDA build from the public index. Reinstall the vendor "
             "wheel from the vendor wheelhouse with --no-deps.",
+            family="vendor",
         ),
         RuleInfo(
             "vendor-mismatch",
@@ -38,6 +41,7 @@ RULES: dict[str, RuleInfo] = {
             "Another vendor build than the policy names",
             "A vendor package carries a DAS/DTK label, but not the exact build the policy "
             "pins. Install the pinned build or update the policy.",
+            family="vendor",
         ),
         RuleInfo(
             "denied-package",
@@ -45,6 +49,7 @@ RULES: dict[str, RuleInfo] = {
             "Denied package installed",
             "The policy denies this package, typically a CUDA-only wheel that cannot run on "
             "a DCU and signals that a community build was pulled in. Uninstall it.",
+            family="deny",
         ),
         RuleInfo(
             "dtk-mixed",
@@ -52,6 +57,7 @@ RULES: dict[str, RuleInfo] = {
             "Builds for different DTK releases side by side",
             "Extensions built for another DTK release than the environment's fail with "
             "undefined symbols. Use builds of one DTK release.",
+            family="dtk",
         ),
         RuleInfo(
             "file-conflict",
@@ -82,6 +88,7 @@ RULES: dict[str, RuleInfo] = {
             "Extension built against another torch",
             "The .torchXYZ part of the local label names the torch the extension was built "
             "against; it does not match the installed torch.",
+            family="dtk",
         ),
         RuleInfo(
             "torch-build",
@@ -89,6 +96,7 @@ RULES: dict[str, RuleInfo] = {
             "torch is not a DTK (HIP) build",
             "torch/version.py says cuda is set or hip is None: a community build, the DCU "
             "is unusable. Reinstall the vendor torch.",
+            family="torch-build",
         ),
         RuleInfo(
             "vendor-missing",
@@ -97,6 +105,7 @@ RULES: dict[str, RuleInfo] = {
             "A vendor build the guard's baseline recorded is no longer installed (removed by "
             "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
             "dtkguard restore --python <interpreter>.",
+            family="baseline",
         ),
         RuleInfo(
             "vendor-not-baseline",
@@ -105,6 +114,7 @@ RULES: dict[str, RuleInfo] = {
             "The installed build carries the vendor's name and label, but its RECORD differs "
             "from the one recorded by guard install: a relabelled community build. Restore the "
             "vendor build with dtkguard restore --python <interpreter>.",
+            family="baseline",
         ),
         RuleInfo(
             "vendor-files-changed",
@@ -113,6 +123,7 @@ RULES: dict[str, RuleInfo] = {
             "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
             "an installer writing over them). Restore with dtkguard restore --python "
             "<interpreter>.",
+            family="baseline",
         ),
         RuleInfo(
             "baseline-tampered",
@@ -120,61 +131,139 @@ RULES: dict[str, RuleInfo] = {
             "The guard's baseline cannot be trusted",
             "baseline.json is unreadable or differs from the digest in the guard's manifest. "
             "Check the environment, then record it again with guard install --rebaseline.",
+            family="baseline",
         ),
         RuleInfo(
-            "drift-missing", _H, "Locked package missing", "A package in the lock is not installed."
+            "drift-missing",
+            _H,
+            "Locked package missing",
+            "A package in the lock is not installed.",
+            family="drift",
         ),
         RuleInfo(
             "drift-version",
             _H,
             "Installed version differs from the lock",
             "The installed version is not the locked one.",
+            family="drift",
         ),
         RuleInfo(
             "drift-extra",
             _M,
             "Package not in the lock",
             "A package is installed that the lock does not list.",
+            family="drift",
         ),
         RuleInfo(
             "file-modified",
             _H,
             "Installed file differs from RECORD",
             "The file's hash or size differs from what the installer recorded.",
+            family="files",
         ),
         RuleInfo(
-            "file-missing", _H, "Installed file missing", "A file listed in RECORD is not on disk."
+            "file-missing",
+            _H,
+            "Installed file missing",
+            "A file listed in RECORD is not on disk.",
+            family="files",
         ),
         RuleInfo(
             "record-unverifiable",
             _L,
             "Installed files cannot be verified",
             "No RECORD, hashless rows or a RECORD that points outside the root.",
+            family="files",
         ),
         RuleInfo(
             "fp8-weights",
             _H,
             "FP8 weights on a card without FP8",
             "The model stores FP8 weights. Use the BF16 variant or dequantize.",
+            family="fp8",
         ),
         RuleInfo(
             "fp8-scales",
             _H,
             "FP8 scales in the model",
             "The model carries FP8 tensors as scales (e.g. NVFP4 block scales).",
+            family="fp8",
         ),
         RuleInfo(
             "fp8-kv-cache",
             _H,
             "FP8 KV cache requested",
             "The model or server asks for an FP8 KV cache.",
+            family="fp8",
         ),
-        RuleInfo("fp4-weights", _H, "FP4 weights", "The model stores FP4/MX weights."),
+        RuleInfo(
+            "fp4-weights", _H, "FP4 weights", "The model stores FP4/MX weights.", family="fp8"
+        ),
+        RuleInfo(
+            "fp8-activations",
+            _H,
+            "FP8 activations over integer weights",
+            "The model's scheme computes with FP8 activations (W4AFP8, W4A8_AWQ): FP8 matmuls.",
+        ),
         RuleInfo(
             "fp8-serving",
             _H,
             "Server started with FP8 flags",
             "A serving process asks for FP8 quantization on its command line or environment.",
+            family="fp8",
+        ),
+        RuleInfo(
+            "dtk-runtime-mismatch",
+            _H,
+            "Vendor builds made for another DTK than the one installed",
+            "The DTK release in the vendor builds' labels is not the DTK installed in the "
+            "target (/opt/dtk/.info/version). Use matching DTK and wheels.",
+            family="stack",
+        ),
+        RuleInfo(
+            "torch-hip-mismatch",
+            _H,
+            "torch built against another HIP than the DTK provides",
+            "torch/version.py's hip is not the HIP of the installed DTK (hip_version.h).",
+            family="stack",
+        ),
+        RuleInfo(
+            "driver-too-old",
+            _H,
+            "DCU driver older than the card series needs",
+            "The driver hy-smi reports is below the minimum of the policy's support table "
+            "for that card series. Upgrade the driver.",
+            family="stack",
+        ),
+        RuleInfo(
+            "dtk-too-old",
+            _H,
+            "DTK older than the card series needs",
+            "The installed DTK release is below the minimum of the policy's support table "
+            "for the node's card series.",
+            family="stack",
+        ),
+        RuleInfo(
+            "driver-inconsistent",
+            _H,
+            "Cards of one node report different drivers",
+            "hy-smi (or the kernel module) reports more than one driver version on one node.",
+            family="stack",
+        ),
+        RuleInfo(
+            "cards-mixed",
+            _M,
+            "Card series mixed in one node",
+            "The node holds card series that the policy's [stack] no-mix keeps apart.",
+            family="stack",
+        ),
+        RuleInfo(
+            "device-unreachable",
+            _H,
+            "DCUs unreachable from the target",
+            "Asked with --expect-devices: no /dev/kfd, no render node, no card seen by "
+            "hy-smi, or no DTK runtime in a target that should use DCUs.",
+            family="stack",
         ),
         RuleInfo(
             "exception-expired",
@@ -194,6 +283,7 @@ RULES: dict[str, RuleInfo] = {
             "Guard override used",
             "Someone installed past the guard with an explicit override; the record "
             "says who, when and why.",
+            family="override",
         ),
     )
 }

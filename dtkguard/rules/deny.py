@@ -19,7 +19,7 @@ def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
         for line in dist.requires_dist:
             if m := _NAME.match(line):
                 out.setdefault(canonical(m.group(1)), []).append(f"{dist.name} {dist.version}")
-    return out
+    return {name: list(dict.fromkeys(parents)) for name, parents in out.items()}
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:

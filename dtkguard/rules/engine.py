@@ -31,6 +31,7 @@ CHECKS: dict[str, str] = {
     "drift": "dtkguard.rules.drift:check",
     "files": "dtkguard.rules.files:check",
     "fp8": "dtkguard.rules.fp8:check",
+    "stack": "dtkguard.rules.stack:check",
 }
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
 
@@ -98,12 +99,23 @@ def run_checks(
     *,
     plugins: bool = True,
     housekeeping: bool = True,
+    timings: dict[str, float] | None = None,
 ) -> list[Finding]:
-    """All findings of ``families`` (and plugins), with exceptions applied, most severe first."""
-    checks = [load_check(f) for f in families]
+    """All findings of ``families`` (and plugins), with exceptions applied, most severe first.
+
+    ``timings`` receives the seconds each family took (JUnit reports them per rule).
+    """
+    import time
+
+    checks = [(f, load_check(f)) for f in families]
     if plugins:
-        checks += plugin_checks()
-    raw = [finding for check in checks for finding in check(ctx)]
+        checks += [("plugins", check) for check in plugin_checks()]
+    raw: list[Finding] = []
+    for family, check in checks:
+        start = time.perf_counter()
+        raw += check(ctx)
+        if timings is not None:
+            timings[family] = timings.get(family, 0.0) + time.perf_counter() - start
     findings = apply_exceptions(ctx.policy, raw, today=ctx.today, housekeeping=housekeeping)
     return sorted(findings, key=sort_key)
 

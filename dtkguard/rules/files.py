@@ -109,4 +109,6 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                     :LISTED
                 ],
             }
-        yield Finding(rule, severity, name, message, fix, first.record, evidence)
+        evidence.setdefault("record", first.record)
+        location = first.record if kind in DIST_LEVEL else first.path
+        yield Finding(rule, severity, name, message, fix, location, evidence)

@@ -12,18 +12,26 @@ from typing import Any
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.models.scan import ModelScan, scan
-from dtkguard.models.serving import ServingProcess
+from dtkguard.models.serving import Request, ServingProcess
 from dtkguard.models.verdict import KIND, detect
 from dtkguard.policy.compiled import Fp8Rule
 
-RULES = ("fp8-weights", "fp8-scales", "fp4-weights", "fp8-kv-cache", "fp8-serving")
-#: a config that claims FP8 over BF16 weights fails to load on every card
-STALE_SEVERITY = Severity.MEDIUM
+RULES = (
+    "fp8-weights",
+    "fp8-scales",
+    "fp4-weights",
+    "fp8-activations",
+    "fp8-kv-cache",
+    "fp8-serving",
+)
+#: a config whose scheme the tensors contradict fails to load on every card, FP8 or not
+CONFIG_SEVERITY = {"stale-config": Severity.MEDIUM, "config-mismatch": Severity.MEDIUM}
 
 SERVING_REMEDIATION = (
     "Drop the FP8 requests: serve the BF16 model without --quantization/-q/--quantize fp8 (or "
     "--model-format fp8); use --kv-cache-dtype auto (LMDeploy: --quant-policy 0 or 8); unset "
-    "QUANTIZE, KV_CACHE_DTYPE and *FP8* switches. FP8 needs a BW1100 card."
+    "QUANTIZE and KV_CACHE_DTYPE; with vLLM's AITER set VLLM_ROCM_USE_AITER_FP8BMM=0 and "
+    "VLLM_ROCM_USE_AITER_FP4BMM=0. FP8 needs a BW1100 card."
 )
 
 
@@ -52,10 +60,7 @@ def model_findings(
     rule = _rule(policy)
     for det in detect(model):
         kind = KIND[det.kind]
-        if det.kind == "stale-config":
-            severity: Severity | None = STALE_SEVERITY
-        else:
-            severity = rule.severity(kind, card)
+        severity: Severity | None = CONFIG_SEVERITY.get(det.kind) or rule.severity(kind, card)
         if severity is None:
             continue
         if det.weak:
@@ -69,7 +74,7 @@ def model_findings(
             **(extra or {}),
         }
         yield Finding(
-            rule="fp8-weights" if det.kind == "stale-config" else det.kind,
+            rule=det.rule,
             severity=severity,
             subject=model.path,
             message=det.message,
@@ -80,16 +85,25 @@ def model_findings(
 
 
 def serving_findings(
-    proc: ServingProcess, policy: Any, card: str | None = None
+    proc: ServingProcess,
+    policy: Any,
+    card: str | None = None,
+    models: list[ModelScan] | None = None,
 ) -> Iterator[Finding]:
-    """``fp8-serving`` for a process (or a command about to run), then its model's findings."""
+    """``fp8-serving`` for a process (or a command about to run), then its model's findings.
+
+    ``models``: the scans of ``proc.model_path`` when the caller already has them.
+    """
     rule = _rule(policy)
     cmd = proc.command
     who = f"pid {proc.pid}" if proc.pid else "command"
     engine = cmd.engine or "process"
     severity = rule.severity("serving", card)
-    if cmd.requests and severity is not None:
-        asks = ", ".join(r.text for r in cmd.requests)
+    if models is None and proc.model_path:
+        models = scan([proc.model_path])
+    requests = applicable(cmd.requests, models)
+    if requests and severity is not None:
+        asks = ", ".join(r.text for r in requests)
         yield Finding(
             rule="fp8-serving",
             severity=severity,
@@ -106,14 +120,21 @@ def serving_findings(
                 "card": card,
                 "action": rule.action("serving", card),
                 "requests": [
-                    {"kind": r.kind, "source": r.source, "text": r.text} for r in cmd.requests
+                    {"kind": r.kind, "source": r.source, "text": r.text} for r in requests
                 ],
             },
         )
     if proc.model_path:
         extra = {"served_by": {"pid": proc.pid or None, "engine": cmd.engine}}
-        for model in scan([proc.model_path]):
+        for model in models or ():
             yield from model_findings(model, policy, card, extra)
+
+
+def applicable(requests: list[Request], models: list[ModelScan] | None) -> list[Request]:
+    """The requests that act on the served model; an unknown model keeps them all."""
+    if not models:
+        return list(requests)
+    return [r for r in requests if r.scope != "mla" or any(m.mla for m in models)]
 
 
 def fp8_findings(

@@ -41,7 +41,7 @@ def test_pid_finds_the_venv_without_running_it(venv, sleeper):
     report = result.json()
     target = report["target"]
     assert target["kind"] == "pid"
-    assert target["pid"] == str(sleeper.pid)
+    assert target["pid"] == sleeper.pid  # an integer in json
     assert target["root"] == f"/proc/{sleeper.pid}/root"
     assert target["prefix"] == str(venv.path)
     assert target["python"] == str(venv.python)
@@ -142,7 +142,7 @@ def test_container_audits_its_main_process(tmp_path, venv, sleeper, monkeypatch)
     assert target["kind"] == "container"
     assert target["container"] == "vllm-0"
     assert target["runtime"] == "docker"
-    assert target["pid"] == str(sleeper.pid)
+    assert target["pid"] == sleeper.pid  # an integer in json
     assert target["prefix"] == str(venv.path)
 
 

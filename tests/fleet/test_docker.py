@@ -1,4 +1,5 @@
-"""The Docker build-stage gate, run against image-like root directories (no Docker engine here).
+"""The Docker build-stage gate, run against image-like root directories (test_docker_engine.py
+builds the same Dockerfile on a real engine).
 
 The Dockerfile's gate step runs `plugins/docker/gate.sh`; the tests read that RUN line from the
 Dockerfile, take its settings, and run the same script with ``DTKGUARD_ROOT`` pointing at a root
@@ -93,11 +94,11 @@ def test_dockerfile_has_the_three_steps():
     assert "." not in first and ":" not in first, "BASE must not name a registry host"
     assert "dtk25.04.1" in base
     runs = [rest for word, rest in steps if word == "RUN"]
-    assert runs[0].startswith("python3 -m venv /opt/dtkguard && /opt/dtkguard/bin/pip install")
+    assert runs[0].startswith("${PYTHON} -m venv /opt/dtkguard && /opt/dtkguard/bin/pip install")
     assert runs[1].startswith("dtkguard guard install --python ${PYTHON}")
     assert runs[-1].endswith("/opt/dtkguard/gate.sh")
-    copies = [rest.split()[-1] for word, rest in steps if word == "COPY"]
-    assert "/opt/dtkguard/gate.sh" in copies
+    copies = [rest.split() for word, rest in steps if word == "COPY"]
+    assert ["pylock.toml", "gate.sh", "/opt/dtkguard/"] in copies
     assert ("ENV", "NO_COLOR=1") in steps
 
 

@@ -1,4 +1,5 @@
-"""Kubernetes: the manifests' structure, and the per-node entry on real and built /proc trees."""
+"""Kubernetes: the manifests against the API schemas, the README recipe, and the per-node entry
+on real and built /proc trees."""
 
 from __future__ import annotations
 
@@ -8,19 +9,68 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
+import yaml
 
 from dtkguard.fleet import node
 from dtkguard.fleet.merge import merge
-from tests.fleet.yaml_subset import load
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "plugins" / "k8s"
 SITE = "usr/local/lib/python3.10/dist-packages"
+#: the oldest Kubernetes the manifests are for (backoffLimitPerIndex: 1.28+), and the newest
+#: schemas kubernetes-validate bundles
+K8S_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())
+MANIFESTS = ("namespace.yaml", "daemonset.yaml", "job.yaml")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing duplicate keys (the last one would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _v in node.value]
+        dup = {k for k in keys if keys.count(k) > 1}
+        if dup:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate keys {sorted(dup)}", node.start_mark
+            )
+        return super().construct_mapping(node, deep=deep)
+
+
+def load(text: str) -> dict:
+    (doc,) = yaml.load_all(text, Loader=_StrictLoader)
+    return doc
 
 
 def _pod(doc: dict) -> dict:
     return doc["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("name", MANIFESTS)
+def test_manifest_is_valid_for_the_api(name, version):
+    doc = load((K8S / name).read_text())
+    kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_schema_validation_catches_a_typo():
+    doc = load((K8S / "job.yaml").read_text())
+    _pod(doc)["hostPid"] = True  # not hostPID: the API would drop it and the audit sees nothing
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, K8S_VERSIONS[-1], strict=True)
+
+
+def test_strict_loader_refuses_duplicate_keys():
+    with pytest.raises(yaml.YAMLError):
+        load("a:\n  b: 1\n  b: 2\n")
+    assert load('a:\n  - x\n  - b: "1"\n    c: true\n') == {"a": ["x", {"b": "1", "c": True}]}
+
+
+def test_namespace_allows_what_the_pods_need():
+    doc = load((K8S / "namespace.yaml").read_text())
+    assert doc["kind"] == "Namespace" and doc["metadata"]["name"] == "dtkguard"
+    assert doc["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
 @pytest.mark.parametrize(("name", "kind"), [("daemonset.yaml", "DaemonSet"), ("job.yaml", "Job")])
@@ -28,12 +78,13 @@ def test_manifest_structure(name, kind):
     doc = load((K8S / name).read_text())
     assert doc["kind"] == kind and doc["metadata"]["namespace"] == "dtkguard"
     pod = _pod(doc)
-    assert pod["hostPID"] is True
+    assert pod["hostPID"] is True and pod["automountServiceAccountToken"] is False
     (container,) = pod["containers"]
     argv = " ".join(container["command"])
-    assert "-m dtkguard.fleet.node --proc /host/proc --out /reports" in argv
+    out = "/reports" if kind == "DaemonSet" else "-"
+    assert f"-m dtkguard.fleet.node --proc /host/proc --out {out}" in argv
     env = {e["name"]: e for e in container["env"]}
-    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert env["DTKGUARD_NODE"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     # every host path is mounted read-only, except the report directory
@@ -42,10 +93,15 @@ def test_manifest_structure(name, kind):
         if host and host["path"] != "/var/lib/dtkguard/reports":
             assert mount.get("readOnly") is True, mount
     assert volumes[mounts["/host/proc"]["name"]]["hostPath"]["path"] == "/proc"
-    assert volumes[mounts["/reports"]["name"]]["hostPath"]["type"] == "DirectoryOrCreate"
+    if kind == "DaemonSet":
+        assert volumes[mounts["/reports"]["name"]]["hostPath"]["type"] == "DirectoryOrCreate"
+    else:
+        assert "/reports" not in mounts  # the Job's reports go to its pods' logs
     sec = container["securityContext"]
     assert sec["readOnlyRootFilesystem"] is True and "privileged" not in sec
     assert sec["capabilities"]["drop"] == ["ALL"]
+    res = container["resources"]
+    assert {"cpu", "memory"} <= set(res["requests"]) and "memory" in res["limits"]
     assert "/" not in container["image"].split(":")[0]  # no registry host in the example
 
 
@@ -53,22 +109,13 @@ def test_job_is_one_pod_per_node_and_never_restarts():
     doc = load((K8S / "job.yaml").read_text())
     spec = doc["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
-    assert spec["backoffLimit"] == 0 and _pod(doc)["restartPolicy"] == "Never"
+    assert spec["backoffLimitPerIndex"] == 0 and _pod(doc)["restartPolicy"] == "Never"
+    assert 0 < spec["activeDeadlineSeconds"] <= 3600  # pods that cannot be placed do not wait
     (term,) = _pod(doc)["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]
     assert term["topologyKey"] == "kubernetes.io/hostname"
     assert term["labelSelector"]["matchLabels"] == doc["spec"]["template"]["metadata"]["labels"]
-
-
-def test_yaml_subset_reader_is_strict():
-    with pytest.raises(ValueError):
-        load("a: &anchor 1\n")
-    with pytest.raises(ValueError):
-        load("a:\n  b: 1\n  b: 2\n")
-    with pytest.raises(ValueError):
-        load("a: 1\n---\nb: 2\n")
-    assert load('a:\n  - x\n  - b: "1"\n    c: true\n') == {"a": ["x", {"b": "1", "c": True}]}
 
 
 def _dist(site: Path, name: str, version: str) -> None:

@@ -17,12 +17,15 @@ from pathlib import Path
 import pytest
 
 from tests.fleet.factory import supports_lock, write_lock
+from tests.support.readme import code_blocks, run_shell
+from tests.support.reports import DAS_25041
 
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[2]
 SBATCH = REPO / "plugins" / "slurm" / "audit.sbatch"
 STATE = Path(os.environ.get("DTKGUARD_SLURM_DIR", "/tmp/dtkguard-slurm"))
+TORCH = DAS_25041["torch"]
 
 
 def _running() -> bool:
@@ -166,3 +169,35 @@ def test_drift_from_the_lock(cluster, tmp_path):
     assert drift[("drift-version", "numpy")] == ("1.26.4", "2.0.0")
     assert drift[("drift-extra", "six")] == (None, "1.16.0")
     assert "| pylock.test.toml | n2 | " in log
+
+
+def test_readme_sbatch_line_as_written(cluster, tmp_path):
+    """The README's line, with only the cluster's size and partition and the paths put in. Both
+    slurmd "nodes" run on one host and audit the same active environment: their reports differ
+    only by the node, which the merge must keep apart (not one "duplicate" and one "missing")."""
+    (line,) = code_blocks("Slurm fleet audit", "sh")
+    env_dir = tmp_path / "env"  # the environment active in the job (an activated venv)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    (site,) = env_dir.glob("lib/python3*/site-packages")
+    _clean(site)
+    lock = write_lock(tmp_path / "pylock.vllm.toml", {"torch": TORCH, "numpy": "1.26.4"})
+    script = line.replace("-N 64 -p k100ai", "-N 2 -p debug")
+    script = script.replace("/public/locks/pylock.vllm.toml", str(lock))
+    script = script.replace("/public/audit/", f"{tmp_path}/audit/")
+    assert script.count(str(tmp_path)) == 2, script
+    (tmp_path / "plugins" / "slurm").mkdir(parents=True)
+    shutil.copy2(SBATCH, tmp_path / "plugins" / "slurm" / "audit.sbatch")
+    env = dict(os.environ, SLURM_CONF=cluster, VIRTUAL_ENV=str(env_dir))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # dtkguard on PATH
+    env.pop("DTKGUARD_POLICY", None)
+    proc = run_shell(script, cwd=tmp_path, env=env, timeout=300)
+    (out,) = tmp_path.glob("slurm-*.out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr + out.read_text()
+    assert proc.stdout.splitlines()[-1] == "fleet clean"
+    (reports,) = (tmp_path / "audit").iterdir()
+    fleet = json.loads((reports / "fleet.json").read_text())
+    assert fleet["by_status"] == {"ok": 2} and fleet["duplicates"] == []
+    assert sorted(n["name"] for n in fleet["nodes"]) == ["n1", "n2"]
+    for name in ("n1", "n2"):
+        report = json.loads((reports / "nodes" / f"{name}.json").read_text())
+        assert report["node"] == name and report["target"]["python"].startswith(str(env_dir))

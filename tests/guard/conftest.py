@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,38 +118,35 @@ def _build(
     return guarded
 
 
+@pytest.fixture(scope="session")
+def build_guarded(
+    guard_policy: Path, vendor_wheelhouse: Path, public_dir: Path, extra_wheelhouse: Path
+) -> Callable[..., Guarded]:
+    """``build_guarded(path, pip_version=newest)``: a venv at ``path`` with the vendor builds,
+    guarded by `guard install`."""
+
+    def build(path: Path, pip_version: str = PIP_VERSIONS[-1]) -> Guarded:
+        return _build(
+            path, pip_version, guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse
+        )
+
+    return build
+
+
 @pytest.fixture(scope="module")
 def guarded(
     pip_version: str,
     tmp_path_factory: pytest.TempPathFactory,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
+    build_guarded: Callable[..., Guarded],
 ) -> Guarded:
     """A guarded venv shared by the cases that must leave it unchanged."""
-    path = tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv"
-    return _build(path, pip_version, guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse)
+    return build_guarded(tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv", pip_version)
 
 
 @pytest.fixture
-def fresh(
-    pip_version: str,
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
+def fresh(pip_version: str, tmp_path: Path, build_guarded: Callable[..., Guarded]) -> Guarded:
     """A new guarded venv for a case that installs."""
-    return _build(
-        tmp_path / "venv",
-        pip_version,
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
-    )
+    return build_guarded(tmp_path / "venv", pip_version)
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -26,21 +26,11 @@ pytestmark = pytest.mark.wheel_cache
 
 
 @pytest.fixture
-def env(
-    tmp_path: Path,
-    guard_policy: Path,
-    vendor_wheelhouse: Path,
-    public_dir: Path,
-    extra_wheelhouse: Path,
-) -> Guarded:
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Guarded:
     """A new guarded venv (newest pip: these routes never go through pip)."""
+    inputs = ("guard_policy", "vendor_wheelhouse", "public_dir", "extra_wheelhouse")
     return _build(
-        tmp_path / "venv",
-        PIP_VERSIONS[-1],
-        guard_policy,
-        vendor_wheelhouse,
-        public_dir,
-        extra_wheelhouse,
+        tmp_path / "venv", PIP_VERSIONS[-1], *(request.getfixturevalue(n) for n in inputs)
     )
 
 
@@ -139,6 +129,8 @@ def test_guard_install_keeps_the_baseline_and_refuses_a_tampered_one(env: Guarde
     assert any(
         line.split()[:2] == ["tampered", "baseline"] for line in status.stdout.splitlines()
     ), status.stdout
+    tampered = findings(env)
+    assert ("baseline-tampered", str(path)) in tampered
     refused = env.dtkguard("guard", "install", "--python", py, "--policy", str(env.policy))
     assert refused.returncode == 2 and "--rebaseline" in refused.stderr
     path.unlink()
@@ -173,7 +165,9 @@ def test_compare_hashes_only_what_changed(env: Guarded) -> None:
 
     data = load(env.venv.path / "dtkguard" / "baseline.json")
     assert data is not None
-    total = sum(len(e["files"]) + 1 for e in data["vendor"].values())
+    # every recorded file and RECORD, but not what pip wrote itself (INSTALLER, REQUESTED)
+    own = [r for e in data["vendor"].values() for r in e["files"]]
+    total = len(data["vendor"]) + sum(not r.endswith(("/INSTALLER", "/REQUESTED")) for r in own)
     stats = CompareStats()
     assert compare(data, stats=stats) == []
     assert (stats.stated, stats.hashed) == (total, 0)
@@ -356,3 +350,47 @@ def test_a_clean_guarded_env_is_quiet(env: Guarded) -> None:
     assert proc.returncode == 0, proc.stdout
     imported = import_torch(env)
     assert imported.returncode == 0 and imported.stderr == ""
+
+
+def test_a_reinstall_of_the_same_vendor_build_is_not_damage(
+    env: Guarded, vendor_wheelhouse: Path, uv: str, tmp_path: Path
+) -> None:
+    """pip (with .pyc rows and REQUESTED) and then uv (no .pyc, INSTALLER=uv) rewrite RECORD
+    and every mtime, not the build: check stays clean; `guard install` then refreshes the
+    stats, so the tripwire is quiet again."""
+    py = str(env.venv.python)
+    wheel = vendor_wheelhouse / f"torch-{TORCH}-py3-none-any.whl"
+    pip = env.pip("install", "--no-index", "--no-deps", "--force-reinstall", str(wheel))
+    assert pip.returncode == 0, pip.stderr
+    assert check(env).returncode == 0, check(env).stdout
+    uv_env = hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    args = ["--no-config", "--offline", "--no-index", "--no-deps", "--reinstall", str(wheel)]
+    proc = subprocess.run(
+        [uv, "pip", "install", "--python", py, *args], env=uv_env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = env.venv.site_packages / f"torch-{TORCH}.dist-info" / "RECORD"
+    assert ".pyc" not in record.read_text()  # uv rewrote it
+    proc = check(env)
+    assert proc.returncode == 0, proc.stdout
+    assert "RECORD (modified)" in import_torch(env).stderr  # stat only: it cannot know
+    again = env.dtkguard("guard", "install", "--python", py, "--policy", str(env.policy))
+    assert again.returncode == 0 and "written  baseline" in again.stdout, again.stdout
+    imported = import_torch(env)
+    assert imported.returncode == 0 and imported.stderr == ""
+
+
+def test_pyc_files_are_derived_but_a_planted_one_is_damage(env: Guarded) -> None:
+    from dtkguard.guard.baseline import compare, load
+
+    data = load(env.venv.path / "dtkguard" / "baseline.json")
+    assert data is not None
+    pycs = sorted((env.venv.site_packages / "torch" / "__pycache__").glob("version.*.pyc"))
+    assert pycs and any(r.endswith(pycs[0].name) for r in data["vendor"]["torch"]["files"])
+    pycs[0].unlink()  # Python writes it again: not a change
+    assert compare(data) == []
+    pycs[0].write_bytes(b"planted" * 40)
+    changes = compare(data)
+    assert [(c.kind, c.files) for c in changes] == [
+        ("files", [(f"torch/__pycache__/{pycs[0].name}", "modified")])
+    ]

@@ -49,10 +49,12 @@ def test_denied_package_is_stopped(guarded: Guarded) -> None:
     assert changed(before, guarded.venv.snapshot()) == []
 
 
-def test_uninstall_of_vendor_build_is_stopped(guarded: Guarded) -> None:
+@pytest.mark.parametrize("spec", ["torch", "torch>=0", "Torch ; python_version>'3'", "TORCH[x]"])
+def test_uninstall_of_vendor_build_is_stopped(guarded: Guarded, spec: str) -> None:
     before = guarded.venv.snapshot()
-    proc = guarded.dtkpip("uninstall", "-y", "torch")
+    proc = guarded.dtkpip("uninstall", "-y", spec)
     assert proc.returncode == 1 and "nothing was removed" in proc.stderr
+    assert f"torch {TORCH} is a vendor build" in proc.stderr
     assert changed(before, guarded.venv.snapshot()) == []
 
 

@@ -69,3 +69,21 @@ def test_from_env_matches_wheels_by_record_and_keeps_the_rest(
     other = make_venv(tmp_path / "again", with_pip=False)
     other.uv_pip("install", "--preview-features", "pylock", "-r", work / "pylock.env.toml")
     assert "vllm" not in other.installed() and other.installed()["torch"] == torch.version
+
+
+def test_from_env_locks_for_the_environments_python_not_the_policys(tmp_path):
+    """The policy targets Python 3.10; a venv of another Python gets a lock pip installs."""
+    import sys
+
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "alpha", "1.0")
+    venv = make_venv(tmp_path / "img", with_pip=False)
+    venv.uv_pip("install", "--no-index", "--find-links", wheels, "alpha")
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for how in (("--path", venv.site_packages), ("--python", venv.python)):
+        proc = run_cli("lock", "--from-env", *how, "--find-links", wheels, "--no-index",
+                       "-o", "pylock.env.toml", cwd=tmp_path)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        text = (tmp_path / "pylock.env.toml").read_text()
+        assert f'requires-python = "=={here}.*"' in text, how
+        assert read_lock(tmp_path / "pylock.env.toml").by_name()["alpha"].version == "1.0"

@@ -226,3 +226,39 @@ def test_export_constraints_and_hashed_requirements(locked, tmp_path):
     text = (tmp_path / "req.txt").read_text()
     assert "--index-url http://127.0.0.1:" in text
     assert "vllm==0.8.5.post1+das.opt1.dtk25041 \\\n    --hash=sha256:" in text
+
+
+def test_time_limit_ends_with_exit_1_and_says_so(tmp_path, das_wheelhouses, das_index):
+    proc = run_cli("lock", "vllm", "--vendor-find-links", das_wheelhouses[1], "--index-url",
+                   das_index.url, "--resolve-timeout", "1e-9", "-o", "pylock.x.toml",
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1
+    assert "no answer after 1 resolver rounds" in proc.stderr
+    assert "raise --resolve-timeout" in proc.stderr
+    assert not (tmp_path / "pylock.x.toml").exists()
+    bad = run_cli("lock", "vllm", "--no-index", "--resolve-timeout", "0", "-o", "pylock.x.toml",
+                  cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2
+    assert "--resolve-timeout" in bad.stderr
+
+
+def test_the_public_index_from_pips_configuration_is_named(tmp_path, das_wheelhouses, das_index):
+    import subprocess
+    import sys
+
+    from tests.support.venvs import hermetic_env
+
+    from .conftest import REPO
+
+    cfg = tmp_path / "pip.conf"
+    cfg.write_text(f"[global]\nindex-url = {das_index.url}\n")
+    env = hermetic_env(PYTHONPATH=str(REPO), PIP_CONFIG_FILE=str(cfg),
+                       DTKGUARD_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtkguard", "lock", "vllm", "--vendor-find-links",
+         str(das_wheelhouses[1]), "-o", "pylock.x.toml"],
+        cwd=tmp_path, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"dtkguard: public index (from pip's configuration): {das_index.url}" in proc.stderr
+    assert das_index.requests

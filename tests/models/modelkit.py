@@ -1,6 +1,9 @@
 """Writers for the model formats the tests scan: safetensors, indexes, configs, GGUF.
 
-Shards can be made full size without disk cost: the buffer is a hole (``truncate``).
+Tensors are written by the real writers: ``safetensors.numpy.save_file`` (FP8/E8M0/BF16 through
+``ml_dtypes``; F4 through ``safetensors.torch`` and torch's ``float4_e2m1fn_x2``) and the
+``gguf`` package's ``GGUFWriter``. Only dtypes no writer knows (F6_*, made-up F8_*) and hostile
+files use the hand-made header of :func:`write_header_only`, whose buffer is a sparse hole.
 """
 
 from __future__ import annotations
@@ -48,10 +51,95 @@ def safetensors_header(
     return raw, offset
 
 
+TORCH_DTYPES = {
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F8_E8M0": "float8_e8m0fnu",
+    "BF16": "bfloat16",
+    "F16": "float16",
+    "F32": "float32",
+    "F64": "float64",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "I32": "int32",
+    "U32": "uint32",
+    "I64": "int64",
+    "BOOL": "bool",
+}
+
+
+def _numpy_dtypes() -> dict[str, object]:
+    import ml_dtypes
+    import numpy as np
+
+    return {
+        "F8_E4M3": ml_dtypes.float8_e4m3fn,
+        "F8_E5M2": ml_dtypes.float8_e5m2,
+        "F8_E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+        "F8_E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+        "F8_E8M0": ml_dtypes.float8_e8m0fnu,
+        "BF16": ml_dtypes.bfloat16,
+        "F16": np.float16,
+        "F32": np.float32,
+        "F64": np.float64,
+        "U8": np.uint8,
+        "I8": np.int8,
+        "I16": np.int16,
+        "U16": np.uint16,
+        "I32": np.int32,
+        "U32": np.uint32,
+        "I64": np.int64,
+        "BOOL": np.bool_,
+    }
+
+
 def write_safetensors(
     path: Path, tensors: dict[str, tuple[str, list[int]]], metadata: dict[str, str] | None = None
 ) -> Path:
-    """A real safetensors file whose buffer is a sparse hole of the right size."""
+    """A safetensors file written by the safetensors library (zero-filled tensors)."""
+    import numpy as np
+
+    meta = metadata or {"format": "pt"}
+    wanted = {dtype for dtype, _ in tensors.values()}
+    known = _numpy_dtypes()
+    if wanted <= set(known):
+        from safetensors.numpy import save_file
+
+        arrays = {n: np.zeros(shape, dtype=known[d]) for n, (d, shape) in tensors.items()}
+        save_file(arrays, str(path), metadata=meta)
+        return path
+    if wanted <= {*known, "F4"} and _has_torch():
+        import torch
+        from safetensors.torch import save_file as save_torch
+
+        def make(dtype: str, shape: list[int]) -> torch.Tensor:
+            if dtype == "F4":  # two E2M1 values a byte: the last dimension is halved
+                packed = torch.zeros([*shape[:-1], shape[-1] // 2], dtype=torch.uint8)
+                return packed.view(torch.float4_e2m1fn_x2)
+            return torch.zeros(shape, dtype=getattr(torch, TORCH_DTYPES[dtype]))
+
+        save_torch({n: make(d, s) for n, (d, s) in tensors.items()}, str(path), metadata=meta)
+        return path
+    return write_header_only(path, tensors, metadata)
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def write_header_only(
+    path: Path, tensors: dict[str, tuple[str, list[int]]], metadata: dict[str, str] | None = None
+) -> Path:
+    """A safetensors header written by hand, the buffer a sparse hole of the right size.
+
+    For dtypes no writer supports (F6_*, unknown F8_*) and for full-size shards.
+    """
     raw, buffer_len = safetensors_header(tensors, metadata or {"format": "pt"})
     with open(path, "wb") as fh:
         fh.write(struct.pack("<Q", len(raw)))
@@ -144,32 +232,27 @@ def deepseek_model(
     return folder
 
 
-def gguf_string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack("<Q", len(raw)) + raw
-
-
 def write_gguf(
     path: Path, tensors: list[tuple[str, list[int], int]], kv: dict[str, str] | None = None
 ) -> Path:
-    """A GGUF v3 header: string key/values, a token array, and tensor infos (no data)."""
+    """A GGUF file written by the ``gguf`` package's GGUFWriter (zero-filled tensor data).
+
+    ``tensors``: (name, shape in numpy order, GGML type number).
+    """
+    import gguf
+    import numpy as np
+
     kv = {"general.architecture": "gpt-oss", **(kv or {})}
-    body = bytearray()
+    writer = gguf.GGUFWriter(str(path), arch=kv.pop("general.architecture"))
     for key, value in kv.items():
-        body += gguf_string(key) + struct.pack("<I", 8) + gguf_string(value)
-    tokens = ["<s>", "</s>", "hello"]
-    body += gguf_string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(tokens))
-    for t in tokens:
-        body += gguf_string(t)
-    body += gguf_string("general.alignment") + struct.pack("<II", 4, 32)
-    offset = 0
-    for name, dims, ttype in tensors:
-        body += gguf_string(name) + struct.pack("<I", len(dims))
-        body += b"".join(struct.pack("<Q", d) for d in dims)
-        body += struct.pack("<IQ", ttype, offset)
-        offset += 4096
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv) + 2)
-    with open(path, "wb") as fh:
-        fh.write(head + bytes(body))
-        fh.truncate(len(head) + len(body) + offset + 32)
+        writer.add_string(key, value)
+    writer.add_token_list(["<s>", "</s>", "hello"])
+    for name, shape, ttype in tensors:
+        qtype = gguf.GGMLQuantizationType(ttype)
+        byte_shape = gguf.quant_shape_to_byte_shape(tuple(shape), qtype)
+        writer.add_tensor(name, np.zeros(byte_shape, dtype=np.uint8), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
     return path

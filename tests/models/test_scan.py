@@ -39,7 +39,8 @@ def test_deepseek_converted_to_bf16_is_a_stale_config_not_fp8(tmp_path):
     found = kinds(folder)
     assert set(found) == {"stale-config"}
     assert "stale config" in found["stale-config"].message
-    assert "remove quantization_config" in found["stale-config"].remediation
+    fix = found["stale-config"].remediation
+    assert "Remove quantization_config from config.json" in fix and "as BF16" in fix
 
 
 def test_clean_bf16_model_has_no_detection(tmp_path):
@@ -188,7 +189,9 @@ def test_mxfp4_gpt_oss(tmp_path):
         },
     )
     found = kinds(folder)
-    assert set(found) == {"fp4-weights"}
+    # the U8 *_scales are E8M0 exponents, as F8_E8M0 scales are
+    assert set(found) == {"fp4-weights", "fp8-scales"}
+    assert "1 tensors U8 (E8M0 scales)" in found["fp8-scales"].evidence
     assert "Mxfp4Config(dequantize=True)" in found["fp4-weights"].remediation
     assert "quant_method=mxfp4" in found["fp4-weights"].evidence
 
@@ -233,9 +236,9 @@ def test_gguf_mxfp4(tmp_path):
     path = write_gguf(
         tmp_path / "gpt-oss-20b-mxfp4.gguf",
         [
-            ("blk.0.ffn_gate_exps.weight", [2880, 2880, 32], 39),
-            ("blk.0.attn_q.weight", [2880, 4096], 30),
-            ("output.weight", [2880, 201088], 8),
+            ("blk.0.ffn_gate_exps.weight", [4, 64, 64], 39),
+            ("blk.0.attn_q.weight", [64, 64], 30),
+            ("output.weight", [128, 64], 8),
         ],
     )
     (model,) = scan([str(path)])

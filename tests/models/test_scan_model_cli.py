@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from modelkit import deepseek_model, write_raw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,3 +158,141 @@ def test_policy_exception_waives_a_model_like_any_finding(tmp_path):
     assert waived.returncode == 0, waived.stderr
     assert json.loads(waived.stdout)["findings"] == []
     assert dtkguard(*args, "--policy", "dtk-25.04.1").returncode == 1
+
+
+def _server(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in server that records that it started."""
+    marker = tmp_path / "started"
+    script = tmp_path / "vllm"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    return script, marker
+
+
+def _deny_policy(tmp_path: Path) -> Path:
+    policy = tmp_path / "strict.toml"
+    policy.write_text(
+        '[policy]\nextends = ["dtk-25.04.1"]\n\n[fp8]\nunresolved-model = "deny"\n'
+        '\n[fp8.cards]\nBW1100 = "warn"\n'
+    )
+    return policy
+
+
+def test_exec_warns_by_default_when_the_model_cannot_be_found(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    base = ("exec", "--policy", "dtk-25.04.1", "--card", "K100_AI", "--", str(script), "serve")
+    for model in (str(tmp_path / "no-such-model"), "org/not-downloaded"):
+        marker.unlink(missing_ok=True)
+        out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
+        assert out.returncode == 0, out.stderr
+        assert marker.exists()
+        assert "warning: model not checked for FP8" in out.stderr
+        assert 'unresolved-model = "warn"' in out.stderr and model in out.stderr
+
+
+def test_exec_deny_refuses_a_model_it_cannot_resolve(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    # a cache repo without any snapshot: the id resolves to a folder with nothing to read
+    (hub / "models--org--empty" / "snapshots").mkdir(parents=True)
+    policy = str(_deny_policy(tmp_path))
+    base = ("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
+    config_only = tmp_path / "config-only"  # weights not downloaded, nothing declared
+    config_only.mkdir()
+    (config_only / "config.json").write_text('{"model_type": "llama"}')
+    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty", str(config_only)):
+        out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
+        assert out.returncode == 1, (model, out.stderr)
+        assert not marker.exists()
+        assert "error: model not checked for FP8" in out.stderr and "veto" in out.stderr
+    # `vllm serve` with no model at all is not checkable either
+    out = dtkguard("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
+    assert out.returncode == 1 and "names no model" in out.stderr and not marker.exists()
+
+
+def test_exec_deny_still_starts_a_model_it_found(tmp_path):
+    script, marker = _server(tmp_path)
+    hub = tmp_path / "hub"
+    snap = hub / "models--org--clean" / "snapshots" / ("a" * 40)
+    deepseek_model(snap, layers=1, shards=1, fp8=False)
+    (hub / "models--org--clean" / "refs").mkdir()
+    (hub / "models--org--clean" / "refs" / "main").write_text("a" * 40)
+    policy = str(_deny_policy(tmp_path))
+    out = dtkguard(
+        "exec",
+        "--policy",
+        policy,
+        "--card",
+        "K100_AI",
+        "--",
+        str(script),
+        "serve",
+        "org/clean",
+        env={"HF_HUB_CACHE": str(hub)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert marker.exists() and "not checked" not in out.stderr
+    # a plain python command names no model: nothing to resolve, nothing to refuse
+    out = dtkguard("exec", "--policy", policy, "--", sys.executable, "-c", "print('ok')")
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
+
+
+def test_scan_model_cyclonedx_lists_each_model_with_its_quantisation(tmp_path):
+    fp8 = deepseek_model(tmp_path / "models" / "DeepSeek-V3", layers=1, shards=1)
+    clean = deepseek_model(tmp_path / "models" / "bf16", fp8=False)
+    out = dtkguard(
+        "scan-model",
+        str(tmp_path / "models"),
+        "--policy",
+        "dtk-25.04.1",
+        "--card",
+        "K100_AI",
+        "--format",
+        "cyclonedx",
+    )
+    assert out.returncode == 1, out.stderr
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    validator = JsonStrictValidator(SchemaVersion.V1_6)
+    assert validator.validate_str(out.stdout) is None
+    doc = json.loads(out.stdout)
+    bad = json.dumps({**doc, "components": [{**doc["components"][0], "type": "model"}]})
+    assert validator.validate_str(bad) is not None  # the validator does reject a wrong type
+    assert doc["bomFormat"] == "CycloneDX" and doc["specVersion"] == "1.6"
+    comps = {c["name"]: c for c in doc["components"]}
+    assert set(comps) == {"DeepSeek-V3", "bf16"}
+    assert {c["type"] for c in comps.values()} == {"machine-learning-model"}
+    assert doc["dependencies"][0]["dependsOn"] == [c["bom-ref"] for c in doc["components"]]
+    props = {p["name"]: p["value"] for p in comps["DeepSeek-V3"]["properties"]}
+    assert props["dtkguard:location"] == str(fp8)
+    assert props["dtkguard:quantization:method"] == "fp8"
+    assert props["dtkguard:quantization:weights"] == "fp8"
+    assert props["dtkguard:quantization:detections"] == "fp8-weights"
+    assert "F8_E4M3:" in props["dtkguard:weights:dtypes"]
+    assert props["dtkguard:finding:fp8-weights"].startswith("high: ")
+    clean_props = {p["name"]: p["value"] for p in comps["bf16"]["properties"]}
+    assert clean_props["dtkguard:location"] == str(clean)
+    assert clean_props["dtkguard:quantization:weights"] == "none"
+    assert not any(k.startswith("dtkguard:finding") for k in clean_props)
+    # the findings sit on their model, not loose on the BOM's subject
+    meta = {p["name"] for p in doc["metadata"]["component"]["properties"]}
+    assert not any(name.startswith("dtkguard:finding") for name in meta)
+
+
+@pytest.mark.parametrize("name", ["ct-w4afp8", "modelopt-w4a8-awq"])
+def test_exec_vetoes_fp8_activations_over_int4_on_a_card_without_fp8(tmp_path, name):
+    from schemes import SCHEMES
+
+    model = next(s for s in SCHEMES if s.id == name).build(tmp_path)
+    script, marker = _server(tmp_path)
+    base = ("exec", "--policy", "dtk-25.04.1", "--", str(script), "serve", str(model))
+    out = dtkguard(*base[:3], "--card", "BW1000", *base[3:])
+    assert out.returncode == 1 and not marker.exists(), out.stderr
+    assert "fp8-activations" in out.stderr and "Keep quantization_config" in out.stderr
+    assert "stale config" not in out.stderr
+    # BW1100 has FP8: a warning (medium), below the default --fail-on high
+    out = dtkguard(*base[:3], "--card", "BW1100", *base[3:])
+    assert out.returncode == 0 and marker.exists(), out.stderr

@@ -75,8 +75,40 @@ def test_environment_requests():
     assert asks(["text-generation-launcher"], env) == [
         ("weights", "QUANTIZE=fp8"),
         ("kv_cache", "KV_CACHE_DTYPE=fp8_e5m2"),
-        ("weights", "SGLANG_USE_FP8_W8A8_MOE=1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        # on by default in vLLM, pads FP8 weights on ROCm; turns nothing on for a BF16 model
+        ({"VLLM_ROCM_FP8_PADDING": "1", "VLLM_ROCM_MOE_PADDING": "1"}, []),
+        ({"VLLM_USE_DEEP_GEMM": "1", "VLLM_USE_FLASHINFER_MOE_FP8": "1"}, []),
+        ({"SGLANG_USE_FP8_W8A8_MOE": "1"}, []),
+        # AITER on: the FP8/FP4 batched matmuls of MLA are on unless switched off
+        (
+            {"VLLM_ROCM_USE_AITER": "1"},
+            [
+                "VLLM_ROCM_USE_AITER_FP8BMM (default on) with VLLM_ROCM_USE_AITER=1",
+                "VLLM_ROCM_USE_AITER_FP4BMM (default on) with VLLM_ROCM_USE_AITER=1",
+            ],
+        ),
+        (
+            {
+                "VLLM_ROCM_USE_AITER": "true",
+                "VLLM_ROCM_USE_AITER_FP8BMM": "0",
+                "VLLM_ROCM_USE_AITER_FP4BMM": "False",
+            },
+            [],
+        ),
+        ({"VLLM_ROCM_USE_AITER": "0", "VLLM_ROCM_USE_AITER_FP8BMM": "1"}, []),
+    ],
+)
+def test_only_variables_that_turn_fp8_on_are_requests(env, expected):
+    got = [text for _, text in asks(["vllm", "serve", "/m"], env)]
+    assert got == expected
+    # SGLang has none of vLLM's switches
+    assert asks(["python", "-m", "sglang.launch_server", "--model-path", "/m"], env) == []
 
 
 @pytest.mark.parametrize(

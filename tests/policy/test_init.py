@@ -72,3 +72,16 @@ def test_no_vendor_builds_is_exit_2_with_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "no DAS/DTK-labelled" in proc.stderr
     assert not out.exists()
+
+
+def test_guard_on_import_is_validated(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('[policy]\nname = "g"\n[guard]\non-import = "error"\n')
+    shown = dtkguard("policy", "show", str(good))
+    assert shown.returncode == 0 and "guard: on-import=error" in shown.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[policy]\nname = "b"\n\n[guard]\non-import = "loud"\n')
+    proc = dtkguard("policy", "check", str(bad))
+    assert proc.returncode == 2
+    assert f"{bad}:5:" in proc.stderr and "on-import" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

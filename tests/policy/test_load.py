@@ -224,6 +224,16 @@ BAD_POLICIES = [
         "'deny', 'warn' or 'allow'",
     ),
     (
+        "bad-unresolved-model",
+        """
+        [fp8]
+        unresolved-model = "allow"
+     """,
+        2,
+        "fp8.unresolved-model",
+        "'deny' or 'warn'",
+    ),
+    (
         "bad-severity",
         """
         [[deny]]

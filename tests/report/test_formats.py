@@ -106,3 +106,38 @@ def test_rich_table_when_colour():
 
 def test_markdown_escapes_pipes():
     assert "unused \\| pipe" in render(report(), "markdown")
+
+
+LONG_FIX = (
+    "dtkpip install --force-reinstall --no-deps "
+    "/opt/das/wheels/torch-2.4.1+das.opt1.dtk25041-cp310-cp310-manylinux_2_28_x86_64.whl"
+)
+
+
+def _plain(text: str) -> list[str]:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_narrow_terminal_gets_blocks_with_whole_commands(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    finding = Finding(
+        "vendor-replaced",
+        Severity.CRITICAL,
+        "torch",
+        "torch 2.7.0 replaced the vendor build",
+        LONG_FIX,
+    )
+    lines = _plain(render(report([finding, *FINDINGS[1:]]), "table", color=True))
+    assert lines[0] == "CRITICAL vendor-replaced torch"
+    assert lines[1] == "  torch 2.7.0 replaced the vendor build"
+    assert lines[2] == f"  fix: {LONG_FIX}"  # one piece, longer than the terminal: copyable
+    assert not any("│" in line or "┃" in line for line in lines)
+
+
+def test_wide_terminal_keeps_the_table(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    lines = _plain(render(report(), "table", color=True))
+    assert any("severity" in line and "rule" in line and "fix" in line for line in lines)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -103,3 +104,28 @@ def test_pick_card_takes_the_most_restrictive():
     assert pick_card([], POLICY) is None
     assert pick_card(["BW1100", "BW1100"], POLICY) == "BW1100"
     assert pick_card(["BW1100", "K100_AI"], POLICY) == "K100_AI"
+
+
+def test_every_fp8_rule_is_in_the_catalog():
+    from dtkguard.rules.catalog import is_known
+    from dtkguard.rules.fp8 import RULES
+
+    assert all(is_known(rule) for rule in RULES)
+
+
+def test_aiter_bmm_switches_count_only_for_mla_models(tmp_path):
+    """vLLM's AITER FP8/FP4 BMM re-quantise MLA weights: a Llama is not touched by them."""
+    env = {"VLLM_ROCM_USE_AITER": "1"}
+    llama = deepseek_model(tmp_path / "llama-bf16", fp8=False)
+    mla = deepseek_model(tmp_path / "dsv3-bf16", fp8=False)
+    config = json.loads((mla / "config.json").read_text())
+    (mla / "config.json").write_text(json.dumps({**config, "kv_lora_rank": 512}))
+
+    def rules(model):
+        cmd = parse_command(["vllm", "serve", str(model)], env)
+        proc = ServingProcess(pid=0, command=cmd, model_path=str(model) if model else None)
+        return [f.rule for f in fp8_findings([proc], POLICY, "K100_AI")]
+
+    assert rules(llama) == []
+    assert rules(mla) == ["fp8-serving"]
+    assert rules(None) == ["fp8-serving"]  # model unknown: the request stands

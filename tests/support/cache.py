@@ -12,12 +12,15 @@ from pathlib import Path
 
 __all__ = [
     "BUILD_REQUIREMENTS",
+    "IMAGE_PLATFORMS",
+    "IMAGE_PYTHONS",
     "MATRIX_PIP_VERSIONS",
     "PIP_VERSIONS",
     "REPO_ROOT",
     "CacheMissing",
     "cache_path",
     "find_wheel",
+    "image_wheels",
     "pip_wheel",
     "uv_binary",
     "wheel_dir",
@@ -33,6 +36,13 @@ MATRIX_PIP_VERSIONS: tuple[str, ...] = ("22.2.2", "23.3.2", "24.3.1", "25.3", "2
 
 BUILD_REQUIREMENTS: tuple[str, ...] = ("setuptools", "wheel")
 """What build isolation of :func:`tests.support.wheels.build_sdist` projects needs."""
+
+IMAGE_PYTHONS: tuple[str, ...] = ("3.10", "3.11")
+"""Image Pythons of the Docker recipe: 3.10 (the DAS images), 3.11 (Debian bookworm, the base of
+the ``docker`` tests). prepare.py fetches dtkguard's dependencies as wheels for each."""
+
+IMAGE_PLATFORMS: tuple[str, ...] = ("manylinux_2_17_x86_64", "manylinux2014_x86_64")
+"""The ``--platform`` values of the README's Docker recipe."""
 
 _HINT = "run `python tests/prepare.py` (needs network once) to fill it"
 
@@ -89,3 +99,13 @@ def uv_binary() -> str:
         if found:
             return found
     raise CacheMissing("uv is not installed: run `pip install -e '.[test]'` (installs uv)")
+
+
+def image_wheels() -> Path:
+    """dtkguard's runtime dependencies as wheels for every `IMAGE_PYTHONS` (a flat directory,
+    apart from the main cache so that no other test finds them); raises :class:`CacheMissing`."""
+    path = cache_path() / "image"
+    missing = [py for py in IMAGE_PYTHONS if not (path / f".complete-{py}").exists()]
+    if missing:
+        raise CacheMissing(f"no dependency wheels for Python {', '.join(missing)}: {_HINT}")
+    return path

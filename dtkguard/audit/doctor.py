@@ -1,0 +1,62 @@
+"""`dtkguard doctor`: the seeds' "verify the environment" step as one report.
+
+Cards, DTK and HIP, the torch build, the vendor builds and their DTK, FP8 capability, and every
+problem the environment and stack rules find, most severe first. The facts go into the report's
+``facts["doctor"]`` so that every format (the screen, json) shows the same thing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from dtkguard.audit.stack import StackFacts
+from dtkguard.policy.labels import label_of
+
+#: the check families doctor runs (no drift: doctor takes no lock)
+FAMILIES = ("vendor", "deny", "dtk", "torch-build", "override", "stack")
+
+
+def vendor_summary(env, policy) -> dict[str, Any]:
+    """How many of the policy's vendor builds are installed as pinned, and for which DTK."""
+    pinned = exact = 0
+    releases: Counter[str] = Counter()
+    for name, version in policy.vendor.items():
+        dist = env.get(name)
+        if dist is None:
+            continue
+        pinned += 1
+        exact += dist.version == version
+    for dist in env:
+        label = label_of(dist.version)
+        if label is not None and label.dtk is not None:
+            releases[str(label.dtk)] += 1
+    return {
+        "policy": len(policy.vendor),
+        "installed": pinned,
+        "exact": exact,
+        "dtk": dict(releases.most_common()),
+    }
+
+
+def fp8_summary(facts: StackFacts, policy) -> list[dict[str, str]]:
+    """The policy's FP8 action for weights, KV cache and serving on each card series present."""
+    series = sorted({c.series for c in facts.cards or [] if c.series}) or [None]
+    return [
+        {
+            "series": s or "(cards unknown)",
+            "weights": policy.fp8.action("weights", s),
+            "kv_cache": policy.fp8.action("kv_cache", s),
+            "serving": policy.fp8.action("serving", s),
+        }
+        for s in series
+    ]
+
+
+def doctor_facts(env, policy, facts: StackFacts) -> dict[str, Any]:
+    return {
+        "stack": facts.to_json(),
+        "vendor": vendor_summary(env, policy),
+        "fp8": fp8_summary(facts, policy),
+        "dists": len(env.dists),
+    }

@@ -1,0 +1,193 @@
+"""The stack below Python, as facts: DTK release and HIP, torch's HIP, cards, driver, devices.
+
+Everything is read from files inside the target's root (``/opt/dtk/.info/version``,
+``hip_version.h``, ``torch/version.py``, ``/dev/kfd``), except what only the host knows: the
+cards and their driver come from the host's ``hy-smi`` (or a recorded output file, as a fleet
+collects it) and the kernel module's ``/sys/module/<driver>/version``. Nothing of the target is
+run. An unpacked image has no cards, driver or devices: those facts stay ``None`` (unknown).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.audit.facts import dtk_release
+from dtkguard.env.device import Card
+from dtkguard.env.root import ConfinementError, Root, child, read_capped
+
+#: where a DTK keeps its HIP version, first match wins (DTK and ROCm layouts)
+HIP_VERSION_FILES = (
+    "opt/dtk/hip/include/hip/hip_version.h",
+    "opt/dtk/include/hip/hip_version.h",
+    "opt/dtk/hip/bin/.hipVersion",
+    "opt/dtk/bin/.hipVersion",
+)
+#: kernel modules of the DCU driver, newest name first
+DRIVER_MODULES = ("hycu", "hydcu")
+_HIP_FIELD = re.compile(r"HIP_VERSION_(MAJOR|MINOR|PATCH)\s*=?\s*(\d+)")
+_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+
+
+@dataclass
+class StackFacts:
+    """What the stack below Python says; ``None`` is "could not be read", never "fine"."""
+
+    dtk: str | None = None
+    dtk_source: str | None = None
+    hip: str | None = None
+    hip_source: str | None = None
+    torch_version: str | None = None
+    torch_hip: str | None = None
+    torch_cuda: str | None = None
+    #: None: not read (no hy-smi, an image); []: hy-smi ran and saw no card
+    cards: list[Card] | None = None
+    cards_source: str | None = None
+    module_driver: str | None = None
+    #: None for an image; else {"kfd": bool, "render": [names]}
+    devices: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "dtk": self.dtk,
+            "dtk_source": self.dtk_source,
+            "hip": self.hip,
+            "hip_source": self.hip_source,
+            "torch": {
+                "version": self.torch_version,
+                "hip": self.torch_hip,
+                "cuda": self.torch_cuda,
+            },
+            "cards": None if self.cards is None else [c.to_json() for c in self.cards],
+            "cards_source": self.cards_source,
+            "module_driver": self.module_driver,
+            "devices": self.devices,
+            "notes": list(self.notes),
+        }
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """The leading dotted numbers of a version string: ``6.3.27-V1.2.5`` -> (6, 3, 27)."""
+    if not text:
+        return None
+    m = _NUMBERS.search(text)
+    return tuple(int(p) for p in m.group(0).split(".")) if m else None
+
+
+def _read_text(root: Root, inner: str, limit: int = 1 << 16) -> str | None:
+    try:
+        return read_capped(root.resolve(inner), limit).decode("utf-8", "replace")
+    except (OSError, ConfinementError):
+        return None
+
+
+def dtk_hip(root: Root) -> tuple[str, str] | None:
+    """(``5.7.24164``, source) from the DTK's own version files, never by running its tools."""
+    for inner in HIP_VERSION_FILES:
+        text = _read_text(root, inner)
+        if not text:
+            continue
+        fields = dict(_HIP_FIELD.findall(text))
+        if "MAJOR" in fields and "MINOR" in fields:
+            parts = [fields["MAJOR"], fields["MINOR"]] + (
+                [fields["PATCH"]] if "PATCH" in fields else []
+            )
+            return ".".join(str(int(p)) for p in parts), "/" + inner
+    return None
+
+
+def torch_build(env) -> tuple[str, dict] | None:
+    """(torch version, ``{"hip": ..., "cuda": ...}``) from torch/version.py read as text."""
+    from dtkguard.rules.torch_build import build_info
+
+    torch = env.get("torch")
+    if torch is None:
+        return None
+    version_py = child(env.root, child(env.root, torch.site, "torch"), "version.py")
+    try:
+        text = read_capped(version_py, 1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return torch.version, {}
+    return torch.version, build_info(text)
+
+
+def _recorded(path: str | Path) -> str:
+    """A recorded hy-smi output file (bad input, exit 2, when it cannot be read)."""
+    from dtkguard.errors import InputError
+
+    try:
+        data = read_capped(Path(path), 1 << 20)
+    except OSError as exc:
+        raise InputError(
+            exc.strerror or str(exc), file=str(path), field="--hy-smi-output"
+        ) from None
+    return data.decode("utf-8", "replace")
+
+
+def module_driver(sys_module: str = "/sys/module") -> str | None:
+    """The loaded DCU driver module's version (host only)."""
+    for name in DRIVER_MODULES:
+        try:
+            with open(f"{sys_module}/{name}/version", encoding="ascii", errors="replace") as fh:
+                text = fh.read(256).strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return None
+
+
+def device_nodes(root: Root) -> dict:
+    """``/dev/kfd`` and the DRM render nodes, as the target sees them."""
+    import os
+    import stat
+
+    def is_char(inner: str) -> bool:
+        try:
+            return stat.S_ISCHR(os.stat(root.resolve(inner)).st_mode)
+        except (OSError, ConfinementError):
+            return False
+
+    render = [p.rsplit("/", 1)[1] for p in root.glob("dev/dri/renderD*") if is_char(p)]
+    return {"kfd": is_char("/dev/kfd"), "render": render}
+
+
+def stack_facts(
+    env,
+    *,
+    live: bool,
+    hy_smi_output: str | Path | None = None,
+    run_hy_smi: bool = False,
+    sys_module: str = "/sys/module",
+) -> StackFacts:
+    """The stack facts of ``env``'s target.
+
+    ``live``: the target runs on this host (not an unpacked image), so its devices and the
+    host's driver apply. Cards come from ``hy_smi_output`` (a recorded file), else from a live
+    ``hy-smi`` run when ``run_hy_smi`` (audit, doctor), else stay unknown (check stays fast).
+    """
+    from dtkguard.env import device
+
+    facts = StackFacts()
+    dtk = dtk_release(env.root)
+    facts.dtk, facts.dtk_source = dtk.get("release"), dtk.get("source")
+    if hip := dtk_hip(env.root):
+        facts.hip, facts.hip_source = hip
+    if build := torch_build(env):
+        facts.torch_version = build[0]
+        facts.torch_hip, facts.torch_cuda = build[1].get("hip"), build[1].get("cuda")
+    if hy_smi_output is not None:
+        facts.cards = device.parse_cards(_recorded(hy_smi_output))
+        facts.cards_source = str(hy_smi_output)
+    elif live and run_hy_smi:
+        text = device.run_hy_smi()
+        if text is not None:
+            facts.cards, facts.cards_source = device.parse_cards(text), "hy-smi"
+        else:
+            facts.notes.append("hy-smi not found: cards and driver unknown")
+    if live:
+        facts.module_driver = module_driver(sys_module)
+        facts.devices = device_nodes(env.root)
+    return facts

@@ -1,0 +1,267 @@
+"""dtkuv: uv with the policy in front of it, the uv counterpart of dtkpip.
+
+``uv pip install|sync|uninstall``: plan with uv's ``--dry-run`` (the vendor pins as ``-c``,
+the target named with ``--python``, which beats uv's config and ``UV_PYTHON``), judge the plan
+with dtkpip's verdict, then stop with dtkpip's explanation (exit 1, nothing touched) or run the
+real uv once with the same arguments. Every other uv command runs unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from dtkguard.errors import InputError
+from dtkguard.guard import override as overrides
+from dtkguard.guard.compiled import constraints_text
+from dtkguard.guard.dtkpip import load_guard_policy
+from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
+from dtkguard.guard.plan import Plan
+from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.guard.tools import DTKUV
+from dtkguard.guard.uvplan import (
+    UV_VALUE_OPTIONS,
+    environment_of,
+    into_folder,
+    quiet_output,
+    real_uv,
+    run_uv,
+    uv_dry_run,
+)
+from dtkguard.policy.compiled import CompiledPolicy
+
+#: the ``uv pip`` subcommands that change an environment
+_JUDGED = ("install", "sync", "uninstall")
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def main(argv: list[str]) -> int:
+    opts = split_dtkpip(argv, own=("--shim-of",))
+    uv = real_uv()
+    top = split_pip(opts.pip_args, UV_VALUE_OPTIONS)
+    sub = split_pip(top.args, UV_VALUE_OPTIONS)
+    wants_help = top.has("-h", "--help") or (top.command == "help") or not opts.pip_args
+    if wants_help:
+        from dtkguard.guard.usage import print_own_help
+
+        print_own_help(DTKUV)
+    if wants_help or top.command != "pip" or sub.command not in _JUDGED:
+        return run_uv(uv, opts.pip_args, capture=False).returncode
+    interp = interpreter(_target(opts.python, opts.shim_of, sub))
+    say_target("dtkuv", interp.python)
+    elsewhere = _destination_outside(sub, interp)
+    if elsewhere:
+        _say(f"dtkuv: {elsewhere} is outside {interp.prefix}: uv runs unchanged\n")
+        return run_uv(uv, opts.pip_args, capture=False).returncode
+    policy = load_guard_policy(opts.policy, interp)
+    reason = (opts.override or os.environ.get(overrides.ENV_VAR, "")).strip()
+    return _Run(uv, interp, policy, top, sub, reason).go()
+
+
+def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
+    """The interpreter uv will act on, chosen the way dtkpip chooses, and uv told so."""
+    # dtkuv passes --python to uv, which beats UV_PYTHON: it counts only when nothing else names one
+    given = sub.option_values("-p", "--python") or [("" if own else os.environ.get("UV_PYTHON"))]
+    if sub.has("--system") and not (own or given[-1]):
+        raise InputError(
+            "dtkuv judges the environment uv would change: name it with --python PATH "
+            "instead of --system",
+            field="--system",
+        )
+    return choose_python(own, "dtkuv", fallback=shim_of, given=given[-1] or None)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _destination_outside(sub: PipCommand, interp: Interpreter) -> str | None:
+    """``--target``/``--prefix`` naming a folder that is neither in the guarded environment nor
+    holds one of its ``sys.path`` entries: uv then only reads and writes that folder. Decided by
+    where files land (``--prefix /usr/local`` holds a ``sys.path`` entry of a system Python)."""
+    dests = sub.option_values("-t", "--target", "--prefix")
+    if not dests:
+        return None
+    from dtkguard.env.environment import python_sys_path
+
+    entries = [os.path.realpath(p) for p in python_sys_path(interp.python)[0]]
+    prefix = os.path.realpath(interp.prefix)
+    for dest in dests:
+        real = os.path.realpath(dest)
+        if not _inside(real, prefix) and not any(_inside(e, real) for e in entries):
+            return dest
+    return None
+
+
+class _Run:
+    """One judged ``uv pip install|sync|uninstall``."""
+
+    def __init__(
+        self,
+        uv: str,
+        interp: Interpreter,
+        policy: CompiledPolicy,
+        top: PipCommand,
+        sub: PipCommand,
+        reason: str,
+    ) -> None:
+        self.uv, self.interp, self.policy, self.sub, self.reason = uv, interp, policy, sub, reason
+        python = [] if sub.option_values("-p", "--python") else ["--python", interp.python]
+        #: ``[uv globals] pip [pip globals]``
+        self.head = [*top.global_args, "pip", *sub.global_args]
+        #: the user's command line with the target named: ``[globals] pip CMD --python PY ...``
+        self.args = [*self.head, str(sub.command), *python, *sub.args]
+        self.command = shlex.join(["uv", *top.global_args, "pip", *top.args])
+        self.env = dict(os.environ)
+        self.env.pop(overrides.ENV_VAR, None)
+        # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
+        # folder (from the command line or, for a refusal, from uv's config: site-packages)
+        dests = sub.option_values("-t", "--target", "--prefix")
+        roots = [interp.prefix, interp.purelib, *map(Path, dests)]
+        self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
+
+    def go(self) -> int:
+        with tempfile.TemporaryDirectory(prefix="dtkuv-") as tmp:
+            constraints = Path(tmp) / "dtkguard-constraints.txt"
+            constraints.write_text(constraints_text(self.policy), encoding="utf-8")
+            pins = [] if self.sub.command == "uninstall" else ["-c", str(constraints)]
+            if self.sub.has("--dry-run"):
+                return self.real([*self.args, *pins])
+            if self.sub.command == "uninstall":
+                return self._uninstall()
+            return self._install(pins)
+
+    def requested(self) -> set[str]:
+        if self.sub.command == "sync":
+            return set()  # sync names the whole environment: no one package was asked for
+        return {requirement_name(a) for a in self.sub.positionals()}
+
+    def plan(self, pins: list[str]) -> Plan:
+        return uv_dry_run(self.uv, [*self.args, "--dry-run", *pins], self.env, self.requested())
+
+    def _install(self, pins: list[str]) -> int:
+        from dtkguard.guard.progress import planning, requested_count
+
+        files = self.sub.positionals() if self.sub.command == "sync" else None
+        with planning("dtkuv", "uv", requested_count(self.sub, files)):
+            plan = self.plan(pins)
+        failed_with_pins = False
+        if not plan.ok:
+            free = self.plan([]) if plan.conflict else None
+            if free is None or not free.ok:
+                _say(plan.stderr)
+                if plan.conflict:
+                    _say(
+                        f"dtkuv: stopped `{self.command}`: uv cannot satisfy it while keeping the "
+                        f"vendor builds of policy {self.policy.name}; nothing was installed or "
+                        "removed. See `dtkguard policy explain torch`.\n"
+                    )
+                return self.untouched(plan.returncode)
+            pinned, plan, failed_with_pins = plan, free, True
+        self.same_environment(plan)
+        if not plan.install and not plan.remove and not failed_with_pins:
+            _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
+            return self.untouched(0)
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+
+        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        if verdict.blocked and not self.reason:
+            from dtkguard.guard.explain import render
+            from dtkguard.guard.instead import suggestions
+
+            def probe(args: list[str]) -> Plan:
+                cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
+                return uv_dry_run(
+                    self.uv,
+                    [*cmd, *args, *pins],
+                    self.env,
+                    self.requested(),
+                )
+
+            instead = suggestions(
+                verdict, self.policy, self.interp.python, self.sub, Path(), self.env,
+                tool=DTKUV, probe=probe,
+            )  # fmt: skip
+            _say(render(verdict, self.policy, self.command, instead, failed_with_pins, DTKUV))
+            return self.untouched(1)
+        if not verdict.blocked and failed_with_pins:
+            _say(pinned.stderr)  # pins conflict without a rule finding: show uv's own words
+            return self.untouched(1)
+        if verdict.blocked:
+            self.record([f"{f.rule}: {f.message}" for f in verdict.blocking])
+            if failed_with_pins:
+                pins = []  # the override lifts the vendor pins
+        elif not plan.install and not plan.remove:
+            _say(quiet_output(plan))
+            return self.untouched(0)
+        return self.real([*self.args, *pins])
+
+    def _uninstall(self) -> int:
+        from dtkguard.guard.explain import render_removal
+        from dtkguard.guard.verdict import vendor_removals
+
+        plan = uv_dry_run(self.uv, [*self.args, "--dry-run"], self.env, set())
+        if not plan.ok:
+            _say(plan.stderr)
+            return self.untouched(plan.returncode)
+        self.same_environment(plan)
+        vendor = vendor_removals(plan.remove, self.policy)
+        if vendor and not self.reason:
+            _say(render_removal(vendor, self.policy, self.command, DTKUV))
+            return self.untouched(1)
+        if vendor:
+            self.record([f"remove {v}" for v in vendor])
+        return self.real(self.args)
+
+    def same_environment(self, plan: Plan) -> None:
+        """uv must have planned for the interpreter dtkuv judges (fail closed otherwise)."""
+        if into_folder(plan) and not self.sub.option_values("-t", "--target", "--prefix"):
+            self.untouched(2)
+            raise InputError(
+                "uv's configuration sends this to a --target/--prefix folder dtkuv was not told "
+                "of: give it on the command line; nothing was changed",
+                field="--target",
+            )
+        named = environment_of(plan)
+        if named is None:
+            return  # uv names no env for ./.venv of the cwd; --python already pinned it
+        where = Path(named) if os.path.isabs(named) else Path.cwd() / named
+        if os.path.realpath(where) != os.path.realpath(self.interp.prefix):
+            self.untouched(2)
+            raise InputError(
+                f"uv planned for {named}, not for {self.interp.prefix}: nothing was changed",
+                field="--python",
+            )
+
+    def record(self, allowed: list[str]) -> None:
+        overrides.record(
+            self.interp.overrides_file,
+            self.reason,
+            ["uv", "pip", str(self.sub.command), *self.sub.args],
+            allowed,
+            "dtkuv",
+        )
+        self.env.update({overrides.ENV_VAR: self.reason, overrides.RECORDED_VAR: "1"})
+        _say(f"dtkuv: override recorded in {self.interp.overrides_file}: {self.reason}\n")
+
+    def untouched(self, code: int) -> int:
+        """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""
+        for lock in self.new_locks:
+            try:
+                if lock.stat().st_size == 0:
+                    lock.unlink()
+            except OSError:
+                pass
+        return code
+
+    def real(self, args: list[str]) -> int:
+        """Run the real uv once: the only step that changes the environment."""
+        return run_uv(self.uv, args, self.env, capture=False).returncode

@@ -1,0 +1,144 @@
+"""A persistent cache of wheel core metadata (``METADATA`` bytes), shared by every run.
+
+Entries live in ``<cache root>/metadata-v1/`` (see :mod:`dtkguard.util.cache_dir`), one file
+each, named by the sha256 of their key:
+
+- a find-links wheel: its real path, size, mtime, inode and device (a rewritten or replaced
+  file is a new key);
+- an index wheel: the sha256 of its metadata file when the index lists one, else the sha256 of
+  the wheel (content addressed; an index that lists neither is not cached).
+
+Safe by construction rather than by trust: an entry is written to a temporary file and renamed
+into place (concurrent runs see the old entry, the new one or none); on reading it must be a
+regular file (not followed through a symlink), small, start with this module's header, repeat
+its full key and match the sha256 it records, and the index's sha256 when there is one.
+Anything else (corrupt, truncated, hostile, foreign) is a miss, and the metadata is read from
+the source again. A cache folder that other users may write is not used at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"dtkguard-metadata 1\n"
+#: an entry larger than this is not read (core metadata is a few KiB; a README may make it more)
+MAX_ENTRY = 8 << 20
+
+
+def link_key(link: Any) -> tuple[str, str | None] | None:
+    """(key, expected sha256 of the metadata or None) for a link, or None: do not cache."""
+    if link.path is not None:
+        try:
+            st = os.stat(link.path)
+        except OSError:
+            return None
+        real = os.path.realpath(link.path)
+        return f"file\0{real}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}", None
+    want = (link.metadata_hashes or {}).get("sha256") if link.metadata_url else None
+    if want:
+        return f"metadata-sha256\0{want.lower()}", want.lower()
+    wheel = link.hashes.get("sha256")
+    if wheel:
+        return f"wheel-sha256\0{wheel.lower()}", None
+    return None
+
+
+class MetadataCache:
+    """``get``/``put`` METADATA bytes by key; every failure is a miss, never an error."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        if root is None:
+            from dtkguard.util.cache_dir import cache_root
+
+            root = cache_root()
+        self.dir = Path(root) / "metadata-v1"
+        self.enabled = self._prepare()
+        self.hits = 0
+        self.misses = 0
+
+    def _prepare(self) -> bool:
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            st = os.lstat(self.dir)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False  # a symlink or a file where the folder should be
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return False
+        return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+    def _path(self, key: str) -> Path:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+        return self.dir / digest[:2] / digest
+
+    def get(self, key: str, want_sha256: str | None = None) -> bytes | None:
+        if not self.enabled:
+            return None
+        data = self._read(self._path(key))
+        body = _unpack(data, key) if data is not None else None
+        if body is not None and want_sha256 and hashlib.sha256(body).hexdigest() != want_sha256:
+            body = None
+        if body is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return body
+
+    def _read(self, path: Path) -> bytes | None:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY:
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                return fh.read(MAX_ENTRY + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def put(self, key: str, body: bytes) -> None:
+        if not self.enabled or len(body) > MAX_ENTRY - 4096:
+            return
+        path = self._path(key)
+        digest = hashlib.sha256(body).hexdigest().encode()
+        data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
+        try:
+            path.parent.mkdir(exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _unpack(data: bytes, key: str) -> bytes | None:
+    """The body of an entry if its header, key and checksum all hold."""
+    if not data.startswith(MAGIC) or len(data) > MAX_ENTRY:
+        return None
+    rest = data[len(MAGIC) :]
+    digest, sep, rest = rest.partition(b"\n")
+    if not sep:
+        return None
+    stored_key, sep, body = rest.partition(b"\n")
+    if not sep or stored_key != key.encode("utf-8", "surrogateescape"):
+        return None
+    if hashlib.sha256(body).hexdigest().encode() != digest:
+        return None
+    return body

@@ -1,0 +1,194 @@
+"""The stack below Python agrees with the wheels: DTK runtime, HIP, driver, cards, devices.
+
+Judges the `dtkguard.audit.stack.StackFacts` a command put in ``ctx.extra["stack"]``. A fact
+that could not be read yields no finding here (``check`` on a box without hy-smi stays quiet);
+``device-unreachable`` is the rule for "this target should see DCUs and does not", run only when
+the command asks for it (``ctx.extra["expect_devices"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dtkguard.audit.stack import StackFacts, version_tuple
+from dtkguard.findings import Finding, Severity
+from dtkguard.policy.labels import DtkRelease
+from dtkguard.rules.context import CheckContext
+
+
+def _release(text: str | None) -> DtkRelease | None:
+    if not text:
+        return None
+    try:
+        return DtkRelease.parse(text.split("-")[0])
+    except ValueError:
+        return None
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    facts: StackFacts | None = ctx.extra.get("stack")
+    if facts is None:
+        return
+    yield from _runtime(ctx, facts)
+    yield from _torch_hip(facts)
+    yield from _drivers(ctx, facts)
+    yield from _mix(ctx, facts)
+    if ctx.extra.get("expect_devices"):
+        yield from _unreachable(facts)
+
+
+def _runtime(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
+    """dtk-runtime-mismatch: the wheels' DTK release is not the DTK installed in the target.
+
+    The wheels' release and what may sit beside it are `dtkguard.decision`'s answer, as for
+    dtk-mixed, the pip hook and `lock`."""
+    from dtkguard.decision import parse_release, reference_release, release_allowed, release_text
+
+    installed = parse_release((facts.dtk or "").split("-")[0])
+    if installed is None:
+        return
+    policy = ctx.policy.decision_json()
+    for dists in ctx.env.groups().values():
+        ref = reference_release(policy, {d.key: d.version for d in dists})
+        if ref is None:
+            continue
+        wanted, source = ref
+        if release_allowed(installed, wanted, policy.get("dtk_allow", ())):
+            continue
+        wanted_text = release_text(wanted)
+        yield Finding(
+            "dtk-runtime-mismatch",
+            Severity.HIGH,
+            "dtk",
+            f"the vendor builds are for DTK {wanted_text} ({source}); the DTK installed is "
+            f"{facts.dtk} ({facts.dtk_source})",
+            f"use an image or host with DTK {wanted_text} (/opt/dtk -> dtk-{wanted_text}), or "
+            f"the vendor builds made for DTK {facts.dtk}",
+            facts.dtk_source,
+            {"installed": facts.dtk, "expected": wanted_text},
+        )
+        return
+
+
+def _torch_hip(facts: StackFacts) -> Iterator[Finding]:
+    """torch-hip-mismatch: torch was built against another HIP than the DTK provides."""
+    built, have = version_tuple(facts.torch_hip), version_tuple(facts.hip)
+    if not built or not have:
+        return
+    depth = min(len(built), len(have), 3)
+    if built[:depth] == have[:depth]:
+        return
+    yield Finding(
+        "torch-hip-mismatch",
+        Severity.HIGH,
+        "torch",
+        f"torch {facts.torch_version} was built against HIP {facts.torch_hip}; the DTK "
+        f"provides HIP {facts.hip} ({facts.hip_source})",
+        "install the vendor torch built for this DTK, or the DTK that torch was built for",
+        "torch/version.py",
+        {"torch_hip": facts.torch_hip, "dtk_hip": facts.hip},
+    )
+
+
+def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
+    """driver-too-old, dtk-too-old per card series; driver-inconsistent across cards."""
+    cards = facts.cards or []
+    installed = _release(facts.dtk)
+    where = facts.cards_source or "hy-smi"
+    for series in sorted({c.series for c in cards if c.series}):
+        row = ctx.policy.stack.row(series)
+        if row is None:
+            continue
+        drivers = sorted({c.driver for c in cards if c.series == series and c.driver})
+        for driver in drivers:
+            have, need = version_tuple(driver), version_tuple(row.driver)
+            if have and need and have < need:
+                yield Finding(
+                    "driver-too-old",
+                    Severity.HIGH,
+                    series,
+                    f"{series} cards run driver {driver}; {series} needs driver {row.driver} "
+                    f"or newer ({row.source or 'policy support table'})",
+                    f"upgrade the DCU driver (hyhal) on this node to {row.driver} or newer",
+                    where,
+                    {"driver": driver, "minimum": row.driver},
+                )
+        need_dtk = _release(row.dtk)
+        if installed and need_dtk and installed < need_dtk:
+            yield Finding(
+                "dtk-too-old",
+                Severity.HIGH,
+                series,
+                f"DTK {facts.dtk} does not support {series} cards; they need DTK {row.dtk} "
+                f"or newer ({row.source or 'policy support table'})",
+                f"use an image with DTK {row.dtk} or newer on this node",
+                facts.dtk_source,
+                {"dtk": facts.dtk, "minimum": row.dtk},
+            )
+    drivers = {c.driver for c in cards if c.driver}
+    if len(drivers) > 1:
+        listed = ", ".join(f"card {c.index}: {c.driver}" for c in cards if c.driver)
+        yield Finding(
+            "driver-inconsistent",
+            Severity.HIGH,
+            "driver",
+            f"the cards of this node report different drivers ({listed})",
+            "reinstall one DCU driver (hyhal) for the whole node and reboot it",
+            where,
+            {"drivers": sorted(drivers)},
+        )
+
+
+def _mix(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
+    """cards-mixed: series the policy says must not share a node."""
+    series = sorted({c.series for c in facts.cards or [] if c.series})
+    clashes = [
+        (a, b)
+        for i, a in enumerate(series)
+        for b in series[i + 1 :]
+        if ctx.policy.stack.clash(a, b)
+    ]
+    if not clashes:
+        return
+    counts = ", ".join(
+        f"{sum(1 for c in facts.cards or [] if c.series == s)} × {s}" for s in series
+    )
+    yield Finding(
+        "cards-mixed",
+        Severity.MEDIUM,
+        "cards",
+        f"this node mixes card series the policy keeps apart ({counts})",
+        "pin the job to one card series with HIP_VISIBLE_DEVICES, or move the cards",
+        facts.cards_source or "hy-smi",
+        {"series": series},
+    )
+
+
+def _unreachable(facts: StackFacts) -> Iterator[Finding]:
+    """device-unreachable: a target that should use DCUs cannot reach them."""
+    missing = []
+    if facts.devices is not None:
+        if not facts.devices.get("kfd"):
+            missing.append("no /dev/kfd")
+        if not facts.devices.get("render"):
+            missing.append("no /dev/dri/renderD* node")
+    else:
+        missing.append("an image root has no devices")
+    if facts.cards is not None and not facts.cards:
+        missing.append("hy-smi sees no card")
+    elif facts.cards is None:
+        missing.append("no hy-smi output (cards unknown)")
+    if facts.dtk is None:
+        missing.append("no DTK runtime under /opt/dtk")
+    if not missing:
+        return
+    yield Finding(
+        "device-unreachable",
+        Severity.HIGH,
+        "devices",
+        "this target should use DCUs but cannot: " + "; ".join(missing),
+        "start the container with --device=/dev/kfd --device=/dev/dri (and /dev/mkfd), "
+        "-v /opt/hyhal:/opt/hyhal:ro, and the DTK mounted or installed at /opt/dtk",
+        None,
+        {"missing": missing},
+    )
