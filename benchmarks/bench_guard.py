@@ -119,7 +119,11 @@ def main() -> int:
             base / "big",
             "torch",
             DAS_25041["torch"],
-            files={f"torch/part{i // 100}/m{i}.py": f"x = {i}\n" for i in range(args.vendor_files)},
+            files={
+                "torch/__init__.py": "",
+                "torch/version.py": "cuda = None\nhip = '6.3'\n",
+                **{f"torch/part{i // 100}/m{i}.py": f"x = {i}\n" for i in range(args.vendor_files)},
+            },
         )
         judged = build_wheel(
             base / "judged",
@@ -129,9 +133,8 @@ def main() -> int:
         )
         plain = make_venv(base / "plain", pip_version=PIP_VERSIONS[-1])
         guarded = make_venv(base / "guarded", pip_version=PIP_VERSIONS[-1])
-        pin = f"torch=={DAS_25041['torch']}"
-        for venv in (plain, guarded):
-            venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", pin)
+        for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
+            venv.pip("install", "--no-index", "--no-deps", str(big_torch))
         dtk = [sys.executable, "-m", "dtkguard"]
         # guard install records the guarded venv in a state dir: the benchmark's own
         denv = {**env, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(base / "state")}
@@ -174,8 +177,6 @@ def main() -> int:
             f"install torch (satisfied)   uv  {uv_ms:7.1f} ms   dtkuv  {dtkuv_ms:7.1f} ms   "
             f"ratio {dtkuv_ms / uv_ms:.2f}"
         )
-        for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
-            venv.pip("install", "--no-deps", "--force-reinstall", str(big_torch))
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
         a, b = [], []
         for _ in range(args.pip_runs):

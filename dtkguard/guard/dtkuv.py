@@ -249,7 +249,8 @@ class _Run:
             allowed,
             "dtkuv",
         )
-        self.env.update({overrides.ENV_VAR: self.reason, overrides.RECORDED_VAR: "1"})
+        # uv runs no pip hook, so no token is handed on: this record is the only one
+        self.env[overrides.ENV_VAR] = self.reason
         _say(f"dtkuv: override recorded in {self.interp.overrides_file}: {self.reason}\n")
 
     def untouched(self, code: int) -> int:

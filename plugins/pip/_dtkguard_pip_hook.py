@@ -343,7 +343,7 @@ def _baseline():
         except FileNotFoundError:
             _state["baseline"] = {}
         except (OSError, ValueError) as exc:
-            _changed(f"the guard's baseline {path} is unreadable ({exc})")
+            _state["baseline_error"] = f"the guard's baseline {path} is unreadable ({exc})"
             _state["baseline"] = {}
     return _state["baseline"]
 
@@ -356,6 +356,10 @@ def _identity(policy, name, version, wheel):
     if pin is None or not decision.same_version(version, pin):
         return []
     baseline = _baseline()
+    if _state.get("baseline_error"):  # unknown is not the vendor build
+        text = f"{name} {version}: {_state['baseline_error']}, so it cannot be told apart from a "
+        text += "relabelled build; `dtkguard guard install` records it again"
+        return [decision.Problem("vendor-not-baseline", "critical", _canonical(name), text)]
     entry = (baseline.get("vendor") or {}).get(_canonical(name))
     if not entry or not decision.same_version(version, entry.get("version")):
         return []  # the baseline holds no build of that name and version

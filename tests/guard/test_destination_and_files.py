@@ -296,3 +296,22 @@ def test_relabelled_community_torch_is_refused(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert guarded.venv.installed()["torch"] == TORCH
+
+
+def test_unreadable_baseline_refuses_a_vendor_reinstall(
+    guarded: Guarded, vendor_wheelhouse: Path
+) -> None:
+    baseline = guarded.venv.path / "dtkguard" / "baseline.json"
+    saved = baseline.read_bytes()
+    try:
+        baseline.write_text("{broken")
+        before = guarded.venv.snapshot()
+        proc = guarded.pip(
+            "install", "--no-deps", "--force-reinstall", "--no-index", "-f",
+            str(vendor_wheelhouse), f"torch=={TORCH}",
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "baseline" in proc.stderr and "unreadable" in proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+    finally:
+        baseline.write_bytes(saved)

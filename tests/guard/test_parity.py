@@ -1,7 +1,8 @@
 """One verdict everywhere: a table of (policy, install) cases judged by the pip hook (real pip in
-a real guarded venv), dtkpip and `lock`. They all call `dtkguard.decision`; this test keeps it so.
+a real guarded venv), dtkpip, dtkuv (real uv) and `lock`. They all call `dtkguard.decision`;
+this test keeps it so.
 
-``VERDICT_PATHS`` is the seam for more routes (the uv shim, ``dtkuv``): add a function
+``VERDICT_PATHS`` is the seam for more routes (the uv shim, say): add a function
 ``(Guarded, policy, wheels, requirement) -> bool`` (True: installed / locked) and every case runs
 through it too.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded
+from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.wheel_cache
@@ -119,9 +121,23 @@ def via_lock(g: Guarded, policy: Path, wheels: Path, req: str) -> bool:
     return proc.returncode == 0
 
 
+def via_dtkuv(g: Guarded, policy: Path, wheels: Path, req: str) -> bool:
+    from tests.support.cache import uv_binary
+
+    env = hermetic_env(UV_CACHE_DIR=str(wheels.parent / "uv-cache"), DTKGUARD_UV=uv_binary())
+    proc = g.dtkguard(
+        "uv", "--python", str(g.venv.python), "pip", "install", "--no-deps", "--offline",
+        "--no-index", "--find-links", str(wheels), req, env=env,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (proc.returncode == 1) == ("dtkuv: stopped" in proc.stderr), proc.stderr
+    return _installed(g, req)
+
+
 VERDICT_PATHS: dict[str, Callable[[Guarded, Path, Path, str], bool]] = {
     "pip hook": via_hook,
     "dtkpip": via_dtkpip,
+    "dtkuv": via_dtkuv,
     "lock": via_lock,
 }
 
