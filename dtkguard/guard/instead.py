@@ -84,11 +84,26 @@ def suggestions(
         def probe(args: list[str]) -> Plan:
             return dry_run(python, cmd.global_args, args, constraints, env)
 
-    out: list[str] = []
     replaced_vendor = [
         (name, old) for name, old, _new in verdict.replaced() if policy.vendor_build(name)
     ]
     requested = [p for p in verdict.plan.install if p.requested]
+    out = _vendor_pins(verdict, policy, requested, replaced_vendor, tool)
+    options = _options_only(cmd.args, cmd.value_options)
+    out += _probed(verdict, policy, requested, replaced_vendor, options, probe, tool)
+    return out or _general(verdict, replaced_vendor)
+
+
+def _vendor_pins(
+    verdict: Verdict,
+    policy: CompiledPolicy,
+    requested: list,
+    replaced_vendor: list[tuple[str, str]],
+    tool: Tool,
+) -> list[str]:
+    """For each requested package: its vendor build, and which of its requirements the
+    installed vendor builds do not meet."""
+    out: list[str] = []
     hint = _source_hint(policy)
     vendor_names = {canonical(n) for n, _old in replaced_vendor}
     for p in requested:
@@ -108,8 +123,22 @@ def suggestions(
                 f"{p.name} {p.version} needs {'; '.join(own)}; the installed vendor builds are "
                 f"{have}: pick a {p.name} release whose requirements they satisfy"
             )
+    return out
+
+
+def _probed(
+    verdict: Verdict,
+    policy: CompiledPolicy,
+    requested: list,
+    replaced_vendor: list[tuple[str, str]],
+    options: list[str],
+    probe: Callable[[list[str]], Plan],
+    tool: Tool,
+) -> list[str]:
+    """For each requested community package (at most `_MAX_PROBES`): the version pip resolves
+    with the vendor pins, or why none works."""
+    out: list[str] = []
     probes = 0
-    options = _options_only(cmd.args, cmd.value_options)
     for p in requested:
         if policy.vendor_build(p.name) or probes >= _MAX_PROBES:
             continue
@@ -140,19 +169,24 @@ def suggestions(
                 f"{'; '.join(needs[:4])}. Ask for a vendor build of {p.name}, or one made for "
                 f"DTK {policy.dtk or '?'}"
             )
-    if not out:
-        names = sorted({name for name, _old in replaced_vendor})
-        if names:
-            out.append(
-                "keep the vendor builds of " + ", ".join(names) + ": install a version whose "
-                "requirements they satisfy"
-            )
-        denied = sorted({f.subject for f in verdict.blocking if f.rule == "denied-package"})
-        if denied:
-            out.append(
-                "do not install "
-                + ", ".join(denied[:6])
-                + ("..." if len(denied) > 6 else "")
-                + ": they are CUDA-only or denied by the policy"
-            )
+    return out
+
+
+def _general(verdict: Verdict, replaced_vendor: list[tuple[str, str]]) -> list[str]:
+    """What to do when nothing more specific was found."""
+    out: list[str] = []
+    names = sorted({name for name, _old in replaced_vendor})
+    if names:
+        out.append(
+            "keep the vendor builds of " + ", ".join(names) + ": install a version whose "
+            "requirements they satisfy"
+        )
+    denied = sorted({f.subject for f in verdict.blocking if f.rule == "denied-package"})
+    if denied:
+        out.append(
+            "do not install "
+            + ", ".join(denied[:6])
+            + ("..." if len(denied) > 6 else "")
+            + ": they are CUDA-only or denied by the policy"
+        )
     return out
