@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "modelscan"))
 
 from modelkit import deepseek_model, write_json, write_safetensors
 
