@@ -55,6 +55,8 @@ RULES = (
         family="baseline",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,7 +115,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         if problem or data is None:
             yield Finding(
                 "baseline-tampered",
-                Severity.HIGH,
+                SEVERITY["baseline-tampered"],
                 inner,
                 f"the guard's baseline {inner} cannot be trusted: {problem}",
                 "check the environment, then record it again: dtkguard guard install --rebaseline",
@@ -140,7 +142,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
                 evidence["installed"] = now.version
             yield Finding(
                 "vendor-missing",
-                Severity.CRITICAL,
+                SEVERITY["vendor-missing"],
                 change.key,
                 f"the vendor build {label} recorded by `guard install` ({when}) is gone" + instead,
                 fix,
@@ -150,7 +152,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
         elif change.kind == "record":
             yield Finding(
                 "vendor-not-baseline",
-                Severity.CRITICAL,
+                SEVERITY["vendor-not-baseline"],
                 change.key,
                 f"{label} carries the vendor's name and label, but its RECORD differs from "
                 "the build `guard install` recorded: it is not the vendor build",
@@ -164,7 +166,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
             evidence["files"] = [{"path": rel, "change": w} for rel, w in change.files]
             yield Finding(
                 "vendor-files-changed",
-                Severity.CRITICAL,
+                SEVERITY["vendor-files-changed"],
                 change.key,
                 f"{len(change.files)} file(s) of the vendor build {label} changed since "
                 f"`guard install`: {names}{more}",

@@ -43,6 +43,8 @@ RULES = (
         family="drift",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 #: installed by the environment's own bootstrap (venv seeds pip) or dtkguard itself
 NEVER_EXTRA = frozenset({"pip", "dtkguard"})
@@ -96,7 +98,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         if dist is None:
             yield Finding(
                 "drift-missing",
-                Severity.HIGH,
+                SEVERITY["drift-missing"],
                 key,
                 f"{pkg.name} {pkg.version or ''} is in the lock but not installed".replace(
                     "  ", " "
@@ -110,7 +112,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         elif pkg.version and not same(dist.version, pkg.version):
             yield Finding(
                 "drift-version",
-                Severity.HIGH,
+                SEVERITY["drift-version"],
                 key,
                 f"{dist.name} {dist.version} is installed; the lock has {pkg.version}",
                 f"reinstall the locked version: pip install --no-deps --force-reinstall "

@@ -30,6 +30,8 @@ RULES = (
         family="dtk",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -56,7 +58,7 @@ def _mixed(ctx: CheckContext, dists: list[Dist]) -> Iterator[Finding]:
                 continue
             yield Finding(
                 "dtk-mixed",
-                Severity.HIGH,
+                SEVERITY["dtk-mixed"],
                 dist.key,
                 p.message,
                 f"install the build of {dist.name} for DTK {p.evidence['expected']}, or allow "
@@ -79,7 +81,7 @@ def _abi(dists: list[Dist]) -> Iterator[Finding]:
             continue
         yield Finding(
             "torch-abi",
-            Severity.HIGH,
+            SEVERITY["torch-abi"],
             dist.key,
             f"{dist.name} {dist.version} was built against torch {label.torch}; "
             f"torch {torch.version} is installed",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 
-from dtkguard.findings import Finding, Severity, sort_key
-from dtkguard.rules.catalog import FAMILIES
+from dtkguard.findings import Finding, sort_key
+from dtkguard.rules.catalog import FAMILIES, HOUSEKEEPING
 from dtkguard.rules.context import CheckContext
 
 TYPE_CHECKING = False
@@ -24,6 +24,8 @@ Check = Callable[[CheckContext], Iterable[Finding]]
 
 #: family -> "module:function" (families are registered in `dtkguard.rules.catalog.FAMILIES`)
 CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}
+#: the housekeeping rules' default severities (declared in `HOUSEKEEPING`)
+SEVERITY = {r.id: r.severity for r in HOUSEKEEPING}
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
 
 
@@ -152,7 +154,7 @@ def _waive(
         if not exc.active(today):
             yield Finding(
                 "exception-expired",
-                Severity.MEDIUM,
+                SEVERITY["exception-expired"],
                 subject,
                 f"exception for {exc.rule} on {exc.package} expired on {exc.expires} "
                 f"({exc.reason})",
@@ -163,7 +165,7 @@ def _waive(
         elif i not in used:
             yield Finding(
                 "exception-unused",
-                Severity.LOW,
+                SEVERITY["exception-unused"],
                 subject,
                 f"exception for {exc.rule} on {exc.package} matched nothing",
                 "remove it from the policy",

@@ -25,6 +25,8 @@ RULES = (
         family="override",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 
@@ -58,7 +60,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             if entry is None:
                 yield Finding(
                     "override-used",
-                    Severity.HIGH,
+                    SEVERITY["override-used"],
                     "guard",
                     f"unreadable override record (line {no})",
                     "inspect the override log; it should only be appended to by dtkguard",
@@ -70,7 +72,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             what = "; ".join(map(str, allowed)) if allowed else "nothing the guard would stop"
             yield Finding(
                 "override-used",
-                Severity.HIGH,
+                SEVERITY["override-used"],
                 "guard",
                 f"{entry.get('user', '?')} overrode the guard on {entry.get('time', '?')} "
                 f"({entry.get('reason', '')!s}): {what}",

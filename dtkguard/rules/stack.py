@@ -73,6 +73,8 @@ RULES = (
         family="stack",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 
 def _release(text: str | None) -> DtkRelease | None:
@@ -117,7 +119,7 @@ def _runtime(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
         wanted_text = release_text(wanted)
         yield Finding(
             "dtk-runtime-mismatch",
-            Severity.HIGH,
+            SEVERITY["dtk-runtime-mismatch"],
             "dtk",
             f"the vendor builds are for DTK {wanted_text} ({source}); the DTK installed is "
             f"{facts.dtk} ({facts.dtk_source})",
@@ -139,7 +141,7 @@ def _torch_hip(facts: StackFacts) -> Iterator[Finding]:
         return
     yield Finding(
         "torch-hip-mismatch",
-        Severity.HIGH,
+        SEVERITY["torch-hip-mismatch"],
         "torch",
         f"torch {facts.torch_version} was built against HIP {facts.torch_hip}; the DTK "
         f"provides HIP {facts.hip} ({facts.hip_source})",
@@ -164,7 +166,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
             if have and need and have < need:
                 yield Finding(
                     "driver-too-old",
-                    Severity.HIGH,
+                    SEVERITY["driver-too-old"],
                     series,
                     f"{series} cards run driver {driver}; {series} needs driver {row.driver} "
                     f"or newer ({row.source or 'policy support table'})",
@@ -176,7 +178,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
         if installed and need_dtk and installed < need_dtk:
             yield Finding(
                 "dtk-too-old",
-                Severity.HIGH,
+                SEVERITY["dtk-too-old"],
                 series,
                 f"DTK {facts.dtk} does not support {series} cards; they need DTK {row.dtk} "
                 f"or newer ({row.source or 'policy support table'})",
@@ -189,7 +191,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
         listed = ", ".join(f"card {c.index}: {c.driver}" for c in cards if c.driver)
         yield Finding(
             "driver-inconsistent",
-            Severity.HIGH,
+            SEVERITY["driver-inconsistent"],
             "driver",
             f"the cards of this node report different drivers ({listed})",
             "reinstall one DCU driver (hyhal) for the whole node and reboot it",
@@ -214,7 +216,7 @@ def _mix(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
     )
     yield Finding(
         "cards-mixed",
-        Severity.MEDIUM,
+        SEVERITY["cards-mixed"],
         "cards",
         f"this node mixes card series the policy keeps apart ({counts})",
         "pin the job to one card series with HIP_VISIBLE_DEVICES, or move the cards",
@@ -243,7 +245,7 @@ def _unreachable(facts: StackFacts) -> Iterator[Finding]:
         return
     yield Finding(
         "device-unreachable",
-        Severity.HIGH,
+        SEVERITY["device-unreachable"],
         "devices",
         "this target should use DCUs but cannot: " + "; ".join(missing),
         "start the container with --device=/dev/kfd --device=/dev/dri (and /dev/mkfd), "

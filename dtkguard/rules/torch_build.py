@@ -23,6 +23,8 @@ RULES = (
         family="torch-build",
     ),
 )
+#: each rule's default severity, as declared above
+SEVERITY = {r.id: r.severity for r in RULES}
 
 _ASSIGN = re.compile(r"^(cuda|hip)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
 
@@ -51,7 +53,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         if info.get("cuda"):
             yield Finding(
                 "torch-build",
-                Severity.CRITICAL,
+                SEVERITY["torch-build"],
                 "torch",
                 f"torch {dist.version} is a CUDA build (cuda = '{info['cuda']}')",
                 remediation,
@@ -61,7 +63,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         elif "hip" in info and info["hip"] is None:
             yield Finding(
                 "torch-build",
-                Severity.CRITICAL,
+                SEVERITY["torch-build"],
                 "torch",
                 f"torch {dist.version} is not a HIP/DTK build (hip = None)",
                 remediation,

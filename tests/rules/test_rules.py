@@ -143,3 +143,19 @@ def test_exception_names_are_normalised(tmp_path):
     site = vendor_site(tmp_path / "site")
     add_dist(site, "flash_attn", "2.6.1+das.opt4.dtk25041")
     assert findings(site, compile_policy(path)) == []
+
+
+def test_every_family_module_declares_its_rules_once():
+    import importlib
+
+    from dtkguard.rules.catalog import FAMILIES, GUARD_RULES, HOUSEKEEPING, all_rules
+
+    ids: list[str] = []
+    for family, module in FAMILIES.items():
+        mod = importlib.import_module(module)
+        assert callable(mod.check), module
+        assert mod.RULES and {r.family for r in mod.RULES} == {family}, module
+        ids += [r.id for r in mod.RULES]
+    ids += [r.id for r in (*GUARD_RULES, *HOUSEKEEPING)]
+    assert len(ids) == len(set(ids)) == len(all_rules())
+    assert all(r.family for r in all_rules().values())
