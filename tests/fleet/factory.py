@@ -62,22 +62,3 @@ def write_lock(path: Path, packages: dict[str, str]) -> Path:
         ]
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
-
-
-def supports_lock(repo: Path) -> bool:
-    """Whether this dtkguard's check (or audit) takes --lock."""
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYTHONPATH=str(repo))
-    for command in ("audit", "check"):
-        run = subprocess.run(
-            [sys.executable, "-m", "dtkguard", command, "--help"],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
-        if run.returncode == 0 and "--lock" in run.stdout:
-            return True
-    return False

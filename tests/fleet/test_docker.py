@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.factory import supports_lock, write_lock
+from tests.fleet.factory import write_lock
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "plugins" / "docker"
@@ -139,8 +139,6 @@ def test_gate_threshold_and_bad_policy(image_root):
 
 
 def test_gate_with_a_lock(image_root, tmp_path):
-    if not supports_lock(REPO):
-        pytest.skip("this dtkguard check has no --lock yet (lock drift lands with the audit work)")
     from dtkguard.policy.load import load_policy
 
     pins = {**load_policy("dtk-25.04.1").vendor, "numpy": "1.26.4", "transformers": "4.51.3"}

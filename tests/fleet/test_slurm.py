@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.factory import supports_lock, write_lock
+from tests.fleet.factory import write_lock
 from tests.support.readme import code_blocks, run_shell
 from tests.support.reports import DAS_25041
 
@@ -150,8 +150,6 @@ def test_policy_is_passed_through(cluster, tmp_path):
 
 
 def test_drift_from_the_lock(cluster, tmp_path):
-    if not supports_lock(REPO):
-        pytest.skip("this dtkguard has no --lock yet (lock drift lands with the audit work)")
     lock = write_lock(
         tmp_path / "pylock.test.toml", {"torch": "2.4.1+das.opt1.dtk25041", "numpy": "1.26.4"}
     )
