@@ -152,12 +152,20 @@ def fp8_inputs(args: argparse.Namespace, policy, facts: dict) -> tuple[list, str
     if args.models:
         import os
 
-        from dtkguard.models.scan import scan
+        from dtkguard.models.scan import scan, unread_paths
 
         for path in args.models:
             if not os.path.lexists(path):
                 raise InputError("no such file or folder", file=path, field="--models")
         scans = scan(args.models)
+        unread = [] if args.allow_empty else unread_paths(args.models, scans)
+        if unread and not problem_lines(scans):
+            from dtkguard.errors import TargetError
+
+            raise TargetError(
+                f"nothing to scan at {unread[0]} (--models): no config, index or weight header "
+                "could be read (--allow-empty to pass it)"
+            )
         items += scans
         facts["models"] = [
             {"path": s.path, "name": s.name, "tensors": s.tensors, "bytes_read": s.bytes_read}
