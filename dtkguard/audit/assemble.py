@@ -23,6 +23,7 @@ class AuditRequest:
     hy_smi_output: str | None = None
     expect_devices: bool = False
     inventory: bool = False  # list every component (an SBOM)
+    allow_empty: bool = False  # a model path with nothing to read passes
 
 
 def stack_inputs(
@@ -128,12 +129,20 @@ def fp8_inputs(request: AuditRequest, policy: Any, facts: dict) -> tuple[list, s
     if request.models:
         import os
 
-        from dtkguard.modelscan.scan import scan
+        from dtkguard.modelscan.scan import scan, unread_paths
 
         for path in request.models:
             if not os.path.lexists(path):
                 raise InputError("no such file or folder", file=path, field="--models")
         scans = scan(request.models)
+        unread = [] if request.allow_empty else unread_paths(request.models, scans)
+        if unread and not problem_lines(scans):
+            from dtkguard.errors import TargetError
+
+            raise TargetError(
+                f"nothing to scan at {unread[0]} (--models): no config, index or weight header "
+                "could be read (--allow-empty to pass it)"
+            )
         items += scans
         facts["models"] = [
             {"path": s.path, "name": s.name, "tensors": s.tensors, "bytes_read": s.bytes_read}

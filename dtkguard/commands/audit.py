@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         hy_smi_output=args.hy_smi_output,
         expect_devices=args.expect_devices,
         inventory=args.format == "cyclonedx",
+        allow_empty=args.allow_empty,
     )
     report = audit(env, policy, request)
     return emit(report, args.format, args.output, fail_on=threshold)

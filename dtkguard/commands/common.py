@@ -29,8 +29,8 @@ def add_allow_empty_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-empty",
         action="store_true",
-        help="a target without any distribution passes (default: exit 3, a typo'd path "
-        "must not pass a gate)",
+        help="a target with nothing to read (no distribution, no model file) passes (default: "
+        "exit 3, a typo'd path must not pass a gate)",
     )
 
 

@@ -6,7 +6,12 @@ import argparse
 import os
 import sys
 
-from dtkguard.commands.common import add_policy_option, add_report_options, fail_on
+from dtkguard.commands.common import (
+    add_allow_empty_option,
+    add_policy_option,
+    add_report_options,
+    fail_on,
+)
 
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -24,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
     )
     add_policy_option(p)
     p.add_argument("--card", metavar="SERIES", help="card series (default: read from hy-smi)")
+    add_allow_empty_option(p)
     add_report_options(p)
     p.set_defaults(run=run)
 
@@ -32,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
     from dtkguard.modelscan.bom import model_items
-    from dtkguard.modelscan.scan import scan
+    from dtkguard.modelscan.scan import scan, unread_paths
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
     from dtkguard.rules.engine import apply_exceptions
@@ -50,6 +56,13 @@ def run(args: argparse.Namespace) -> int:
     problems = problem_lines(scans)
     for line in problems:
         print(f"dtkguard: error: {line}", file=sys.stderr)
+    if not problems and not args.allow_empty and (unread := unread_paths(args.paths, scans)):
+        from dtkguard.errors import TargetError
+
+        raise TargetError(
+            f"nothing to scan at {unread[0]}: no config, index or weight header could be read "
+            "(a folder of other files, FIFOs or devices; --allow-empty to pass it)"
+        )
     facts = {
         "card": card,
         "cards": cards,

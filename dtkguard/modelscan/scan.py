@@ -208,3 +208,19 @@ def scan(paths: Iterable[str]) -> list[ModelScan]:
     for path in paths:
         out.extend(scan_source(src) for src in find_models(path))
     return out
+
+
+def unread_paths(paths: list[str], scans: list[ModelScan]) -> list[str]:
+    """The paths that gave no config, index or weight header: an empty or mistyped folder, or
+    one of FIFOs and devices, is not a clean model (unknown is not clean)."""
+    import os
+
+    def read_under(top: str) -> bool:
+        top = os.path.abspath(top)
+        return any(
+            s.bytes_read
+            and (os.path.abspath(s.path) == top or os.path.abspath(s.path).startswith(top + os.sep))
+            for s in scans
+        )
+
+    return [p for p in paths if not read_under(p)]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -287,3 +288,34 @@ def test_exec_vetoes_fp8_activations_over_int4_on_a_card_without_fp8(tmp_path, n
     # BW1100 has FP8: a warning (medium), below the default --fail-on high
     out = dtkguard(*base[:3], "--card", "BW1100", *base[3:])
     assert out.returncode == 0 and marker.exists(), out.stderr
+
+
+@pytest.mark.parametrize("kind", ["empty", "fifo", "device", "readme"])
+def test_nothing_to_read_is_not_a_clean_model(tmp_path, kind):
+    """An empty or mistyped model folder, or one of FIFOs and device links, is exit 3 (unknown
+    is not clean); --allow-empty lets it pass."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if kind == "fifo":
+        os.mkfifo(folder / "model.safetensors")
+    elif kind == "device":
+        (folder / "model.safetensors").symlink_to("/dev/zero")
+    elif kind == "readme":
+        (folder / "README.md").write_text("weights not downloaded yet\n")
+    out = dtkguard("scan-model", str(folder), "--card", "K100_AI")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stderr.startswith(f"dtkguard: error: nothing to scan at {folder}")
+    assert "Traceback" not in out.stderr
+    out = dtkguard("scan-model", str(folder), "--card", "K100_AI", "--allow-empty")
+    assert out.returncode == 0, out.stderr
+
+
+def test_audit_models_of_an_empty_folder_is_not_clean(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "demo-1.0.dist-info").mkdir()
+    (site / "demo-1.0.dist-info" / "METADATA").write_text("Name: demo\nVersion: 1.0\n")
+    empty = tmp_path / "models"
+    empty.mkdir()
+    out = dtkguard("audit", "--path", str(site), "--models", str(empty))
+    assert out.returncode == 3 and "nothing to scan at" in out.stderr, out.stderr
