@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, find_wheel
+from tests.support.cli import dtkguard_in
 from tests.support.reports import DAS_25041
 from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_sdist, build_wheel
@@ -55,11 +55,7 @@ class Guarded:
 
     def dtkguard(self, *args: str, env: dict[str, str] | None = None):
         """``python -m dtkguard ARGS`` from this checkout (the dev interpreter)."""
-        environ = env or hermetic_env()
-        environ["PYTHONPATH"] = str(REPO)
-        return subprocess.run(
-            [sys.executable, "-m", "dtkguard", *args], env=environ, capture_output=True, text=True
-        )
+        return dtkguard_in(env or hermetic_env(), *args)
 
     def dtkpip(self, *args: str, env: dict[str, str] | None = None):
         return self.dtkguard("pip", "--python", str(self.venv.python), *args, env=env)

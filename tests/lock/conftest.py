@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import dtkguard_in
 from tests.support.das_image import build_community, build_vendor
 from tests.support.index import serve_index
 from tests.support.venvs import hermetic_env
@@ -48,11 +49,5 @@ HERE = ("--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"
 
 def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m dtkguard ARGS`` hermetically, with this checkout first on the path."""
-    env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(REPO / ".cache" / "dtkguard"))
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *map(str, args)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+    env = hermetic_env(DTKGUARD_CACHE_DIR=str(REPO / ".cache" / "dtkguard"))
+    return dtkguard_in(env, *args, cwd=cwd)

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
+from pathlib import Path
+
+#: the checkout under test (first on the path of a subprocess run with `dtkguard_in`)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def dtkguard(*args, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess[str]:
@@ -24,6 +28,18 @@ def dtkguard(*args, env=None, cwd=None, timeout=None) -> subprocess.CompletedPro
         env=run_env,
         cwd=cwd,
         timeout=timeout,
+    )
+
+
+def dtkguard_in(env: dict[str, str], *args, cwd=None) -> subprocess.CompletedProcess[str]:
+    """``python -m dtkguard ARGS`` with exactly ``env`` (e.g. `hermetic_env()`) and this
+    checkout first on the path."""
+    return subprocess.run(
+        [sys.executable, "-m", "dtkguard", *map(str, args)],
+        env={**env, "PYTHONPATH": str(REPO)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
     )
 
 
