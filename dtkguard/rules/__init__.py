@@ -1,1 +1,1 @@
-"""Checks: (context) -> Iterator[Finding]. The registry is in `dtkguard.rules.engine`."""
+"""Checks: (context) -> Iterator[Finding]. Families are registered in `dtkguard.rules.catalog`."""
