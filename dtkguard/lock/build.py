@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from dtkguard.decision import canonical
 from dtkguard.lock.write import LockEntry, policy_digest
 from dtkguard.resolve.sources import FileLink, FindLinks, Source
 
@@ -28,7 +28,7 @@ def _location(link: FileLink, lock_dir: Path) -> tuple[str | None, str | None]:
 def entry_for(link: FileLink, policy: Any, lock_dir: Path, **fields: Any) -> LockEntry:
     link.source.complete(link)
     url, path = _location(link, lock_dir)
-    name = str(canonicalize_name(link.project))
+    name = canonical(link.project)
     tool = {"source": "vendor" if link.vendor else "public"}
     if policy is not None and policy.vendor_build(name) is not None:
         tool["vendor-build"] = True
@@ -100,7 +100,7 @@ def match_installed(
     if record_path is None:
         return None, "no RECORD"
     installed = _record_entries(record_path.read_text(encoding="utf-8", errors="replace"))
-    name = str(canonicalize_name(dist.name))
+    name = canonical(dist.name)
     try:
         version = Version(dist.version)
     except ValueError:

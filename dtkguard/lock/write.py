@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from dtkguard.decision import canonical
 from dtkguard.errors import DtkguardError, InputError
 
 LOCK_VERSION = "1.0"
@@ -84,7 +84,7 @@ def _satisfies(spec: Requirement, version: str) -> bool:
 def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -> list[str]:
     """Every Requires-Dist of every entry (and of the extras asked for) that the lock does not
     satisfy for the target's markers."""
-    by_name = {str(canonicalize_name(e.name)): e for e in entries}
+    by_name = {canonical(e.name): e for e in entries}
     problems: list[str] = []
     todo: list[tuple[str, str]] = [(key, "") for key in by_name]
     done: set[tuple[str, str]] = set()
@@ -103,7 +103,7 @@ def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -
                     continue
             elif extra:
                 continue
-            dep = str(canonicalize_name(req.name))
+            dep = canonical(req.name)
             have = by_name.get(dep)
             who = f"{entry.name} {entry.version}" + (f" [{extra}]" if extra else "")
             if have is None:
@@ -111,7 +111,7 @@ def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -
             elif not _satisfies(req, have.version):
                 problems.append(f"{who} requires {req}, the lock holds {have.version}")
             for e in req.extras:
-                todo.append((dep, str(canonicalize_name(e))))
+                todo.append((dep, canonical(e)))
     return sorted(set(problems))
 
 
@@ -140,8 +140,8 @@ def build_document(
         doc["requires-python"] = requires_python
     doc["created-by"] = CREATED_BY
     packages = []
-    for e in sorted(entries, key=lambda x: (str(canonicalize_name(x.name)), x.version)):
-        pkg: dict[str, Any] = {"name": str(canonicalize_name(e.name)), "version": e.version}
+    for e in sorted(entries, key=lambda x: (canonical(x.name), x.version)):
+        pkg: dict[str, Any] = {"name": canonical(e.name), "version": e.version}
         if e.requires_python:
             pkg["requires-python"] = e.requires_python
         if e.index:

@@ -19,10 +19,10 @@ from typing import Any
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter
 
+from dtkguard.decision import canonical
 from dtkguard.env.dist import parse_headers
 from dtkguard.errors import InputError
 from dtkguard.resolve.metacache import MetadataCache, link_key
@@ -109,7 +109,7 @@ class Metadata:
         headers = parse_headers(raw)
         self.name = (headers.get("name") or [link.project])[0]
         self.version = (headers.get("version") or [str(link.version)])[0]
-        if canonicalize_name(self.name) != link.project:
+        if canonical(self.name) != link.project:
             raise BadMetadata(
                 f"metadata names {self.name!r}, the file name says {link.project!r}",
                 link.url or str(link.path),
@@ -117,9 +117,9 @@ class Metadata:
         try:
             self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
             self.provides_extra = frozenset(
-                str(canonicalize_name(e)) for e in headers.get("provides-extra", [])
+                canonical(e) for e in headers.get("provides-extra", [])
             ) | frozenset(
-                str(canonicalize_name(m))
+                canonical(m)
                 for r in self.requires_dist
                 if r.marker is not None
                 for m in _EXTRA_IN_MARKER.findall(str(r.marker))
@@ -312,7 +312,7 @@ class PolicyProvider(AbstractProvider):
                 return
             meta = self.metadata(cands[0][1])
             deps = [
-                str(canonicalize_name(r.name))
+                canonical(r.name)
                 for r in meta.requires_dist
                 if r.marker is None or self._marker_ok(r.marker, "")
             ]
@@ -345,9 +345,9 @@ class PolicyProvider(AbstractProvider):
                 f"direct URL requirements are not supported: {req}", field="requirement"
             )
         return Req(
-            str(canonicalize_name(req.name)),
+            canonical(req.name),
             req.specifier,
-            frozenset(canonicalize_name(e) for e in req.extras),
+            frozenset(canonical(e) for e in req.extras),
             parent,
             f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}"
             f"{req.specifier}",

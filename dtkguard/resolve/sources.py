@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.resolve.http import JSON_ACCEPT, Fetcher
 
@@ -333,7 +334,7 @@ class InstalledEnv(Source):
                 version = Version(dist.version)
             except ValueError:
                 continue
-            name = canonical_project(dist.name)
+            name = canonical(dist.name)
             link = FileLink(name, version, Path(dist.location).name, self)
             link.installed = dist  # type: ignore[attr-defined]
             self._by_name.setdefault(name, []).append(link)
@@ -348,7 +349,3 @@ class InstalledEnv(Source):
             lines.append(f"Requires-Python: {dist.requires_python}")
         lines += [f"Requires-Dist: {r}" for r in dist.requires_dist]
         return ("\n".join(lines) + "\n\n").encode()
-
-
-def canonical_project(name: str) -> str:
-    return str(canonicalize_name(name))
