@@ -30,46 +30,8 @@ SECURITY_SEVERITY = {
 def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     rule_ids = sorted({*report.rules, *(f.rule for f in report.findings)})
     index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
-    rules = []
-    for rule_id in rule_ids:
-        meta = info(rule_id)
-        rules.append(
-            {
-                "id": rule_id,
-                "name": "".join(p.capitalize() for p in rule_id.replace(".", "-").split("-")),
-                "shortDescription": {"text": meta.title},
-                "fullDescription": {"text": meta.help},
-                "help": {"text": meta.help},
-                "defaultConfiguration": {"level": LEVELS[meta.severity]},
-                "properties": {
-                    "security-severity": SECURITY_SEVERITY[meta.severity],
-                    "tags": ["dtkguard"],
-                },
-            }
-        )
-    results = []
-    for f in report.findings:
-        result: dict[str, Any] = {
-            "ruleId": f.rule,
-            "ruleIndex": index[f.rule],
-            "level": LEVELS[f.severity],
-            "message": {"text": f.message},
-            "partialFingerprints": {
-                "dtkguard/v1": hashlib.sha256(f"{f.rule}|{f.subject}".encode()).hexdigest()[:32]
-            },
-            "properties": {"severity": f.severity.value, "subject": f.subject},
-        }
-        if f.remediation:
-            result["properties"]["remediation"] = f.remediation
-        if f.location:
-            result["locations"] = [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": f.location.lstrip("/"), "uriBaseId": "ROOTPATH"}
-                    }
-                }
-            ]
-        results.append(result)
+    rules = [_rule(rule_id) for rule_id in rule_ids]
+    results = [_result(f, index) for f in report.findings]
     root = report.target.get("root", "/")
     doc = {
         "$schema": SARIF_SCHEMA,
@@ -95,6 +57,48 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     if home:
         doc["runs"][0]["tool"]["driver"]["informationUri"] = home
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _rule(rule_id: str) -> dict[str, Any]:
+    """The reportingDescriptor of a rule: the catalog's title, help and default severity."""
+    meta = info(rule_id)
+    return {
+        "id": rule_id,
+        "name": "".join(p.capitalize() for p in rule_id.replace(".", "-").split("-")),
+        "shortDescription": {"text": meta.title},
+        "fullDescription": {"text": meta.help},
+        "help": {"text": meta.help},
+        "defaultConfiguration": {"level": LEVELS[meta.severity]},
+        "properties": {
+            "security-severity": SECURITY_SEVERITY[meta.severity],
+            "tags": ["dtkguard"],
+        },
+    }
+
+
+def _result(f: Any, index: dict[str, int]) -> dict[str, Any]:
+    """The result of one finding, located relative to the target's root (``ROOTPATH``)."""
+    result: dict[str, Any] = {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": LEVELS[f.severity],
+        "message": {"text": f.message},
+        "partialFingerprints": {
+            "dtkguard/v1": hashlib.sha256(f"{f.rule}|{f.subject}".encode()).hexdigest()[:32]
+        },
+        "properties": {"severity": f.severity.value, "subject": f.subject},
+    }
+    if f.remediation:
+        result["properties"]["remediation"] = f.remediation
+    if f.location:
+        result["locations"] = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.location.lstrip("/"), "uriBaseId": "ROOTPATH"}
+                }
+            }
+        ]
+    return result
 
 
 def project_url() -> str | None:
