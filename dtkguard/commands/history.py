@@ -15,7 +15,10 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="list the changes dtkpip, restore and undo made to an environment",
-        description=__doc__,
+        description="The journalled changes of an environment, like conda list --revisions: one "
+        "block per "
+        "transaction (date, revision, state, command), the packages it changed, and the "
+        "removed files it keeps for undo (--prune KEEP drops the older ones).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_python_target(parser)

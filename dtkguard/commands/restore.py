@@ -20,7 +20,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="bring an environment back to its baseline or a lock",
-        description=__doc__,
+        description="Put an environment back to its baseline (recorded by guard install) or to a "
+        "PEP 751 "
+        "lock: prints the plan first (what goes, what comes back, from where, checked how), "
+        "then does it with the environment's own pip, hash-checked wheels from the vault or the "
+        "vendor sources, and ends with a check. Exit 0 matched again, 1 something could not be "
+        "restored, 2 bad input, 3 the target cannot be read.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_python_target(parser)

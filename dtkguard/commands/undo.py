@@ -17,7 +17,11 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
         name,
         help="revert the last (or N-th) change dtkpip, restore or undo made",
-        description=__doc__,
+        description="Revert the last (or the N-th) journalled change of dtkpip, dtkuv, restore or "
+        "undo: "
+        "what it added is uninstalled, what it removed or replaced comes back from the files "
+        "the journal kept. The undo is a transaction itself, rolled back if a step fails. Exit "
+        "0 done, 1 it could not be undone (and why), 2 bad input, 3 unreadable target.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("number", nargs="?", type=int, metavar="N", help="the rev to undo")

@@ -52,8 +52,11 @@ def a_baseline(site: Path) -> dict:
     }
 
 
-def test_a_changed_file_is_named_and_only_once(tmp_path: Path, capsys) -> None:
+def test_a_changed_file_is_named_and_only_once(tmp_path: Path, capsys, monkeypatch) -> None:
     data = a_baseline(tmp_path)
+    # as in a guarded env, import finds torch in the vendor's site first (the test venv may
+    # have a torch of its own further down sys.path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     text_file = tmp_path / "tripwire.txt"
     text_file.write_text(baselines.tripwire_text(data, "warn"))
     trip = tripwire_module()
@@ -69,8 +72,9 @@ def test_a_changed_file_is_named_and_only_once(tmp_path: Path, capsys) -> None:
     assert capsys.readouterr().err == ""
 
 
-def test_error_mode_raises_every_time(tmp_path: Path) -> None:
+def test_error_mode_raises_every_time(tmp_path: Path, monkeypatch) -> None:
     data = a_baseline(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     text_file = tmp_path / "tripwire.txt"
     text_file.write_text(baselines.tripwire_text(data, "error"))
     os.unlink(tmp_path / "torch" / "__init__.py")
