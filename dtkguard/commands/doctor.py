@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from dtkguard.commands.common import (
+    add_allow_empty_option,
     add_policy_option,
     add_report_options,
     add_stack_options,
     add_target_options,
     fail_on,
     open_target,
+    require_dists,
     stack_inputs,
 )
 
@@ -26,6 +28,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     add_target_options(parser)
     add_policy_option(parser)
+    add_allow_empty_option(parser)
     add_stack_options(parser)
     add_report_options(parser)
     parser.set_defaults(run=run)
@@ -35,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.audit.doctor import FAMILIES, doctor_facts
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
+    from dtkguard.rules.catalog import checked_by
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import run_checks
 
     threshold = fail_on(args)
     env = open_target(args)
+    require_dists(env, args)  # a typo'd path is not a healthy environment
     policy = load_policy(args.policy)
     live = env.target.get("kind") != "root"
     extra = stack_inputs(args, env, run_hy_smi=live)
@@ -52,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         policy=policy.name,
         command="doctor",
         warnings=env.warnings,
+        rules=checked_by(FAMILIES),
         facts={"doctor": doctor_facts(env, policy, extra["stack"])},
         timings=timings,
     )

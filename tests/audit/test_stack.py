@@ -381,3 +381,18 @@ def test_fleet_view_groups_nodes_by_dtk_and_driver(tmp_path: Path) -> None:
     }
     text = render_markdown(fleet)
     assert "| 25.04.1 | 6.3.27-V1.2.5 | 2 | n1, n2 |" in text
+
+
+def test_doctor_of_an_empty_target_is_not_healthy(tmp_path: Path) -> None:
+    empty = tmp_path / "img"
+    (empty / "usr").mkdir(parents=True)
+    result = run_cli("doctor", "--root", str(empty))
+    assert result.code == 3 and "nothing to check at" in result.err
+    assert run_cli("doctor", "--root", str(empty), "--allow-empty").code == 0
+
+
+def test_doctor_junit_lists_every_stack_rule_it_checked(tmp_path: Path) -> None:
+    root = make_image(tmp_path)
+    result = run_cli("doctor", "--root", str(root), "--format", "junit")
+    assert 'classname="dtkguard.driver-too-old" name="all"' in result.out
+    assert 'classname="dtkguard.dtk-runtime-mismatch" name="all"' in result.out
