@@ -1,7 +1,7 @@
 """An audit of one target: its identity, device facts, drift, files, FP8, as one `Report`.
 
-`dtkguard audit` parses its options into an `AuditRequest`, opens the target and the policy, and
-hands them to `audit`; everything between (facts, inputs of the rules, which rules ran) is here.
+`dtkguard audit` parses its options into an `AuditRequest` and calls `audit`; everything between
+(opening the target, policy and lock, facts, inputs of the rules, which rules ran) is here.
 """
 
 from __future__ import annotations
@@ -10,60 +10,45 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
+
 
 @dataclass
-class AuditRequest:
+class AuditRequest(Request):
     """What to audit besides the installed set (the options of ``dtkguard audit``)."""
 
-    lock: Any = None  # a read lock (`dtkguard.lock.read`), for drift
     verify_files: bool = False
     workers: int | None = None
     models: list[str] = field(default_factory=list)
     processes: bool = False
-    hy_smi_output: str | None = None
-    expect_devices: bool = False
     inventory: bool = False  # list every component (an SBOM)
-    allow_empty: bool = False  # a model path with nothing to read passes
 
 
-def stack_inputs(
-    env: Any, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
-) -> dict:
-    """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
-    from dtkguard.audit.stack import stack_facts
-
-    live = env.target.get("kind") != "root"
-    facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
-    return {"stack": facts, "expect_devices": bool(expect_devices)}
-
-
-def audit(env: Any, policy: Any, request: AuditRequest) -> Any:
-    """The `Report` of auditing ``env`` under ``policy``."""
+def audit(request: AuditRequest) -> Any:
+    """The `Report` of auditing ``request``'s target under its policy."""
     from dtkguard.env.identity import identity
-    from dtkguard.report import Report
-    from dtkguard.rules.context import CheckContext
-    from dtkguard.rules.engine import CHECKS, run_checks
+    from dtkguard.errors import InputError
+    from dtkguard.rules.engine import CHECKS
 
-    target = identity(env)
-    env.target = target
-    extra, facts = _inputs(env, policy, request)
-    timings: dict[str, float] = {}
-    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
+    if request.workers is not None and request.workers < 1:
+        raise InputError("must be at least 1", field="--workers")
+    opened = open_request(request)
+    env = opened.env
+    env.target = identity(env)
+    extra, facts = _inputs(opened, request)
     inventory = []
     if request.inventory:
         from dtkguard.audit.inventory import components
 
         inventory = components(env.dists)
-    return Report(
-        findings,
-        target=target,
-        policy=policy.name,
-        command="audit",
-        warnings=env.warnings,
+    return evaluate(
+        opened,
+        "audit",
+        CHECKS,
+        extra,
         rules=rules_run(request),
         facts=facts,
         inventory=inventory,
-        timings=timings,
     )
 
 
@@ -84,10 +69,11 @@ def rules_run(request: AuditRequest) -> list[str]:
     return checked_by(families)
 
 
-def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:
+def _inputs(opened: Any, request: AuditRequest) -> tuple[dict, dict]:
     """(``ctx.extra`` for the rules, the report's facts)."""
     from dtkguard.audit.facts import device_facts, process_environ
 
+    env, policy = opened.env, opened.policy
     target = env.target
     pid = target.get("pid")
     live = target.get("kind") != "root"
@@ -103,7 +89,7 @@ def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:
     device["stack"] = stack.to_json()
     facts: dict = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
     facts["device"] = extra["device"] = device
-    lock = request.lock
+    lock = opened.lock
     if lock is not None:
         extra["lock"] = lock
         facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
 from dtkguard.audit.stack import StackFacts
 from dtkguard.policy.labels import label_of
 
@@ -60,3 +61,21 @@ def doctor_facts(env, policy, facts: StackFacts) -> dict[str, Any]:
         "fp8": fp8_summary(facts, policy),
         "dists": len(env.dists),
     }
+
+
+def doctor(request: Request) -> Any:
+    """The `Report` of verifying ``request``'s target: hy-smi runs on a live target (not on an
+    image root), which is expected to reach DCUs."""
+    from dtkguard.rules.catalog import checked_by
+
+    opened = open_request(request)
+    env, policy = opened.env, opened.policy
+    live = env.target.get("kind") != "root"
+    extra = stack_inputs(
+        env,
+        hy_smi_output=request.hy_smi_output,
+        expect_devices=live or request.expect_devices,  # doctor is asked of a DCU target
+        run_hy_smi=live,
+    )
+    facts = {"doctor": doctor_facts(env, policy, extra["stack"])}
+    return evaluate(opened, "doctor", FAMILIES, extra, rules=checked_by(FAMILIES), facts=facts)

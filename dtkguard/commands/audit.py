@@ -16,8 +16,7 @@ from dtkguard.commands.common import (
     add_stack_options,
     add_target_options,
     fail_on,
-    open_target,
-    require_dists,
+    stack_request,
 )
 
 
@@ -57,31 +56,16 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dtkguard.audit.assemble import AuditRequest, audit
-    from dtkguard.errors import InputError
-    from dtkguard.policy.load import load_policy
     from dtkguard.report import emit
 
     threshold = fail_on(args)
-    if args.workers is not None and args.workers < 1:
-        raise InputError("must be at least 1", field="--workers")
-    env = open_target(args)  # first: a target that cannot be read is exit 3 whatever else
-    require_dists(env, args)
-    policy = load_policy(args.policy)
-    lock = None
-    if args.lock:
-        from dtkguard.lock.read import read_lock
-
-        lock = read_lock(args.lock)
     request = AuditRequest(
-        lock=lock,
+        lock=args.lock,
         verify_files=args.verify_files,
         workers=args.workers,
         models=list(args.models),
         processes=args.processes,
-        hy_smi_output=args.hy_smi_output,
-        expect_devices=args.expect_devices,
         inventory=args.format == "cyclonedx",
-        allow_empty=args.allow_empty,
+        **stack_request(args),
     )
-    report = audit(env, policy, request)
-    return emit(report, args.format, args.output, fail_on=threshold)
+    return emit(audit(request), args.format, args.output, fail_on=threshold)

@@ -11,9 +11,7 @@ from dtkguard.commands.common import (
     add_stack_options,
     add_target_options,
     fail_on,
-    open_target,
-    require_dists,
-    stack_inputs,
+    stack_request,
 )
 
 
@@ -35,33 +33,10 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.policy.load import load_policy
-    from dtkguard.report import Report, emit
-    from dtkguard.rules.catalog import checked_by
-    from dtkguard.rules.context import CheckContext
-    from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
+    from dtkguard.audit.check import check
+    from dtkguard.audit.request import Request
+    from dtkguard.report import emit
 
     threshold = fail_on(args)
-    policy = load_policy(args.policy)
-    lock = None
-    if getattr(args, "lock", None):
-        from dtkguard.lock.read import read_lock
-
-        lock = read_lock(args.lock)
-    env = open_target(args)
-    require_dists(env, args)
-    families = ENVIRONMENT_CHECKS + ("stack",) + (("drift",) if lock else ())
-    extra = {"lock": lock, **stack_inputs(args, env, run_hy_smi=False)}
-    timings: dict[str, float] = {}
-    findings = run_checks(CheckContext(env, policy, extra=extra), families, timings=timings)
-    report = Report(
-        findings,
-        target=env.target,
-        policy=policy.name,
-        command="check",
-        warnings=env.warnings,
-        rules=checked_by(families),
-        facts={"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]},
-        timings=timings,
-    )
+    report = check(Request(lock=args.lock, **stack_request(args)))
     return emit(report, args.format, args.output, fail_on=threshold)

@@ -34,22 +34,6 @@ def add_allow_empty_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def require_dists(env, args: argparse.Namespace) -> None:
-    """`TargetError` (exit 3) when the target holds no distribution and --allow-empty is off."""
-    if env.dists or getattr(args, "allow_empty", False):
-        return
-    from dtkguard.errors import TargetError
-
-    target = env.target
-    where = next(
-        (str(target[k]) for k in ("container", "pid", "root", "path", "python") if target.get(k)),
-        str(env.root.path),
-    )
-    raise TargetError(
-        f"nothing to check at {where}: no installed distributions found (--allow-empty to pass)"
-    )
-
-
 def add_passthrough(
     sub: argparse._SubParsersAction, name: str, help: str, description: str, run
 ) -> None:
@@ -77,18 +61,6 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
         "--expect-devices",
         action="store_true",
         help="the target should use DCUs: report device-unreachable when it cannot",
-    )
-
-
-def stack_inputs(args: argparse.Namespace, env, *, run_hy_smi: bool) -> dict:
-    """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
-    from dtkguard.audit.assemble import stack_inputs as inputs
-
-    return inputs(
-        env,
-        hy_smi_output=getattr(args, "hy_smi_output", None),
-        expect_devices=getattr(args, "expect_devices", False),
-        run_hy_smi=run_hy_smi,
     )
 
 
@@ -131,23 +103,35 @@ def fail_on(args: argparse.Namespace) -> Severity:
         raise InputError(str(exc), field="--fail-on") from None
 
 
+def target_spec(args: argparse.Namespace):
+    """The `TargetSpec` the target options name."""
+    from dtkguard.env.open import TargetSpec
+
+    return TargetSpec(
+        python=getattr(args, "python", None),
+        paths=tuple(getattr(args, "path", None) or ()),
+        root=getattr(args, "root", None),
+        pid=getattr(args, "pid", None),
+        container=getattr(args, "container", None),
+    )
+
+
 def open_target(args: argparse.Namespace):
     """The Environment named by the target options."""
-    from dtkguard.env import environment as envs
+    from dtkguard.env.open import open_target as open_spec
 
-    if getattr(args, "pid", None):
-        from dtkguard.env.process_target import from_pid
+    return open_spec(target_spec(args))
 
-        return from_pid(args.pid)
-    if getattr(args, "container", None):
-        from dtkguard.env.container import from_container
 
-        return from_container(args.container)
-    if getattr(args, "root", None):
-        return envs.from_root(args.root)
-    if getattr(args, "path", None):
-        return envs.from_paths(args.path)
-    return envs.from_python(getattr(args, "python", None) or envs.active_python())
+def stack_request(args: argparse.Namespace) -> dict:
+    """The `dtkguard.audit.request.Request` fields of the target, policy and stack options."""
+    return {
+        "target": target_spec(args),
+        "policy": args.policy,
+        "allow_empty": args.allow_empty,
+        "hy_smi_output": args.hy_smi_output,
+        "expect_devices": args.expect_devices,
+    }
 
 
 def add_python_target(parser: argparse.ArgumentParser) -> None:

@@ -11,9 +11,7 @@ from dtkguard.commands.common import (
     add_stack_options,
     add_target_options,
     fail_on,
-    open_target,
-    require_dists,
-    stack_inputs,
+    stack_request,
 )
 
 
@@ -35,32 +33,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.audit.doctor import FAMILIES, doctor_facts
-    from dtkguard.policy.load import load_policy
-    from dtkguard.report import Report, emit
-    from dtkguard.rules.catalog import checked_by
-    from dtkguard.rules.context import CheckContext
-    from dtkguard.rules.engine import run_checks
+    from dtkguard.audit.doctor import doctor
+    from dtkguard.audit.request import Request
+    from dtkguard.report import emit
 
     threshold = fail_on(args)
-    env = open_target(args)
-    require_dists(env, args)  # a typo'd path is not a healthy environment
-    policy = load_policy(args.policy)
-    live = env.target.get("kind") != "root"
-    extra = stack_inputs(args, env, run_hy_smi=live)
-    extra["expect_devices"] = live or args.expect_devices  # doctor is asked of a DCU target
-    timings: dict[str, float] = {}
-    findings = run_checks(CheckContext(env, policy, extra=extra), FAMILIES, timings=timings)
-    report = Report(
-        findings,
-        target=env.target,
-        policy=policy.name,
-        command="doctor",
-        warnings=env.warnings,
-        rules=checked_by(FAMILIES),
-        facts={"doctor": doctor_facts(env, policy, extra["stack"])},
-        timings=timings,
-    )
+    report = doctor(Request(**stack_request(args)))
     renderer = None
     if args.format == "table":
         from dtkguard.report.doctor_screen import render as renderer

@@ -50,6 +50,25 @@ def test_bad_policy_is_exit_2_one_line(tmp_path, cache_env):
     assert f"{bad}:2:1: vendor.torch: '2.4.1' has no local label" in result.stderr
 
 
+@pytest.mark.parametrize("command", ["check", "audit", "doctor"])
+def test_bad_input_is_reported_before_the_target_is_opened(tmp_path, cache_env, command):
+    """One order for every target command: the policy and the lock (exit 2), then the target."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[vendor]\ntorch = "2.4.1"\n')
+    missing = str(tmp_path / "missing")
+    result = dtkguard(command, "--path", missing, "--policy", str(bad), env=cache_env)
+    assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
+    assert f"{bad}:2:1: vendor.torch:" in result.stderr
+    result = dtkguard(command, "--path", missing, env=cache_env)
+    assert result.returncode == 3 and missing in result.stderr
+    if command != "doctor":  # doctor takes no lock
+        lock = tmp_path / "pylock.bad.toml"
+        lock.write_text("lock-version = \n")
+        result = dtkguard(command, "--path", missing, "--lock", str(lock), env=cache_env)
+        assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
+        assert str(lock) in result.stderr
+
+
 def test_bad_arguments_are_exit_2(tmp_path, cache_env):
     result = dtkguard("check", "--fail-on", "severe", env=cache_env)
     assert result.returncode == 2 and "--fail-on: unknown severity" in result.stderr

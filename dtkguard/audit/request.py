@@ -1,0 +1,99 @@
+"""What `check`, `audit` and `doctor` share: the request, opening its target, policy and lock,
+and running rule families into one `Report`.
+
+A command parses its options into a `Request` (or `dtkguard.audit.assemble.AuditRequest`) and
+calls one function (`dtkguard.audit.check.check`, `dtkguard.audit.assemble.audit`,
+`dtkguard.audit.doctor.doctor`); each opens its inputs with `open_request` and builds its report
+with `evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dtkguard.env.open import TargetSpec
+
+
+@dataclass
+class Request:
+    """Which target, under which policy, compared with which lock (the options every target
+    command takes)."""
+
+    target: TargetSpec = field(default_factory=TargetSpec)
+    policy: str | None = None  # a policy file or bundled name (None: the default policy)
+    lock: str | None = None  # a PEP 751 lock to report drift against
+    allow_empty: bool = False  # a target with nothing to read passes
+    hy_smi_output: str | None = None  # recorded hy-smi output instead of running hy-smi
+    expect_devices: bool = False  # the target should reach DCUs
+
+
+@dataclass
+class Opened:
+    """The inputs of a request, read."""
+
+    env: Any
+    policy: Any
+    lock: Any = None
+
+
+def open_request(request: Request) -> Opened:
+    """The policy and the lock first (exit 2 when they do not read or validate: bad input is
+    reported before the target is touched), then the target (exit 3 when it cannot be read or,
+    without ``allow_empty``, holds nothing)."""
+    from dtkguard.env.open import open_target, require_dists
+    from dtkguard.policy.load import load_policy
+
+    policy = load_policy(request.policy)
+    lock = None
+    if request.lock:
+        from dtkguard.lock.read import read_lock
+
+        lock = read_lock(request.lock)
+    env = open_target(request.target)
+    require_dists(env, request.allow_empty)
+    return Opened(env, policy, lock)
+
+
+def stack_inputs(
+    env: Any, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
+) -> dict:
+    """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
+    from dtkguard.audit.stack import stack_facts
+
+    live = env.target.get("kind") != "root"
+    facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
+    return {"stack": facts, "expect_devices": bool(expect_devices)}
+
+
+def evaluate(
+    opened: Opened,
+    command: str,
+    families: Iterable[str],
+    extra: dict,
+    *,
+    rules: list[str],
+    facts: dict,
+    inventory: list | None = None,
+) -> Any:
+    """The `Report` of running the rule ``families`` on the opened target (``rules``: the ids it
+    lists as checked)."""
+    from dtkguard.report import Report
+    from dtkguard.rules.context import CheckContext
+    from dtkguard.rules.engine import run_checks
+
+    env, policy = opened.env, opened.policy
+    timings: dict[str, float] = {}
+    findings = run_checks(CheckContext(env, policy, extra=extra), tuple(families), timings=timings)
+    return Report(
+        findings,
+        target=env.target,
+        policy=policy.name,
+        command=command,
+        warnings=env.warnings,
+        rules=rules,
+        facts=facts,
+        inventory=inventory or [],
+        timings=timings,
+    )
