@@ -29,14 +29,8 @@ def _say(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.env.device import read_card_series
+    from dtkguard.audit.serving import ServingRequest, check_serving
     from dtkguard.errors import InputError
-    from dtkguard.findings import sort_key
-    from dtkguard.modelscan.scan import scan
-    from dtkguard.modelscan.serving import ServingProcess, parse_command, resolve_model, unresolved
-    from dtkguard.policy.load import load_policy
-    from dtkguard.rules.engine import apply_exceptions
-    from dtkguard.rules.fp8 import pick_card, problem_lines, serving_findings
 
     cmd = list(args.cmd)
     if cmd[:1] == ["--"]:
@@ -44,36 +38,22 @@ def run(args: argparse.Namespace) -> int:
     if not cmd:
         raise InputError("exec needs a command: dtkguard exec [OPTIONS] -- CMD...")
     threshold = fail_on(args)
-    policy = load_policy(args.policy)
-    card = pick_card([args.card] if args.card else read_card_series(), policy)
-    command = parse_command(cmd, os.environ)
-    cwd = os.getcwd()
-    model_path = resolve_model(command.model, cwd, os.environ)
-    models = scan([model_path]) if model_path else []
-    for line in problem_lines(models):
+    request = ServingRequest(cmd, os.environ, os.getcwd(), policy=args.policy, card=args.card)
+    checked = check_serving(request)
+    for line in checked.problems:
         _say(f"warning: {line}")
-    reason = unresolved(command, model_path)
-    if reason is None and model_path and not any(m.weight_files or m.config.source for m in models):
-        reason = f"{model_path}: no weight file and no quantisation config could be read"
-    proc = ServingProcess(pid=0, command=command, cwd=cwd, model_path=model_path)
-    findings = sorted(
-        apply_exceptions(policy, serving_findings(proc, policy, card, models), housekeeping=False),
-        key=sort_key,
-    )
-    for f in findings:
+    for f in checked.findings:
         _say(f"{f.severity.value}: {f.rule}: {f.message}")
         print(f"  evidence: {f.evidence.get('summary', '')}", file=sys.stderr)
         print(f"  fix: {f.remediation}", file=sys.stderr)
-    deny = reason is not None and policy.fp8.unresolved_model == "deny"
-    if reason is not None:
+    if checked.unresolved is not None:
         _say(
-            f"{'error' if deny else 'warning'}: model not checked for FP8: {reason} "
-            f'(policy [fp8] unresolved-model = "{policy.fp8.unresolved_model}")'
+            f"{'error' if checked.denied_unresolved else 'warning'}: model not checked for FP8: "
+            f"{checked.unresolved} "
+            f'(policy [fp8] unresolved-model = "{checked.unresolved_action}")'
         )
-    if deny or any(f.severity >= threshold for f in findings):
-        why = f"findings at or above {threshold.value}"
-        if deny:
-            why = "its model could not be checked"
+    why = checked.veto(threshold)
+    if why is not None:
         _say(f"veto: not starting {cmd[0]} ({why})")
         return 1
     sys.stdout.flush()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from dtkguard.commands.common import (
@@ -35,57 +34,19 @@ def register(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.env.device import read_card_series
-    from dtkguard.errors import InputError
-    from dtkguard.modelscan.bom import model_items
-    from dtkguard.modelscan.scan import scan, unread_paths
-    from dtkguard.policy.load import load_policy
-    from dtkguard.report import Report, emit
-    from dtkguard.rules.engine import apply_exceptions
-    from dtkguard.rules.fp8 import RULES, fp8_findings, pick_card, problem_lines
+    from dtkguard.audit.models import ModelScanRequest, scan_models
+    from dtkguard.report import emit
 
     threshold = fail_on(args)
-    for path in args.paths:
-        if not os.path.lexists(path):
-            raise InputError("no such file or folder", file=path)
-    policy = load_policy(args.policy)
-    cards = [args.card] if args.card else read_card_series()
-    card = pick_card(cards, policy)
-    scans = scan(args.paths)
-    findings = apply_exceptions(policy, fp8_findings(scans, policy, card), housekeeping=False)
-    problems = problem_lines(scans)
-    for line in problems:
-        print(f"dtkguard: error: {line}", file=sys.stderr)
-    if not problems and not args.allow_empty and (unread := unread_paths(args.paths, scans)):
-        from dtkguard.errors import TargetError
-
-        raise TargetError(
-            f"nothing to scan at {unread[0]}: no config, index or weight header could be read "
-            "(a folder of other files, FIFOs or devices; --allow-empty to pass it)"
-        )
-    facts = {
-        "card": card,
-        "cards": cards,
-        "models": [
-            {
-                "path": s.path,
-                "name": s.name,
-                "shards": s.shards,
-                "tensors": s.tensors,
-                "bytes_read": s.bytes_read,
-            }
-            for s in scans
-        ],
-    }
-    report = Report(
-        findings,
-        target={"kind": "models", "paths": list(args.paths)},
-        policy=policy.name,
-        command="scan-model",
-        facts=facts,
-        warnings=problems,
-        rules=[r.id for r in RULES],
-        inventory=model_items(scans) if args.format == "cyclonedx" else [],
+    request = ModelScanRequest(
+        paths=list(args.paths),
+        policy=args.policy,
+        card=args.card,
+        allow_empty=args.allow_empty,
+        inventory=args.format == "cyclonedx",
     )
+    report = scan_models(request)
+    for line in report.warnings:  # files that could not be read
+        print(f"dtkguard: error: {line}", file=sys.stderr)
     code = emit(report, args.format, args.output, fail_on=threshold)
-    return 2 if problems and code == 0 else code
+    return 2 if report.warnings and code == 0 else code
