@@ -106,12 +106,12 @@ def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -
             dep = canonical(req.name)
             have = by_name.get(dep)
             who = f"{entry.name} {entry.version}" + (f" [{extra}]" if extra else "")
-            if have is None:
+            if have is None:  # its extras cannot be followed either
                 problems.append(f"{who} requires {req}, which the lock does not hold")
-            elif not _satisfies(req, have.version):
+                continue
+            if not _satisfies(req, have.version):
                 problems.append(f"{who} requires {req}, the lock holds {have.version}")
-            for e in req.extras:
-                todo.append((dep, canonical(e)))
+            todo += [(dep, canonical(e)) for e in req.extras]
     return sorted(set(problems))
 
 

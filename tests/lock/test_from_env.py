@@ -87,3 +87,36 @@ def test_from_env_locks_for_the_environments_python_not_the_policys(tmp_path):
         text = (tmp_path / "pylock.env.toml").read_text()
         assert f'requires-python = "=={here}.*"' in text, how
         assert read_lock(tmp_path / "pylock.env.toml").by_name()["alpha"].version == "1.0"
+
+
+def test_from_env_of_a_dist_installed_without_its_dependencies_warns_and_locks(tmp_path):
+    """``pip install --no-deps``: the lock holds what is installed and names what is missing
+    (with an extra of the missing dependency: it was a KeyError) and its requirer."""
+    house = tmp_path / "house"
+    build_wheel(
+        house,
+        "app",
+        "1.0",
+        requires_dist=["ray[cgraph]>=2", "helper==1.0", "absent; python_version < '3'"],
+    )
+    build_wheel(house, "helper", "1.0", requires_dist=["ray[default]"])
+    venv = make_venv(tmp_path / "venv", with_pip=False)
+    venv.uv_pip("install", "--no-deps", "--no-index", "--find-links", house, "app", "helper")
+    assert {"app", "helper"} <= set(venv.installed()) and "ray" not in venv.installed()
+    proc = run_cli(
+        "lock", "--from-env", "--python", venv.python, "--no-index", "--find-links", house,
+        *HERE, "-o", "pylock.env.toml", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "which the lock does not hold" in line]
+    assert warnings == [
+        "dtkguard: warning: app 1.0 requires ray[cgraph]>=2, which the lock does not hold",
+        "dtkguard: warning: helper 1.0 requires ray[default], which the lock does not hold",
+    ]
+    by_name = read_lock(tmp_path / "pylock.env.toml").by_name()
+    assert {k: p.version for k, p in by_name.items() if k in ("app", "helper")} == {
+        "app": "1.0",
+        "helper": "1.0",
+    }
+    assert "ray" not in by_name
