@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_CONFIG = 16 * 1024 * 1024
+#: JSON values (strings, numbers, lists, objects) in one config or index: each costs about 100
+#: bytes parsed, so that a file of ``[[],[],...]`` stays far below 256 MB (docs/limits.md)
+MAX_JSON_VALUES = 500_000
 #: evidence notes kept per model (a per-layer config can name thousands of layers)
 MAX_DETAILS = 64
 
@@ -96,15 +99,21 @@ class QuantConfig:
             self.details.append(text)
 
 
-def load_json(path: str | os.PathLike[str], cap: int = MAX_CONFIG) -> dict[str, Any]:
-    """A JSON object from ``path``, refusing files larger than ``cap``."""
+def load_json(
+    path: str | os.PathLike[str], cap: int = MAX_CONFIG, what: str = "config"
+) -> dict[str, Any]:
+    """A JSON object from ``path``, refusing files larger than ``cap`` (``what`` names it)."""
     from dtkguard.util.safe_read import TooLarge, read_capped
     from dtkguard.util.text import json_loads
 
     try:
-        raw = read_capped(path, cap, what="config")
+        raw = read_capped(path, cap, what=what)
     except TooLarge as exc:
         raise ConfigError(str(exc)) from None
+    # every value but the first follows a comma or opens a container (commas in strings count
+    # too: an upper bound, counted before anything is parsed)
+    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") >= MAX_JSON_VALUES:
+        raise ConfigError(f"{what} with more than the limit of {MAX_JSON_VALUES:,} JSON values")
     try:
         data = json_loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -11,7 +11,9 @@ from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096
-MAX_INDEX = 64 * 1024 * 1024
+#: about 100 bytes a tensor name: some 320,000 tensors (and at most `MAX_JSON_VALUES` entries);
+#: the worst file of this size peaks under 256 MB (docs/limits.md)
+MAX_INDEX = 32 * 1024 * 1024
 
 
 @dataclass
@@ -40,31 +42,38 @@ def _safe_shard(name: str) -> bool:
 
 def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> IndexInfo:
     """Parse an index; a malformed one raises :class:`ConfigError`."""
-    data = load_json(path, cap=MAX_INDEX)
-    weight_map = data.get("weight_map")
+    data = load_json(path, cap=MAX_INDEX, what="index")
+    weight_map = data.pop("weight_map", None)
+    del data
     if not isinstance(weight_map, dict):
         raise ConfigError("no weight_map object")
     info = IndexInfo(path=str(path), tensors=len(weight_map))
-    names = list(weight_map)
+    names = weight_map.keys()
     info.scale_inv = sum(map(methodcaller("endswith", "_scale_inv"), names))
     info.kv_scales = sum(map(methodcaller("endswith", KV_SCALE_SUFFIXES), names))
     info.weight_scales = sum(map(methodcaller("endswith", ".weight_scale"), names))
     info.packed = sum(map(methodcaller("endswith", ("_blocks", ".weight_packed")), names))
-    values = list(weight_map.values())
-    strings = [v for v in values if type(v) is str]
-    distinct = set(strings)
-    seen = {s: None for s in distinct if _safe_shard(s)}
-    unsafe = len(values) - len(strings)
-    if len(seen) != len(distinct):
-        unsafe += sum(1 for v in strings if v not in seen)
-    info.shard_count = len(seen)
+    # one pass, no copy of the values: a hostile index names a million distinct "shards"
+    distinct: set[str] = set()
+    unsafe = 0
+    for value in weight_map.values():
+        if type(value) is str:
+            distinct.add(value)
+        else:
+            unsafe += 1
+    bad = {s for s in distinct if not _safe_shard(s)}
+    if bad:
+        distinct -= bad
+        unsafe += sum(1 for v in weight_map.values() if type(v) is str and v in bad)
+    del weight_map
+    info.shard_count = len(distinct)
     if unsafe:
         info.problems.append(f"{unsafe} weight_map entries name no plain shard file; ignored")
-    if len(seen) > max_shards:
+    if len(distinct) > max_shards:
         info.problems.append(
-            f"index names {len(seen):,} shard files, more than the cap of {max_shards:,}; "
+            f"index names {len(distinct):,} shard files, more than the cap of {max_shards:,}; "
             "only the shards present in the folder are read"
         )
     else:
-        info.shards = sorted(seen)
+        info.shards = sorted(distinct)
     return info

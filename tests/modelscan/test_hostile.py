@@ -102,3 +102,68 @@ def test_bad_config_and_bad_pickle_and_bad_gguf(tmp_path):
     assert found["config.json"].startswith("not JSON")
     assert found["pytorch_model.bin"].startswith("not a pickle")
     assert found["model.gguf"].startswith("implausible counts")
+
+
+def _index_folder(folder, text: str | None = None, size: int | None = None):
+    folder.mkdir()
+    write_json(folder / "config.json", {"model_type": "llama"})
+    index = folder / "model.safetensors.index.json"
+    if size is not None:  # sparse: only the cap is read
+        with open(index, "wb") as fh:
+            fh.write(b'{"weight_map": {')
+            fh.truncate(size)
+    else:
+        index.write_text(text)
+    return folder
+
+
+def test_an_index_past_its_size_or_value_cap_is_one_exit_2_line_naming_it(tmp_path):
+    from dtkguard.modelscan.config import MAX_JSON_VALUES
+    from dtkguard.modelscan.index import MAX_INDEX
+    from tests.support.cli import run_in_process
+
+    big = _index_folder(tmp_path / "big", size=MAX_INDEX + 1)
+    nested = _index_folder(tmp_path / "nested", '{"weight_map":{},"m":[' + "[]," * 300_000 + "[]]}")
+    too_many = f"index with more than the limit of {MAX_JSON_VALUES:,} JSON values"
+    for folder, why in ((big, "index larger than the limit of 32 MiB"), (nested, too_many)):
+        result = run_in_process("scan-model", str(folder), "--card", "K100_AI")
+        assert result.code == 2
+        index = folder / "model.safetensors.index.json"
+        assert result.err == f"dtkguard: error: {index}: {why}\n"
+
+
+def test_the_worst_index_under_the_caps_stays_far_below_256_mb(tmp_path):
+    """Half a million distinct names, each its own "shard", filling the byte cap."""
+    from dtkguard.modelscan.config import MAX_JSON_VALUES
+    from dtkguard.modelscan.index import MAX_INDEX
+
+    n = MAX_JSON_VALUES - 10
+    width = (MAX_INDEX - 64) // n - 6  # "k":"v", per entry
+    pairs = ",".join(f'"{i:0{width // 2}x}":"{i:0{width - width // 2}x}"' for i in range(n))
+    folder = _index_folder(tmp_path / "m", '{"weight_map":{' + pairs + "}}")
+    assert MAX_INDEX - 8 * n < (folder / "model.safetensors.index.json").stat().st_size <= MAX_INDEX
+    tracemalloc.start()
+    (model,) = scan([str(folder)])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert model.index is not None and model.index.tensors == n
+    assert any(f"more than the cap of {MAX_SHARDS:,}" in m for _, m in model.problems)
+    assert peak < 200_000_000
+
+
+def test_an_index_of_a_384_expert_fp8_model_is_read(tmp_path):
+    """61 layers of 384 experts, each projection with its scale: about 145,000 names."""
+    weight_map = {
+        f"model.layers.{layer}.mlp.experts.{e}.{proj}_proj.{kind}": (
+            f"model-{layer + 1:05d}-of-000062.safetensors"
+        )
+        for layer in range(61)
+        for e in range(384)
+        for proj in ("gate", "up", "down")
+        for kind in ("weight", "weight_scale_inv")
+    }
+    folder = _index_folder(tmp_path / "m", json.dumps({"weight_map": weight_map}, indent=2))
+    (model,) = scan([str(folder)])
+    assert model.index is not None and model.index.tensors == len(weight_map) > 140_000
+    assert model.index.scale_inv == len(weight_map) // 2
+    assert not [m for _, m in model.problems if "limit" in m]
