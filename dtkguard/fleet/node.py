@@ -232,6 +232,35 @@ def main(argv: list[str] | None = None) -> int:
     if not (proc / "1").is_dir():
         print(f"dtkguard: error: {proc}: no process 1 (is hostPID set?)", file=sys.stderr)
         return 3
+    from dtkguard.errors import DtkguardError
+
+    try:
+        return _run(args, proc, out, extra)
+    except DtkguardError as exc:
+        print(f"dtkguard: error: {exc.line()}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _make_out_dir(out: Path) -> None:
+    """``--out`` as a folder, made before anything is audited (`InputError`, exit 2)."""
+    from dtkguard.errors import InputError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write output: {exc.strerror or exc}", str(out), field="--out"
+        ) from None
+
+
+def _run(args: argparse.Namespace, proc: Path, out: Path, extra: list[str]) -> int:
+    from dtkguard.errors import InputError
+    from dtkguard.util.output import write_output
+
+    if not args.node or "/" in args.node or args.node in (".", ".."):
+        raise InputError(f"not a node name: {args.node!r}", field="--node")
+    if args.out != "-":
+        _make_out_dir(out)
     dtkguard = args.dtkguard.split()
     data = node_report(proc, args.node, dtkguard, args.command, extra, args.fail_on)
     text = json.dumps(data, indent=2, default=str) + "\n"
@@ -239,10 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
         sys.stdout.write(text)
         return failed
-    from dtkguard.util.atomic import atomic_write_text
-
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / f"{args.node}.json", text)
+    write_output(out / f"{args.node}.json", text, field="--out")
     print(
         f"dtkguard node {args.node}: {data['verdict'].upper()} "
         f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "

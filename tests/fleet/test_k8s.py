@@ -191,6 +191,30 @@ def test_node_report_from_built_proc(tmp_path, capsys):
     assert "dcu-07: FAIL (2 containers, 1 findings)" in capsys.readouterr().out
 
 
+def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path, capsys):
+    """--out fails like every command's -o: one line naming the path, exit 2, nothing written."""
+    proc = _proc(tmp_path, {1: (0, Path("/"))})
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "reports" / "dcu-07.json").mkdir(parents=True)  # the report's name is a folder
+    cases = {
+        str(tmp_path / "file" / "sub"): f"{tmp_path / 'file' / 'sub'}: --out: cannot write output",
+        str(tmp_path / "file"): f"{tmp_path / 'file'}: --out: cannot write output",
+        str(tmp_path / "reports"): f"{tmp_path / 'reports' / 'dcu-07.json'}: --out: cannot write",
+    }
+    for out, line in cases.items():
+        argv = ["--proc", str(proc), "--out", out, "--node", "dcu-07", "--command", "check"]
+        assert node.main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"dtkguard: error: {line}"), captured.err
+        assert captured.err.count("\n") == 1 and captured.out == ""
+    assert (tmp_path / "file").read_text() == "x"
+    for name in ("../escape", "", ".."):
+        argv = ["--proc", str(proc), "--out", str(tmp_path / "r"), "--node", name]
+        assert node.main(argv) == 2
+        assert "--node: not a node name" in capsys.readouterr().err
+    assert not (tmp_path / "escape.json").exists() and not (tmp_path / "r").exists()
+
+
 def test_unaudited_container_fails_the_node_unless_it_exited(tmp_path):
     proc = _proc(tmp_path, {1: (0, Path("/")), 100: (1, tmp_path / "a")})
     c = node.Container(100, str(tmp_path / "a"))
