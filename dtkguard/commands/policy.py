@@ -136,9 +136,9 @@ def run_init(args: argparse.Namespace) -> int:
         where = next(iter(v for k, v in env.target.items() if k != "kind"), "the environment")
     text = policy_from_env(env, args.name, where)
     if args.output:
-        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.output import write_output
 
-        atomic_write_text(args.output, text)
+        write_output(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -74,6 +74,15 @@ def test_no_vendor_builds_is_exit_2_with_one_line(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_unwritable_output_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    vendor_site(image(tmp_path / "img"))
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "policy.toml"
+    proc = dtkguard("policy", "init", "--from-env", str(tmp_path / "img"), "-o", str(out))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"dtkguard: error: {out}: -o: cannot write output")
+
+
 def test_guard_on_import_is_validated(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text('[policy]\nname = "g"\n[guard]\non-import = "error"\n')
