@@ -120,27 +120,9 @@ def parse_cards(text: str) -> list[Card]:
     return [cards[k] for k in sorted(cards)]
 
 
-def node_driver(text: str) -> str | None:
-    """The node-wide driver version line, when hy-smi printed one."""
-    m = _NODE_DRIVER.search(text)
-    return m.group(1) if m else None
-
-
 def parse(text: str) -> list[str]:
     """Card series from either output format."""
     return [c.series for c in parse_cards(text) if c.series]
-
-
-def parse_text(text: str) -> list[str]:
-    """Card series from the text output, in card order."""
-    cards = _text_cards(text)
-    return [cards[k].series for k in sorted(cards) if cards[k].series]
-
-
-def parse_json(text: str) -> list[str]:
-    """Card series from ``--json`` output; falls back to a lenient scan when it is not JSON."""
-    cards = _json_cards(text)
-    return [cards[k].series for k in sorted(cards) if cards[k].series]
 
 
 def find_hy_smi() -> str | None:

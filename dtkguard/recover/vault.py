@@ -16,17 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dtkguard.errors import DtkguardError
 from dtkguard.util.atomic import atomic_write_text
 
 VAULT_DIR = "vault"
 INDEX = "vault.json"
 #: issue kinds of `audit.verify` that mean "these are not the files RECORD describes"
 DAMAGE = ("modified", "missing", "unreadable", "outside", "no-record", "hashless")
-
-
-class VaultError(DtkguardError):
-    exit_code = 1
 
 
 @dataclass

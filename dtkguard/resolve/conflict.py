@@ -44,11 +44,6 @@ def _plain(req: Requirement) -> str:
     return f"{req.name}{extras}{req.specifier}"
 
 
-def _who(req: Req) -> str:
-    p = req.parent
-    return "the request" if p is None else f"{p.name} {p.version}"
-
-
 def _policy_name(provider: PolicyProvider) -> str:
     return provider.policy.name if provider.policy is not None else "(no policy)"
 

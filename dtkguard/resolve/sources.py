@@ -279,10 +279,6 @@ class SimpleIndex(Source):
             out.append(link)
         return out
 
-    def prefetch_metadata(self, link: FileLink) -> None:
-        if link.metadata_url and not link.metadata_url.startswith("file:"):
-            self.fetcher.prefetch([link.metadata_url])
-
     def metadata(self, link: FileLink) -> bytes:
         if link.metadata_url:
             resp = self.fetcher.get(link.metadata_url)

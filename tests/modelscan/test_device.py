@@ -11,7 +11,7 @@ HY = DATA / "hy-smi"
 
 
 def test_text_formats():
-    assert device.parse_text((HY / "showproductname-hcu.txt").read_text()) == ["K100_AI", "K100_AI"]
+    assert device.parse((HY / "showproductname-hcu.txt").read_text()) == ["K100_AI", "K100_AI"]
     assert device.parse((HY / "showproductname-dcu-old.txt").read_text()) == ["BW1000"]
 
 
