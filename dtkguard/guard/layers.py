@@ -57,7 +57,8 @@ def decision_source() -> str:
 
 
 def default_uv_config() -> Path:
-    """uv's system config when we may write it (root), else the user's (research §6)."""
+    """uv's system config (``uv/uv.toml`` in the first of ``$XDG_CONFIG_DIRS``, default ``/etc``)
+    when we may write it (root), else the user's (under ``$XDG_CONFIG_HOME``)."""
     if os.geteuid() == 0:
         dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc").split(":")
         return Path(dirs[0] or "/etc") / "uv" / "uv.toml"

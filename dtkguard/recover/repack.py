@@ -1,4 +1,4 @@
-"""Repack an installed distribution into a wheel (research guard_internals.md §6.3).
+"""Repack an installed distribution into a wheel.
 
 The wheel holds the files RECORD lists, read where they are now (site-packages) or where a
 journal kept them: paths inside site-packages as they are, scripts of the scripts folder under

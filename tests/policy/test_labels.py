@@ -1,4 +1,4 @@
-"""The DTK label grammar over every real label of the research notes."""
+"""The DTK label grammar over real DAS/DTK labels of published vendor wheels."""
 
 from __future__ import annotations
 
