@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import dtkguard_in
 from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, VENDOR_TORCH_VERSION_PY
 from tests.support.venvs import hermetic_env, make_venv
 from tests.support.wheels import build_wheel
@@ -47,12 +46,7 @@ def wheelhouse(tmp_path_factory):
 
 def check(tmp_path, *target):
     env = {**hermetic_env(), "NO_COLOR": "1", "DTKGUARD_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "dtkguard", "check", *target, "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return dtkguard_in(env, "check", *target, "--format", "json")
 
 
 def test_real_pip_install_then_clobber(tmp_path, wheelhouse):

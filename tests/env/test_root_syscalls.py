@@ -12,12 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.audit.test_hostile_root import SITE, dist, hostile  # noqa: F401 - fixture
+from tests.support.cli import dtkguard
+from tests.support.need import missing
 
 pytestmark = pytest.mark.strace
 
@@ -31,14 +32,9 @@ _NOFOLLOW = re.compile(r"^(lstat|readlink|readlinkat|unlink|unlinkat|rename|rena
 
 def _traced(args: list[str], log: Path) -> subprocess.CompletedProcess[str]:
     if STRACE is None:
-        pytest.skip("strace not installed (apt-get install strace)")
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [STRACE, "-f", "-qq", "-y", "-s", "4096", "-o", str(log),
-         "-e", "trace=%file,getdents64",
-         sys.executable, "-m", "dtkguard", *args],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        missing("strace is not installed (apt-get install strace)")
+    tracer = [STRACE, "-f", "-qq", "-y", "-s", "4096", "-o", log, "-e", "trace=%file,getdents64"]
+    return dtkguard(*args, prefix=tracer, timeout=300)
 
 
 def _inside(path: str, root: Path) -> bool:
@@ -136,7 +132,7 @@ def test_the_checker_itself_catches_an_escape(tmp_path):
     log = tmp_path / "trace"
     target = root / "opt/venv/pyvenv.cfg"
     if STRACE is None:
-        pytest.skip("strace not installed (apt-get install strace)")
+        missing("strace is not installed (apt-get install strace)")
     subprocess.run(
         [STRACE, "-f", "-qq", "-y", "-o", str(log), "-e", "trace=%file", "cat", str(target)],
         capture_output=True, check=True,

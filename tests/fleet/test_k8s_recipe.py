@@ -20,6 +20,7 @@ import yaml
 
 from tests.fleet.test_k8s import K8S_VERSIONS, _image, _proc
 from tests.support.cache import REPO_ROOT
+from tests.support.cli import dtkguard_in
 from tests.support.readme import code_blocks, run_shell
 
 NODES = ("dcu-01", "dcu-02")
@@ -100,13 +101,7 @@ def test_readme_recipe_as_written(tmp_path):
         "dtkguard-audit-once-1-x1.json",
     ]
     assert (work / "fleet.html").read_text().startswith("<!DOCTYPE html>")
-    merged = subprocess.run(
-        [sys.executable, "-m", "dtkguard", "report", "merge", "collected/", "--format", "json"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    merged = dtkguard_in(env, "report", "merge", "collected/", "--format", "json", cwd=work)
     fleet = json.loads(merged.stdout)
     assert sorted(n["name"] for n in fleet["nodes"]) == list(NODES)
     assert fleet["verdict"] == "pass"

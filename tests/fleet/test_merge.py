@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.cli import main
 from dtkguard.findings import Severity
 from dtkguard.fleet.merge import merge
 from tests.fleet.factory import finding, node_report, write
+from tests.support.cli import run_in_process
 
 CLEAN = []
 REPLACED = [finding("vendor-replaced", "torch", installed="2.4.1")]
@@ -177,30 +177,30 @@ def test_fail_on_rejudges_every_node(tmp_path):
     assert merge(paths, fail_on=Severity.MEDIUM).verdict == "fail"
 
 
-def test_fleet_output_fed_back_is_named(tmp_path, capsys):
+def test_fleet_output_fed_back_is_named(tmp_path):
     paths = _fleet(tmp_path, a=node_report("a"))
-    assert (
-        main(["report", "merge", str(paths[0]), "-f", "json", "-o", str(tmp_path / "f.json")]) == 0
-    )
+    result = run_in_process("report", "merge", paths[0], "-f", "json", "-o", tmp_path / "f.json")
+    assert result.code == 0, result.err
     fleet = merge([tmp_path / "f.json"])
     assert fleet.nodes[0].status == "unreadable" and "fleet view" in fleet.nodes[0].detail
 
 
-def test_cli_exit_codes_and_formats(tmp_path, capsys):
+def test_cli_exit_codes_and_formats(tmp_path):
     paths = [str(p) for p in _fleet(tmp_path, a=node_report("a"), b=node_report("b", REPLACED))]
-    assert main(["report", "merge", *paths]) == 1
-    out = capsys.readouterr().out
-    assert out.startswith("## dtkguard fleet: FAIL")
-    assert main(["report", "merge", paths[0], "--format", "json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    result = run_in_process("report", "merge", *paths)
+    assert result.code == 1 and result.out.startswith("## dtkguard fleet: FAIL")
+    result = run_in_process("report", "merge", paths[0], "--format", "json")
+    assert result.code == 0
+    data = result.json()
     assert data["verdict"] == "pass" and data["nodes"][0]["name"] == "a"
     # a directory stands for its *.json
-    assert main(["report", "merge", str(tmp_path), "-f", "json"]) == 1
-    assert len(json.loads(capsys.readouterr().out)["nodes"]) == 2
+    result = run_in_process("report", "merge", tmp_path, "-f", "json")
+    assert result.code == 1 and len(result.json()["nodes"]) == 2
     nodes = tmp_path / "nodes.txt"
     nodes.write_text("# the partition\na\nb  # second\nc\n")
-    assert main(["report", "merge", *paths, "--nodes", str(nodes), "-f", "json"]) == 1
-    assert json.loads(capsys.readouterr().out)["by_status"] == {"missing": 1, "fail": 1, "ok": 1}
+    result = run_in_process("report", "merge", *paths, "--nodes", nodes, "-f", "json")
+    assert result.code == 1
+    assert result.json()["by_status"] == {"missing": 1, "fail": 1, "ok": 1}
 
 
 @pytest.mark.parametrize(
@@ -212,23 +212,14 @@ def test_cli_exit_codes_and_formats(tmp_path, capsys):
         (["--format", "pdf"], "invalid choice"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
+def test_bad_arguments_exit_2_with_one_line(tmp_path, argv, message):
     path = write(tmp_path / "a.json", node_report("a"))
     out = tmp_path / "out.md"
-    with pytest.raises(SystemExit) if "--format" in argv else _nothing():
-        code = main(["report", "merge", str(path), "-o", str(out), *argv])
-        assert code == 2
-    err = capsys.readouterr().err
+    result = run_in_process("report", "merge", path, "-o", out, *argv)
+    assert result.code == 2
+    err = result.err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def test_lock_from_facts_or_drift_evidence(tmp_path):

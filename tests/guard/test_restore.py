@@ -13,6 +13,7 @@ import pytest
 from tests.guard.conftest import TORCH, Guarded
 from tests.guard.test_baseline import env  # noqa: F401  (a new guarded venv, newest pip)
 from tests.support.cache import PIP_VERSIONS
+from tests.support.cli import command
 from tests.support.reports import DAS_25041
 from tests.support.venvs import hermetic_env
 
@@ -230,7 +231,6 @@ def test_restore_killed_mid_way_and_run_again_ends_clean(env: Guarded, tmp_path:
     import os
     import signal
     import subprocess
-    import sys
 
     g = env
     # a .pth that, once armed, stops pip's install step where it starts: the removals are done,
@@ -247,7 +247,7 @@ def test_restore_killed_mid_way_and_run_again_ends_clean(env: Guarded, tmp_path:
     clobbered_files, clobbered = files(g), g.venv.installed()
     armed.touch()
     env = hermetic_env(PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    cmd = [sys.executable, "-m", "dtkguard", "restore", "--python", str(g.venv.python)]
+    cmd = command("restore", "--python", g.venv.python)
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )

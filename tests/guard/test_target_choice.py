@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import REPO, TORCH, Guarded, changed
+from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.cache import uv_binary
+from tests.support.cli import dtkguard_in
 from tests.support.venvs import hermetic_env, make_venv
 
 pytestmark = pytest.mark.wheel_cache
@@ -158,13 +159,7 @@ def test_a_real_uv_in_the_env_is_not_overwritten(tg: Guarded, tmp_path: Path) ->
     ("tool", "theirs"), [("pip", "pip <command> [options]"), ("uv", "uv [OPTIONS] <COMMAND>")]
 )
 def test_help_shows_own_options_first(tool: str, theirs: str) -> None:
-    env = {**hermetic_env(), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "dtkguard", tool, "--help"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = dtkguard_in(hermetic_env(), tool, "--help")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     name = "dtkpip" if tool == "pip" else "dtkuv"

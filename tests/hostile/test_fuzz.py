@@ -9,19 +9,17 @@ its case and reproduces. The normal run does `CASES` cases per format; ``-m fuzz
 
 from __future__ import annotations
 
-import io
 import json
 import pickle
 import random
 import struct
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from dtkguard.cli import main
 from dtkguard.policy.locate import bundled_dir
 from tests.fleet.factory import finding, node_report, write_lock
+from tests.support.cli import run_in_process
 
 SEED = 20261130
 CASES = 60
@@ -115,18 +113,15 @@ def _run(fmt: str, cases: int, tmp: Path, monkeypatch) -> dict[int, int]:
         folder.mkdir()
         path = folder / name
         path.write_bytes(_mutate(rng, seed) if case else seed)
-        out, err = io.StringIO(), io.StringIO()
         try:
-            with redirect_stdout(out), redirect_stderr(err):
-                code = main(_argv(fmt, path, folder / "out"))
-        except SystemExit as exc:  # argparse only
-            code = exc.code
+            result = run_in_process(*_argv(fmt, path, folder / "out"))
         except BaseException as exc:
             raise AssertionError(f"{fmt} case {case} (seed {SEED}): {exc!r}") from exc
+        code = result.code
         assert code in (0, 1, 2, 3), f"{fmt} case {case}: exit {code}"
         if code == 2:
-            lines = err.getvalue().strip().splitlines()
-            assert len(lines) <= 1 and "Traceback" not in err.getvalue(), (fmt, case, lines)
+            lines = result.err.strip().splitlines()
+            assert len(lines) <= 1 and "Traceback" not in result.err, (fmt, case, lines)
         codes[code] = codes.get(code, 0) + 1
     return codes
 

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from dtkguard.lock.read import read_lock
+from tests.support.cli import dtkguard_in
 from tests.support.venvs import make_venv
 
 from .conftest import HERE, run_cli
@@ -243,8 +244,6 @@ def test_time_limit_ends_with_exit_1_and_says_so(tmp_path, das_wheelhouses, das_
 
 
 def test_the_public_index_from_pips_configuration_is_named(tmp_path, das_wheelhouses, das_index):
-    import subprocess
-    import sys
 
     from tests.support.venvs import hermetic_env
 
@@ -254,11 +253,8 @@ def test_the_public_index_from_pips_configuration_is_named(tmp_path, das_wheelho
     cfg.write_text(f"[global]\nindex-url = {das_index.url}\n")
     env = hermetic_env(PYTHONPATH=str(REPO), PIP_CONFIG_FILE=str(cfg),
                        DTKGUARD_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "dtkguard", "lock", "vllm", "--vendor-find-links",
-         str(das_wheelhouses[1]), "-o", "pylock.x.toml"],
-        cwd=tmp_path, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+    proc = dtkguard_in(env, "lock", "vllm", "--vendor-find-links", das_wheelhouses[1],
+                       "-o", "pylock.x.toml", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"dtkguard: public index (from pip's configuration): {das_index.url}" in proc.stderr
     assert das_index.requests

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 
 from packaging.requirements import Requirement
 
@@ -16,6 +15,7 @@ from dtkguard.resolve.resolver import build_sources, resolve
 from dtkguard.resolve.sources import FindLinks
 from dtkguard.resolve.target import TargetEnv
 from tests.lock.conftest import REPO
+from tests.support.cli import command
 from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
@@ -106,8 +106,8 @@ def test_concurrent_cli_runs_share_one_cache(tmp_path):
     env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(tmp_path / "c"))
 
     def start(i: int) -> subprocess.Popen[str]:
-        cmd = [sys.executable, "-m", "dtkguard", "lock", "alpha", "--find-links", str(wheels),
-               "--no-index", "--python-version", "3.10", "-o", f"pylock.r{i}.toml"]  # fmt: skip
+        cmd = command("lock", "alpha", "--find-links", wheels, "--no-index",
+                      "--python-version", "3.10", "-o", f"pylock.r{i}.toml")  # fmt: skip
         return subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
 
     procs = [start(i) for i in range(4)]

@@ -15,14 +15,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def dtkguard(*args, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess[str]:
+def command(*args) -> list[str]:
+    """The argv of ``python -m dtkguard ARGS`` (for `subprocess.Popen`, or behind a tracer)."""
+    return [sys.executable, "-m", "dtkguard", *map(str, args)]
+
+
+def dtkguard(
+    *args, env=None, cwd=None, timeout=None, prefix=()
+) -> subprocess.CompletedProcess[str]:
     """``python -m dtkguard ARGS`` in a subprocess: this process's (hermetic) environment plus
-    ``env``, no colour, no ``$DTKGUARD_POLICY``; ``timeout`` (seconds) turns a hang into a test
-    failure."""
-    run_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    ``env``, no colour, no ``$DTKGUARD_POLICY``, this checkout first on the path; ``timeout``
+    (seconds) turns a hang into a test failure; ``prefix`` runs it under another program
+    (``strace ...``)."""
+    run_env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), **(env or {})}
     run_env.pop("DTKGUARD_POLICY", None)
     return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *args],
+        [*map(str, prefix), *command(*args)],
         capture_output=True,
         text=True,
         env=run_env,
@@ -35,7 +43,7 @@ def dtkguard_in(env: dict[str, str], *args, cwd=None) -> subprocess.CompletedPro
     """``python -m dtkguard ARGS`` with exactly ``env`` (e.g. `hermetic_env()`) and this
     checkout first on the path."""
     return subprocess.run(
-        [sys.executable, "-m", "dtkguard", *map(str, args)],
+        command(*args),
         env={**env, "PYTHONPATH": str(REPO)},
         cwd=cwd,
         capture_output=True,
@@ -64,7 +72,10 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> Result:
     out, err = io.StringIO(), io.StringIO()
     try:
         with redirect_stdout(out), redirect_stderr(err):
-            code = main(list(args))
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse: --help, --version, bad arguments
+                code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     finally:
         os.environ.clear()
         os.environ.update(saved)
