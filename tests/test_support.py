@@ -529,3 +529,22 @@ def test_cache_missing_says_what_to_do(tmp_path: Path, monkeypatch: pytest.Monke
         wheel_dir()
     with pytest.raises(CacheMissing, match=r"python tests/prepare\.py"):
         pip_wheel("26.3")
+
+
+def test_need_skips_naming_the_thing_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.need import missing
+
+    monkeypatch.delenv("DTKGUARD_TEST_STRICT", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="strace is not installed"):
+        missing("strace is not installed")
+    monkeypatch.setenv("DTKGUARD_TEST_STRICT", "1")
+    with pytest.raises(pytest.fail.Exception, match="strace is not installed"):
+        missing("strace is not installed")
+
+
+def test_run_in_process_returns_argparse_exits_as_codes() -> None:
+    from tests.support.cli import run_in_process
+
+    assert run_in_process("--version").code == 0
+    bad = run_in_process("check", "--format", "pdf")
+    assert bad.code == 2 and "invalid choice" in bad.err

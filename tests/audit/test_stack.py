@@ -21,6 +21,7 @@ from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.stack import check as stack_check
 from tests.audit.conftest import run_cli
+from tests.support import need
 from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 HY = Path(__file__).resolve().parents[1] / "data" / "hy-smi"
@@ -257,8 +258,8 @@ def test_each_unreachable_cause(tmp_path: Path, change: dict, missing: str) -> N
     assert finding.evidence["missing"] == [missing]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
 def test_device_nodes_read_inside_the_root(tmp_path: Path) -> None:
+    need.root("mknod of a character device")
     root = tmp_path / "ctr"
     (root / "dev" / "dri").mkdir(parents=True)
     os.mknod(root / "dev" / "kfd", stat.S_IFCHR | 0o600, os.makedev(1, 3))

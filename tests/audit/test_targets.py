@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.audit.conftest import VENDOR_TORCH, run_cli
+from tests.support import need
 
 DOCKER_DATA = Path(__file__).resolve().parent.parent / "data" / "docker"
 
@@ -83,12 +84,12 @@ def test_pid_not_a_number_exits_3():
     assert result.code == 3 and result.err.count("\n") == 1
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
 def test_pid_not_readable_exits_3_with_one_line(sleeper):
     """As an unprivileged user, another user's /proc/N/root is not readable.
 
     The check runs in a forked child that drops to uid 65534 (this interpreter's files are not
     readable by that user, so everything is imported before the fork)."""
+    need.root("dropping to another user")
     run_cli("audit", "--pid", str(_dead_pid()))  # warm every import of the error path
     read, write = os.pipe()
     child = os.fork()

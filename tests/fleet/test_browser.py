@@ -17,15 +17,13 @@ import pytest
 from dtkguard.fleet.html import render_html
 from dtkguard.fleet.merge import merge
 from tests.fleet.factory import finding, node_report, write
+from tests.support.need import missing
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"
-    ),
-]
-playwright = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is missing")
+pytestmark = pytest.mark.browser
+if CHROMIUM is None:
+    missing("chromium is not installed (apt-get install chromium)", module=True)
+import playwright.sync_api as playwright  # noqa: E402 - the test extra: never a skip
 
 DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "fleet-view.png"
 FLAGS = [

@@ -35,6 +35,7 @@ from tests.fleet.docker_recipe import (
 from tests.fleet.factory import write_lock
 from tests.support.cache import REPO_ROOT
 from tests.support.index import serve_index
+from tests.support.need import root
 from tests.support.readme import run_shell
 from tests.support.reports import DAS_25041
 from tests.support.venvs import hermetic_env
@@ -81,8 +82,7 @@ class Engine:
 @pytest.fixture(scope="module")
 def engine():
     """The running test engine; started (and stopped) here when not up."""
-    if os.geteuid() != 0:
-        pytest.skip("the test Docker engine needs root")
+    root("the test Docker engine")
     started = False
     if not _running():
         up = subprocess.run(

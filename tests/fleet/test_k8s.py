@@ -4,7 +4,6 @@ on real and built /proc trees."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import yaml
 
 from dtkguard.fleet import node
 from dtkguard.fleet.merge import merge
+from tests.support import need
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "plugins" / "k8s"
@@ -228,9 +228,9 @@ def test_unaudited_container_fails_the_node_unless_it_exited(tmp_path):
     ]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")
 def test_real_proc_finds_a_chrooted_process(tmp_path):
     """A real process in another root (a chroot, like a container's), found through /proc."""
+    need.root("chroot")
     image = _image(tmp_path / "image", "2.4.1")
     code = "import os, sys, time; os.chroot(sys.argv[1]); print('in', flush=True); time.sleep(60)"
     child = subprocess.Popen([sys.executable, "-c", code, str(image)], stdout=subprocess.PIPE)

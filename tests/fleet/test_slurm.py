@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet.factory import write_lock
+from tests.support.need import root
 from tests.support.readme import code_blocks, run_shell
 from tests.support.reports import DAS_25041
 
@@ -40,8 +41,7 @@ def _running() -> bool:
 @pytest.fixture(scope="module")
 def cluster():
     """SLURM_CONF of the running test cluster; started (and stopped) here when not up."""
-    if os.geteuid() != 0:
-        pytest.skip("the test cluster needs root")
+    root("the test Slurm cluster")
     started = False
     if not _running():
         up = subprocess.run([str(REPO / ".ci" / "slurm-up.sh")], capture_output=True, text=True)
