@@ -35,8 +35,8 @@ def _records(ctx: CheckContext) -> list[Path]:
     """Host paths of the overrides files of the environment's interpreter prefixes."""
     env = ctx.env
     prefixes: set[str] = set()
-    if env.target.get("prefix"):
-        prefixes.add(env.target["prefix"])
+    if env.target.prefix:
+        prefixes.add(env.target.prefix)
     for site in env.sites:
         match = _SITE.match(env.root.inner(site))
         if match:
