@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 _SITE_PYTHON = re.compile(r"/lib(?:64)?/python(\d\.\d+)/(?:site|dist)-packages$")
 
