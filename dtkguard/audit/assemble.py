@@ -32,7 +32,7 @@ def stack_inputs(
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
     from dtkguard.audit.stack import stack_facts
 
-    live = env.target.kind != "root"
+    live = env.target.live
     facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
     return {"stack": facts, "expect_devices": bool(expect_devices)}
 
@@ -86,7 +86,7 @@ def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:
     from dtkguard.audit.facts import device_facts, process_environ
 
     pid = env.target.pid
-    live = env.target.kind != "root"
+    live = env.target.live
     extra = stack_inputs(
         env,
         hy_smi_output=request.hy_smi_output,

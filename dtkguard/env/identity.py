@@ -67,6 +67,12 @@ class TargetIdentity:
                 out["python_version"] = self.python_version
         return out
 
+    @property
+    def live(self) -> bool:
+        """A running system (this machine, a process, a container) whose devices and processes
+        can be asked, not an image on disk."""
+        return self.kind != "root"
+
     def where(self) -> str:
         """The one value that names the target in a message (container, pid, folder, python)."""
         return str(getattr(self, self.kind) or self.root)

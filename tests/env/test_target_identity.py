@@ -42,6 +42,7 @@ def test_path_and_root_take_the_python_of_their_first_site(tmp_path):
     root = envs.from_root(tmp_path / "img").target
     assert (root.kind, root.root, root.python_version) == ("root", str(tmp_path / "img"), OTHER)
     assert root.python is None and root.platform is None  # an image's platform is not ours
+    assert not root.live and envs.from_paths([site]).target.live  # an image runs nothing
 
 
 def test_an_interpreter_says_its_own_python(tmp_path):
