@@ -230,8 +230,8 @@ def _find_venvs(root: Root) -> list[str]:
 
 def from_root(path: str | os.PathLike[str]) -> Environment:
     """Every interpreter's site directories under an image root, confined to it; its Python is
-    the ``X.Y`` of the first site named ``lib/pythonX.Y`` (an image with several says so in
-    `site_pythons`)."""
+    the ``X.Y`` of the first site named ``lib/pythonX.Y`` (of an image with several, the first:
+    `site_pythons` lists them all)."""
     root = Root(path)
     if not root.path.is_dir():
         raise TargetError(f"not a directory: {root.path}")
