@@ -26,7 +26,6 @@ class AuditRequest(Request):
 
 def audit(request: AuditRequest) -> Any:
     """The `Report` of auditing ``request``'s target under its policy."""
-    from dtkguard.env.identity import identity
     from dtkguard.errors import InputError
     from dtkguard.rules.engine import CHECKS
 
@@ -34,7 +33,6 @@ def audit(request: AuditRequest) -> Any:
         raise InputError("must be at least 1", field="--workers")
     opened = open_request(request)
     env = opened.env
-    env.target = identity(env)
     extra, facts = _inputs(opened, request)
     inventory = []
     if request.inventory:
@@ -46,6 +44,7 @@ def audit(request: AuditRequest) -> Any:
         "audit",
         CHECKS,
         extra,
+        target=env.target.to_json(complete=True),
         rules=rules_run(request),
         facts=facts,
         inventory=inventory,
@@ -74,9 +73,8 @@ def _inputs(opened: Any, request: AuditRequest) -> tuple[dict, dict]:
     from dtkguard.audit.facts import device_facts, process_environ
 
     env, policy = opened.env, opened.policy
-    target = env.target
-    pid = target.get("pid")
-    live = target.get("kind") != "root"
+    pid = env.target.pid
+    live = env.target.live
     extra = stack_inputs(
         env,
         hy_smi_output=request.hy_smi_output,

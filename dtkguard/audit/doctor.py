@@ -70,7 +70,7 @@ def doctor(request: Request) -> Any:
 
     opened = open_request(request)
     env, policy = opened.env, opened.policy
-    live = env.target.get("kind") != "root"
+    live = env.target.live
     extra = stack_inputs(
         env,
         hy_smi_output=request.hy_smi_output,

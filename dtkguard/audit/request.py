@@ -62,7 +62,7 @@ def stack_inputs(
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
     from dtkguard.audit.stack import stack_facts
 
-    live = env.target.get("kind") != "root"
+    live = env.target.live
     facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
     return {"stack": facts, "expect_devices": bool(expect_devices)}
 
@@ -76,9 +76,10 @@ def evaluate(
     rules: list[str],
     facts: dict,
     inventory: list | None = None,
+    target: dict | None = None,
 ) -> Any:
     """The `Report` of running the rule ``families`` on the opened target (``rules``: the ids it
-    lists as checked)."""
+    lists as checked; ``target``: the printed target, default the target's own keys)."""
     from dtkguard.report import Report
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import run_checks
@@ -88,7 +89,7 @@ def evaluate(
     findings = run_checks(CheckContext(env, policy, extra=extra), tuple(families), timings=timings)
     return Report(
         findings,
-        target=env.target,
+        target=env.target.to_json() if target is None else target,
         policy=policy.name,
         command=command,
         warnings=env.warnings,

@@ -492,8 +492,6 @@ def verify(
     ``executor``: ``thread``, ``process`` or ``auto`` (processes for large environments: the
     per-file Python work holds the GIL, so threads scale poorly on many small files; see
     benchmarks/bench_audit.py)."""
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-
     start = time.perf_counter()
     dists = list(dists)
     workers = workers or os.cpu_count() or 1
@@ -502,39 +500,12 @@ def verify(
     jobs: list[Job] = []
     for owner, dist in enumerate(dists):
         planner.plan(dist, owner, jobs, out.issues, out)
-    batches = _batches(jobs)
-    if executor == "auto":
-        big = (
-            len(jobs) >= AUTO_PROCESS_FILES or sum(j.size or 0 for j in jobs) >= AUTO_PROCESS_BYTES
-        )
-        executor = "process" if big and workers > 1 else "thread"
-    out.executor = executor
+    out.executor = _choose_executor(executor, jobs, workers)
     advance, stop = _progress(
         sum(j.size or 0 for j in jobs), progress_stream if progress_stream else sys.stderr
     )
-    pool_cls = ProcessPoolExecutor if executor == "process" else ThreadPoolExecutor
-    results: list[tuple[str, bytes, int, bytes] | None] = [None] * len(jobs)
     try:
-        if workers == 1 or len(batches) <= 1:
-            for batch in batches:
-                res = _hash_batch([(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in batch])
-                for i, r in zip(batch, res, strict=True):
-                    results[i] = r
-                advance(sum(r[2] for r in res))
-        else:
-            with pool_cls(max_workers=workers) as pool:
-                futures = {
-                    pool.submit(
-                        _hash_batch, [(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in b]
-                    ): b
-                    for b in batches
-                }
-                for future in as_completed(futures):
-                    batch = futures[future]
-                    res = future.result()
-                    for i, r in zip(batch, res, strict=True):
-                        results[i] = r
-                    advance(sum(r[2] for r in res))
+        results = _hash_jobs(jobs, workers, out.executor, advance)
     finally:
         stop()
     for job, result in zip(jobs, results, strict=True):
@@ -542,6 +513,43 @@ def verify(
         _classify(job, result, dists[job.owner], root, planner, out)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _choose_executor(executor: str, jobs: list[Job], workers: int) -> str:
+    """``auto`` becomes ``process`` for many files or many bytes (and workers), else ``thread``."""
+    if executor != "auto":
+        return executor
+    big = len(jobs) >= AUTO_PROCESS_FILES or sum(j.size or 0 for j in jobs) >= AUTO_PROCESS_BYTES
+    return "process" if big and workers > 1 else "thread"
+
+
+def _hash_jobs(
+    jobs: list[Job], workers: int, executor: str, advance: Callable[[int], None]
+) -> list[tuple[str, bytes, int, bytes] | None]:
+    """The result of every job, hashed batch by batch here or on a pool of ``executor``."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+
+    batches = _batches(jobs)
+    results: list[tuple[str, bytes, int, bytes] | None] = [None] * len(jobs)
+
+    def done(batch: list[int], res: list[tuple[str, bytes, int, bytes]]) -> None:
+        for i, r in zip(batch, res, strict=True):
+            results[i] = r
+        advance(sum(r[2] for r in res))
+
+    def work(batch: list[int]) -> list[tuple[str, str, bool]]:
+        return [(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in batch]
+
+    if workers == 1 or len(batches) <= 1:
+        for batch in batches:
+            done(batch, _hash_batch(work(batch)))
+        return results
+    pool_cls = ProcessPoolExecutor if executor == "process" else ThreadPoolExecutor
+    with pool_cls(max_workers=workers) as pool:
+        futures = {pool.submit(_hash_batch, work(b)): b for b in batches}
+        for future in as_completed(futures):
+            done(futures[future], future.result())
+    return results
 
 
 def _classify(

@@ -15,6 +15,7 @@ from dtkguard.commands.common import add_policy_option, add_target_options
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
+    """The `lock` subcommand, its options group by group."""
     p = sub.add_parser(
         name,
         help="resolve under the policy and write a PEP 751 lock",
@@ -23,6 +24,17 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         "install unmodified. Exit 0 written; 1 the request cannot be met under the policy (the "
         "conflict is explained, nothing is written); 2 bad input; 3 unreadable target.",
     )
+    _add_request_options(p)
+    add_policy_option(p)
+    _add_source_options(p)
+    _add_resolver_options(p)
+    _add_image_options(p)
+    _add_output_options(p)
+    p.set_defaults(run=run)
+
+
+def _add_request_options(p: argparse.ArgumentParser) -> None:
+    """What to lock: requirements, given or in files."""
     p.add_argument("requirements", nargs="*", metavar="REQ", help="requirements (PEP 508)")
     p.add_argument(
         "-r",
@@ -32,7 +44,10 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         metavar="FILE",
         help="requirements file (repeatable)",
     )
-    add_policy_option(p)
+
+
+def _add_source_options(p: argparse.ArgumentParser) -> None:
+    """Where distributions come from: public and vendor wheelhouses and indexes."""
     p.add_argument(
         "--find-links",
         action="append",
@@ -59,6 +74,10 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     p.add_argument("--extra-index-url", action="append", default=[], metavar="URL")
     p.add_argument("--no-index", action="store_true", help="no public index")
+
+
+def _add_resolver_options(p: argparse.ArgumentParser) -> None:
+    """How the resolver works: pre-releases, the metadata cache, a time limit."""
     p.add_argument(
         "--pre",
         action="store_true",
@@ -79,6 +98,10 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         help="give up (exit 1, naming the projects that clashed most) after this long "
         "(default: 60)",
     )
+
+
+def _add_image_options(p: argparse.ArgumentParser) -> None:
+    """What the lock is for: the image's Python and platforms, or the installed set of a TARGET."""
     p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
     p.add_argument(
         "--platform",
@@ -92,10 +115,13 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         help="lock the installed set of TARGET instead of resolving",
     )
     add_target_options(p)
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """Where the lock goes and what is said."""
     p.add_argument("--note", help="free text recorded under [tool.dtkguard]")
     p.add_argument("-o", "--output", required=True, metavar="pylock.NAME.toml")
     p.add_argument("-q", "--quiet", action="store_true")
-    p.set_defaults(run=run)
 
 
 def _sources(args: argparse.Namespace, policy, fetcher):

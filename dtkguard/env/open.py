@@ -46,11 +46,7 @@ def require_dists(env: Environment, allow_empty: bool) -> None:
         return
     from dtkguard.errors import TargetError
 
-    target = env.target
-    where = next(
-        (str(target[k]) for k in ("container", "pid", "root", "path", "python") if target.get(k)),
-        str(env.root.path),
-    )
     raise TargetError(
-        f"nothing to check at {where}: no installed distributions found (--allow-empty to pass)"
+        f"nothing to check at {env.target.where()}: no installed distributions found "
+        "(--allow-empty to pass)"
     )

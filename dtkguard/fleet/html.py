@@ -5,6 +5,7 @@ Every value from a report is escaped; the page opens from a file share in any br
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -51,65 +52,113 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _section(anchor: str, title: str, head: list[str], rows: list[list[str]]) -> list[str]:
+    """A titled section holding one table."""
+    return [f'<h2 id="{anchor}">{title}</h2>', *_table(head, rows)]
+
+
 def render_html(fleet: Fleet) -> str:
+    """The whole page: headline, then each section that has something to show, then footer."""
     body = [
         f"<h1>dtkguard fleet {_badge(fleet.verdict)}</h1>",
         f'<p class="sum">{_e(headline(fleet))}</p>',
     ]
+    for section in _SECTIONS:
+        body += section(fleet)
+    body.append(f"<footer>dtkguard {_e(__version__)} report merge</footer>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>dtkguard fleet: {_e(fleet.verdict.upper())}</title>"
+        f"<style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _problems(fleet: Fleet) -> list[str]:
+    """Nodes without a usable report: missing, unreadable, truncated, of an old schema."""
     problems = [n for n in fleet.nodes if n.status not in ("ok", "fail", "new-schema")]
-    if problems:
-        body.append('<h2 id="problems">Reports missing or unreadable</h2>')
-        body += _table(
-            ["node", "status", "file", "detail"],
-            [[_e(n.name), _badge(n.status), _e(n.file or "-"), _e(n.detail)] for n in problems],
-        )
-    if fleet.duplicates:
-        body.append('<h2 id="duplicates">Duplicate reports (the worst of each set is kept)</h2>')
-        body += _table(
-            ["report", "created", "kept instead"],
-            [[_e(d.file), _e(d.created), _e(d.replaced_by)] for d in fleet.duplicates],
-        )
+    if not problems:
+        return []
+    return _section(
+        "problems",
+        "Reports missing or unreadable",
+        ["node", "status", "file", "detail"],
+        [[_e(n.name), _badge(n.status), _e(n.file or "-"), _e(n.detail)] for n in problems],
+    )
+
+
+def _duplicates(fleet: Fleet) -> list[str]:
+    """Reports of the same node set aside for a worse one."""
+    if not fleet.duplicates:
+        return []
+    return _section(
+        "duplicates",
+        "Duplicate reports (the worst of each set is kept)",
+        ["report", "created", "kept instead"],
+        [[_e(d.file), _e(d.created), _e(d.replaced_by)] for d in fleet.duplicates],
+    )
+
+
+def _drift(fleet: Fleet) -> list[str]:
+    """Each node's drift from its lock, grouped by lock."""
     groups = fleet.drift_by_lock()
-    if groups:
-        body.append('<h2 id="drift">Drift from the lock</h2>')
-        rows = [
-            [f"<code>{_e(lock)}</code>", _e(n.name), _e(drift_text(n))]
-            for lock, nodes in groups.items()
-            for n in nodes
-        ]
-        body += _table(["lock", "node", "drift"], rows)
-    if fleet.common:
-        body.append('<h2 id="common">Most common findings</h2>')
-        body += _table(
-            ["nodes", "severity", "rule", "subject", "example"],
+    if not groups:
+        return []
+    rows = [
+        [f"<code>{_e(lock)}</code>", _e(n.name), _e(drift_text(n))]
+        for lock, nodes in groups.items()
+        for n in nodes
+    ]
+    return _section("drift", "Drift from the lock", ["lock", "node", "drift"], rows)
+
+
+def _common(fleet: Fleet) -> list[str]:
+    """The findings most nodes share."""
+    if not fleet.common:
+        return []
+    return _section(
+        "common",
+        "Most common findings",
+        ["nodes", "severity", "rule", "subject", "example"],
+        [
             [
-                [
-                    f'<span class="num">{c["nodes"]}</span>',
-                    f'<span class="{_e(c["severity"])}">{_e(c["severity"])}</span>',
-                    f"<code>{_e(c['rule'])}</code>",
-                    _e(c["subject"]),
-                    _e(c["example"]),
-                ]
-                for c in fleet.common
-            ],
-        )
+                f'<span class="num">{c["nodes"]}</span>',
+                f'<span class="{_e(c["severity"])}">{_e(c["severity"])}</span>',
+                f"<code>{_e(c['rule'])}</code>",
+                _e(c["subject"]),
+                _e(c["example"]),
+            ]
+            for c in fleet.common
+        ],
+    )
+
+
+def _stacks(fleet: Fleet) -> list[str]:
+    """Nodes by DTK release and driver, when the fleet knows more than one (or any)."""
     stacks = fleet.by_stack()
-    if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
-        body.append('<h2 id="stack">By DTK release and driver</h2>')
-        body += _table(
-            ["DTK", "driver", "nodes", "names"],
+    if not (len(stacks) > 1 or any(key != ("?", "?") for key in stacks)):
+        return []
+    return _section(
+        "stack",
+        "By DTK release and driver",
+        ["DTK", "driver", "nodes", "names"],
+        [
             [
-                [
-                    _e(dtk),
-                    _e(driver),
-                    f'<span class="num">{len(nodes)}</span>',
-                    _e(", ".join(n.name for n in nodes)),
-                ]
-                for (dtk, driver), nodes in stacks.items()
-            ],
-        )
-    body.append('<h2 id="nodes">Nodes</h2>')
-    body += _table(
+                _e(dtk),
+                _e(driver),
+                f'<span class="num">{len(nodes)}</span>',
+                _e(", ".join(n.name for n in nodes)),
+            ]
+            for (dtk, driver), nodes in stacks.items()
+        ],
+    )
+
+
+def _nodes(fleet: Fleet) -> list[str]:
+    """Every node: verdict, finding counts, lock, target and report file."""
+    return _section(
+        "nodes",
+        "Nodes",
         ["node", "verdict", "findings", "lock", "target", "report"],
         [
             [
@@ -123,10 +172,14 @@ def render_html(fleet: Fleet) -> str:
             for n in fleet.nodes
         ],
     )
-    body.append(f"<footer>dtkguard {_e(__version__)} report merge</footer>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>dtkguard fleet: {_e(fleet.verdict.upper())}</title>"
-        f"<style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
+
+
+#: the page's sections in order; each gives its html lines, none when it has nothing to show
+_SECTIONS: tuple[Callable[[Fleet], list[str]], ...] = (
+    _problems,
+    _duplicates,
+    _drift,
+    _common,
+    _stacks,
+    _nodes,
+)

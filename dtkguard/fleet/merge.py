@@ -248,68 +248,93 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
     """Read one report file into a `NodeResult`; never raises for a bad file."""
     path = Path(path)
     node = NodeResult(name=path.stem, file=str(path), status=UNREADABLE)
-    from dtkguard.util.safe_read import TooLarge, read_capped, reason
-    from dtkguard.util.text import json_loads
-
     try:
-        raw = read_capped(path, MAX_REPORT_BYTES, what="report")
-    except FileNotFoundError:
-        node.status, node.detail = MISSING, "no such file"
-        return node
-    except TooLarge as exc:
-        node.detail = str(exc)
-        return node
-    except OSError as exc:
-        node.detail = reason(exc)
-        return node
-    if not raw.strip():
-        node.status, node.detail = TRUNCATED, "empty file"
-        return node
-    try:
-        data = json_loads(raw)
-    except json.JSONDecodeError as exc:
-        node.status, node.detail = _decode_error(exc, len(raw))
-        return node
-    except UnicodeDecodeError as exc:
-        node.detail = f"not UTF-8 ({exc.reason} at byte {exc.start})"
-        return node
-    except ValueError as exc:  # too deep, an integer of thousands of digits, NaN
-        node.detail = f"not a dtkguard report: {exc}"
-        return node
-    del raw
-    if not isinstance(data, dict):
-        node.detail = f"a json {type(data).__name__}, not a dtkguard report"
-        return node
-    foreign = _foreign(data)
-    if foreign:
-        node.detail = f"not a dtkguard report ({foreign})"
-        return node
-    _identify(node, data)
-    if data.get("kind") == "fleet":
-        node.detail = "a merged fleet view (report merge output), not a node report"
-        return node
-    version = data.get("schema_version")
-    node.schema_version = version
-    if not isinstance(version, int) or isinstance(version, bool) or version < READS_SCHEMA:
-        node.status = OLD_SCHEMA
-        node.detail = (
-            f"schema_version {version!r} is older than {READS_SCHEMA}: "
-            "audit the node again with this dtkguard"
-        )
-        return node
-    try:
-        _reduce(node, data, fail_on)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        node.keys.clear()
-        node.drift.clear()
-        node.status = UNREADABLE
-        node.detail = f"not a dtkguard report of schema {version}: bad or missing {exc}"
+        data = _parse_report(_read_report(path))
+        _identify(node, data)
+        version = _schema_version(node, data)
+        _reduce_checked(node, data, fail_on, version)
+    except _Unusable as exc:
+        node.status, node.detail = exc.status, exc.detail
         return node
     if version > READS_SCHEMA:
         node.detail = f"schema_version {version} is newer than {READS_SCHEMA}; read its v1 fields"
         if node.status == OK:
             node.status = NEW_SCHEMA
     return node
+
+
+class _Unusable(Exception):
+    """A report file that gives no result: the node's status and why."""
+
+    def __init__(self, detail: str, status: str = UNREADABLE) -> None:
+        super().__init__(detail)
+        self.detail, self.status = detail, status
+
+
+def _read_report(path: Path) -> bytes:
+    """The file's bytes: present, readable, within the size limit, not empty."""
+    from dtkguard.util.safe_read import TooLarge, read_capped, reason
+
+    try:
+        raw = read_capped(path, MAX_REPORT_BYTES, what="report")
+    except FileNotFoundError:
+        raise _Unusable("no such file", MISSING) from None
+    except TooLarge as exc:
+        raise _Unusable(str(exc)) from None
+    except OSError as exc:
+        raise _Unusable(reason(exc)) from None
+    if not raw.strip():
+        raise _Unusable("empty file", TRUNCATED)
+    return raw
+
+
+def _parse_report(raw: bytes) -> dict[str, Any]:
+    """The json object of a report: UTF-8, well-formed, an object, not another tool's."""
+    from dtkguard.util.text import json_loads
+
+    try:
+        data = json_loads(raw)
+    except json.JSONDecodeError as exc:
+        status, detail = _decode_error(exc, len(raw))
+        raise _Unusable(detail, status) from None
+    except UnicodeDecodeError as exc:
+        raise _Unusable(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # too deep, an integer of thousands of digits, NaN
+        raise _Unusable(f"not a dtkguard report: {exc}") from None
+    if not isinstance(data, dict):
+        raise _Unusable(f"a json {type(data).__name__}, not a dtkguard report")
+    foreign = _foreign(data)
+    if foreign:
+        raise _Unusable(f"not a dtkguard report ({foreign})")
+    return data
+
+
+def _schema_version(node: NodeResult, data: dict[str, Any]) -> int:
+    """The report's schema version, noted on ``node``; a fleet view or an old schema is refused."""
+    if data.get("kind") == "fleet":
+        raise _Unusable("a merged fleet view (report merge output), not a node report")
+    version = data.get("schema_version")
+    node.schema_version = version
+    if not isinstance(version, int) or isinstance(version, bool) or version < READS_SCHEMA:
+        raise _Unusable(
+            f"schema_version {version!r} is older than {READS_SCHEMA}: "
+            "audit the node again with this dtkguard",
+            OLD_SCHEMA,
+        )
+    return version
+
+
+def _reduce_checked(
+    node: NodeResult, data: dict[str, Any], fail_on: Severity | None, version: int
+) -> None:
+    """`_reduce`, with a report whose fields are not as the schema says refused as unreadable."""
+    try:
+        _reduce(node, data, fail_on)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        node.keys.clear()
+        node.drift.clear()
+        detail = f"not a dtkguard report of schema {version}: bad or missing {exc}"
+        raise _Unusable(detail) from None
 
 
 def _foreign(data: dict[str, Any]) -> str:

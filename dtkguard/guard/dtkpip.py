@@ -15,12 +15,17 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.guard import override as overrides
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
-from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.guard.target import choose_python, say_target
 from dtkguard.policy.compiled import CompiledPolicy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.guard.verdict import Verdict
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
@@ -109,6 +114,7 @@ def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> 
 def _install(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
+    """Plan with the pins, judge the result, then veto (or record an override) or run pip once."""
     from dtkguard.env.environment import from_python
     from dtkguard.guard.verdict import judge
 
@@ -121,22 +127,11 @@ def _install(
             return run_pip(
                 interp.python, [*pip_args, "-c", str(constraints)], env, False
             ).returncode
-        from dtkguard.guard.progress import planning, requested_count
-
-        with planning("dtkpip", "pip", requested_count(cmd)):
-            plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
-        failed_with_pins = False
+        plan, failed_with_pins = _plan(interp, cmd, constraints, env)
         if not plan.ok:
-            free = (
-                dry_run(interp.python, cmd.global_args, cmd.args, None, env)
-                if plan.conflict
-                else None
-            )
-            if free is None or not free.ok:
-                sys.stdout.write(plan.stdout)
-                _say(plan.stderr)
-                return plan.returncode
-            plan, failed_with_pins = free, True
+            sys.stdout.write(plan.stdout)
+            _say(plan.stderr)
+            return plan.returncode
         before = from_python(interp.python)
         verdict = judge(before, plan, policy, interp.purelib)
         command = "pip " + shlex.join(pip_args)
@@ -152,12 +147,7 @@ def _install(
             return 1
         real_args = [*pip_args, "-c", str(constraints)]
         if verdict.blocked:
-            allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
-            token = overrides.record_with_token(
-                interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip"
-            )
-            env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
-            _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
+            _record_override(interp, verdict, reason, pip_args, env)
             if failed_with_pins:
                 real_args = list(pip_args)
                 env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
@@ -167,6 +157,34 @@ def _install(
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
         return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))
+
+
+def _plan(
+    interp: Interpreter, cmd: PipCommand, constraints: Path, env: dict[str, str]
+) -> tuple[Plan, bool]:
+    """pip's plan under the pins, else (on a conflict) without them: (plan, pins failed)."""
+    from dtkguard.guard.progress import planning, requested_count
+
+    with planning("dtkpip", "pip", requested_count(cmd)):
+        plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
+    if plan.ok:
+        return plan, False
+    free = dry_run(interp.python, cmd.global_args, cmd.args, None, env) if plan.conflict else None
+    if free is None or not free.ok:
+        return plan, False
+    return free, True
+
+
+def _record_override(
+    interp: Interpreter, verdict: Verdict, reason: str, pip_args: list[str], env: dict[str, str]
+) -> None:
+    """Record the override of what blocks and hand its token to the real pip run in ``env``."""
+    allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
+    token = overrides.record_with_token(
+        interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip"
+    )
+    env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
+    _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
 
 
 def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:

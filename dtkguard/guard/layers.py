@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
 from dtkguard.guard.hook_policy import constraints_text, hook_json
-from dtkguard.guard.target import Interpreter
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
@@ -271,23 +271,10 @@ def install(
     The baseline is recorded first (nothing is written when a vendor build does not match
     its RECORD) and kept on later installs unless ``rebaseline``."""
     manifest = Manifest(interp)
-    shim = shim_path(interp)
-    if uv_shim_too and str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
-        from dtkguard.guard.uvplan import is_shim
-
-        if not is_shim(shim):
-            raise InputError(
-                f"{shim} exists and is not dtkguard's shim (uv installed into the environment?): "
-                "uninstall it there and use a uv from outside the environment",
-                field="--uv",
-            )
+    if uv_shim_too:
+        _refuse_foreign_shim(interp, manifest)
     base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
-    baseline = json.loads(base_text)
-    originals = manifest.originals()
-    wanted = [uv_config] if uv_config else []
-    for path in [interp.prefix / "pip.conf", *wanted]:
-        if str(path) not in originals:
-            originals[str(path)] = _read(path)
+    originals = _originals(interp, manifest, uv_config)
     layers = planned_layers(
         interp,
         policy,
@@ -295,7 +282,7 @@ def install(
         uv_config=uv_config,
         externally_managed=externally_managed,
         uv_shim_too=uv_shim_too,
-        baseline=baseline,
+        baseline=json.loads(base_text),
     )
     bpath = baselines.baseline_path(interp.prefix)
     require_writable([manifest.path, bpath, *(layer.path for layer in layers)])
@@ -304,54 +291,16 @@ def install(
     written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
     try:
         interp.state_dir.mkdir(parents=True, exist_ok=True)
-        if base_state == "written":
-            written.append((bpath, _read(bpath)))
-            atomic_write_text(bpath, base_text)
-        manifest.files[str(bpath)] = {
-            "layer": "baseline",
-            "original": None,
-            "sha256": _sha(base_text),
-        }
-        manifest.save()
-        results.append(("baseline", bpath, base_state))
+        results.append(_write_baseline(manifest, bpath, base_text, base_state, written))
         for layer in layers:
-            if str(layer.path) not in manifest.files:
-                original = originals.get(str(layer.path), _read(layer.path))
-                if layer.name in _OWN_FILES and original is not None:
-                    if "dtkguard" not in original:
-                        raise InputError(
-                            f"{layer.path} exists and is not dtkguard's", field=layer.name
-                        )
-                    original = None
-                manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
-            current = _read(layer.path)
-            if current != layer.content:
-                layer.path.parent.mkdir(parents=True, exist_ok=True)
-                written.append((layer.path, current))
-                atomic_write_text(layer.path, layer.content, layer.mode)
-            manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
-            results.append(
-                (layer.name, layer.path, "unchanged" if current == layer.content else "written")
-            )
+            results.append(_write_layer(manifest, layer, originals, written))
             manifest.save()  # after every file: a crash never leaves an unlisted file behind
     except (OSError, InputError) as exc:
         left = roll_back(written)
         if isinstance(exc, InputError):
             raise
-        done = sum(1 for _, _, what in results if what == "written")
-        undone = f"rolled back the {done} layer(s) written before it"
-        if left:
-            undone += f"; could not restore {', '.join(left)}"
-        where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", "")
-        raise TargetError(f"cannot guard: {where}: {exc.strerror or exc}; {undone}") from None
-    for module, layer_name in (
-        (HOOK_MODULE, "hook.pyc"),
-        (HOOK_DECISION, "hook.pyc"),
-        (TRIPWIRE_MODULE, "tripwire.pyc"),
-    ):
-        pyc = _compile(interp, interp.purelib / module)
-        if pyc is not None and str(pyc) not in manifest.files:
-            manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
+        raise _install_error(exc, written, results, left) from None
+    _list_compiled_hooks(interp, manifest)
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -360,6 +309,98 @@ def install(
     }
     manifest.save()
     return results
+
+
+def _refuse_foreign_shim(interp: Interpreter, manifest: Manifest) -> None:
+    """Refuse to put the uv shim over a ``uv`` that is not dtkguard's (uv installed there)."""
+    shim = shim_path(interp)
+    if str(shim) not in manifest.files and (shim.exists() or shim.is_symlink()):
+        from dtkguard.guard.uvplan import is_shim
+
+        if not is_shim(shim):
+            raise InputError(
+                f"{shim} exists and is not dtkguard's shim (uv installed into the environment?): "
+                "uninstall it there and use a uv from outside the environment",
+                field="--uv",
+            )
+
+
+def _originals(
+    interp: Interpreter, manifest: Manifest, uv_config: Path | None
+) -> dict[str, str | None]:
+    """The content of the edited files before the guard: from the manifest, else as they are."""
+    originals = manifest.originals()
+    wanted = [uv_config] if uv_config else []
+    for path in [interp.prefix / "pip.conf", *wanted]:
+        if str(path) not in originals:
+            originals[str(path)] = _read(path)
+    return originals
+
+
+def _write_baseline(
+    manifest: Manifest,
+    bpath: Path,
+    text: str,
+    state: str,
+    written: list[tuple[Path, str | None]],
+) -> tuple[str, Path, str]:
+    """Write the baseline when it changed and list it in the (saved) manifest."""
+    if state == "written":
+        written.append((bpath, _read(bpath)))
+        atomic_write_text(bpath, text)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(text)}
+    manifest.save()
+    return ("baseline", bpath, state)
+
+
+def _write_layer(
+    manifest: Manifest,
+    layer: Layer,
+    originals: dict[str, str | None],
+    written: list[tuple[Path, str | None]],
+) -> tuple[str, Path, str]:
+    """Write one layer when its content differs, listing it (and what it replaced) first."""
+    if str(layer.path) not in manifest.files:
+        original = originals.get(str(layer.path), _read(layer.path))
+        if layer.name in _OWN_FILES and original is not None:
+            if "dtkguard" not in original:
+                raise InputError(f"{layer.path} exists and is not dtkguard's", field=layer.name)
+            original = None
+        manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
+    current = _read(layer.path)
+    if current != layer.content:
+        layer.path.parent.mkdir(parents=True, exist_ok=True)
+        written.append((layer.path, current))
+        atomic_write_text(layer.path, layer.content, layer.mode)
+    manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
+    return (layer.name, layer.path, "unchanged" if current == layer.content else "written")
+
+
+def _install_error(
+    exc: OSError,
+    written: list[tuple[Path, str | None]],
+    results: list[tuple[str, Path, str]],
+    left: list[str],
+) -> TargetError:
+    """The error of a failed install, saying what was rolled back and what could not be."""
+    done = sum(1 for _, _, what in results if what == "written")
+    undone = f"rolled back the {done} layer(s) written before it"
+    if left:
+        undone += f"; could not restore {', '.join(left)}"
+    where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", "")
+    return TargetError(f"cannot guard: {where}: {exc.strerror or exc}; {undone}")
+
+
+def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
+    """Compile the hook's modules and list their ``.pyc`` files, so that `remove` takes them."""
+    for module, layer_name in (
+        (HOOK_MODULE, "hook.pyc"),
+        (HOOK_DECISION, "hook.pyc"),
+        (TRIPWIRE_MODULE, "tripwire.pyc"),
+    ):
+        pyc = _compile(interp, interp.purelib / module)
+        if pyc is not None and str(pyc) not in manifest.files:
+            manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
 
 
 _OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")

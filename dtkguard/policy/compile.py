@@ -6,6 +6,7 @@ Every problem becomes one `PolicyError` naming the file, line, column and field.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from dtkguard.policy.compiled import (
     canonical,
     series_key,
 )
-from dtkguard.policy.model import PolicyFile
+from dtkguard.policy.model import PolicyExceptionModel, PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
 from dtkguard.rules.catalog import is_known
 from dtkguard.util.text import Undecodable, decode_utf8
@@ -174,71 +175,88 @@ def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:
 
 
 def _merge(chain: list[_Read]) -> CompiledPolicy:
+    """One policy from a chain of files, the named one last: a later file's setting wins,
+    lists (vendor pins, deny rules, exceptions, allowances, support rows) add up."""
     own = chain[-1].model
-    name = own.policy.name or chain[-1].path.stem
-    fields: dict[str, Any] = {"name": name, "description": own.policy.description}
-    vendor: dict[str, str] = {}
-    deny: list[DenyRule] = []
-    exceptions: list[PolicyException] = []
-    dtk_allow: list[str] = []
-    support: dict[str, SupportRow] = {}
-    no_mix: tuple[tuple[str, ...], ...] = ()
-    startup_allow: list[str] = []
+    fields: dict[str, Any] = {
+        "name": own.policy.name or chain[-1].path.stem,
+        "description": own.policy.description,
+    }
     for read in chain:
-        m = read.model
-        if m.policy.dtk:
-            fields["dtk"] = m.policy.dtk
-        dtk_allow += [a for a in m.policy.dtk_allow if a not in dtk_allow]
-        if m.target:
-            fields["target"] = Target(
-                m.target.python, tuple(m.target.platforms), m.target.implementation
-            )
-        if m.sources:
-            fields["find_links"] = tuple(_source(read.path, s) for s in m.sources.find_links)
-            fields["indexes"] = tuple(m.sources.indexes)
-        vendor.update({canonical(k): v for k, v in m.vendor.items()})
-        deny += [DenyRule(d.pattern, d.reason, d.severity, d.vendor_builds_ok) for d in m.deny]
-        if m.fp8:
-            fields["fp8"] = Fp8Rule(
-                m.fp8.weights,
-                m.fp8.kv_cache,
-                m.fp8.serving,
-                {k.upper().replace("-", "_"): v for k, v in m.fp8.cards.items()},
-                m.fp8.unresolved_model,
-            )
-        if m.drift:
-            fields["drift_extra_severity"] = m.drift.extra_severity
-        if m.stack:
-            for r in m.stack.support:
-                key = series_key(r.series)
-                support[key] = SupportRow(key, r.driver, r.dtk, r.source)
-            if m.stack.no_mix:
-                no_mix = tuple(
-                    tuple(g if g == "*" else series_key(g) for g in group)
-                    for group in m.stack.no_mix
-                )
-        if m.guard:
-            startup_allow += [a for a in m.guard.startup_allow if a not in startup_allow]
-            fields["on_import"] = m.guard.on_import
-        exceptions += [
-            PolicyException(
-                e.rule,
-                e.package.lower() if "/" in e.package else canonical(e.package),
-                e.reason,
-                e.expires.isoformat(),
-            )
-            for e in m.exceptions
-        ]
+        fields.update(_settings(read))
+    models = [read.model for read in chain]
+    vendor = {canonical(k): v for m in models for k, v in m.vendor.items()}
     return CompiledPolicy(
         **fields,
         vendor=dict(sorted(vendor.items())),
-        deny=tuple(deny),
-        exceptions=tuple(exceptions),
-        dtk_allow=tuple(dtk_allow),
-        stack=StackRule(tuple(support.values()), no_mix),
-        startup_allow=tuple(startup_allow),
+        deny=tuple(
+            DenyRule(d.pattern, d.reason, d.severity, d.vendor_builds_ok)
+            for m in models
+            for d in m.deny
+        ),
+        exceptions=tuple(_exception(e) for m in models for e in m.exceptions),
+        dtk_allow=_joined(m.policy.dtk_allow for m in models),
+        stack=_stack(models),
+        startup_allow=_joined(m.guard.startup_allow for m in models if m.guard),
         files=tuple(str(r.path) for r in reversed(chain)),
     )
+
+
+def _settings(read: _Read) -> dict[str, Any]:
+    """The single-valued settings one file makes (a later file's replace them)."""
+    m = read.model
+    out: dict[str, Any] = {}
+    if m.policy.dtk:
+        out["dtk"] = m.policy.dtk
+    if m.target:
+        out["target"] = Target(m.target.python, tuple(m.target.platforms), m.target.implementation)
+    if m.sources:
+        out["find_links"] = tuple(_source(read.path, s) for s in m.sources.find_links)
+        out["indexes"] = tuple(m.sources.indexes)
+    if m.fp8:
+        out["fp8"] = Fp8Rule(
+            m.fp8.weights,
+            m.fp8.kv_cache,
+            m.fp8.serving,
+            {k.upper().replace("-", "_"): v for k, v in m.fp8.cards.items()},
+            m.fp8.unresolved_model,
+        )
+    if m.drift:
+        out["drift_extra_severity"] = m.drift.extra_severity
+    if m.guard:
+        out["on_import"] = m.guard.on_import
+    return out
+
+
+def _exception(e: PolicyExceptionModel) -> PolicyException:
+    """A waiver with its package canonical (a model path only lower-cased)."""
+    package = e.package.lower() if "/" in e.package else canonical(e.package)
+    return PolicyException(e.rule, package, e.reason, e.expires.isoformat())
+
+
+def _joined(lists: Iterable[list[str]]) -> tuple[str, ...]:
+    """Each file's entries in chain order, less those an earlier file already listed."""
+    out: list[str] = []
+    for items in lists:
+        out += [a for a in items if a not in out]
+    return tuple(out)
+
+
+def _stack(models: list[PolicyFile]) -> StackRule:
+    """Support rows by series (a later file's row replaces), the last file's no-mix groups."""
+    support: dict[str, SupportRow] = {}
+    no_mix: tuple[tuple[str, ...], ...] = ()
+    for m in models:
+        if not m.stack:
+            continue
+        for r in m.stack.support:
+            key = series_key(r.series)
+            support[key] = SupportRow(key, r.driver, r.dtk, r.source)
+        if m.stack.no_mix:
+            no_mix = tuple(
+                tuple(g if g == "*" else series_key(g) for g in group) for group in m.stack.no_mix
+            )
+    return StackRule(tuple(support.values()), no_mix)
 
 
 def _source(policy_path: Path, ref: str) -> str:

@@ -191,78 +191,104 @@ class CompiledPolicy:
         target = _fields(
             data.get("target", {}), "target", {"python", "platforms", "implementation"}
         )
-        fp8 = _fields(data.get("fp8", {}), "fp8", _names(Fp8Rule))
-        cards = _str_map(fp8.get("cards", {}), "fp8.cards")
-        actions = {k: _choice(v, FP8_ACTIONS, f"fp8.{k}") for k, v in fp8.items() if k != "cards"}
-        for action in cards.values():
-            _choice(action, FP8_ACTIONS, "fp8.cards")
-        deny = []
-        for d in _list(data.get("deny", []), "deny"):
-            d = _fields(d, "deny", {"pattern", "reason", "severity", "vendor_builds_ok"})
-            _choice(d.get("severity", "critical"), _SEVERITIES, "deny.severity")
-            if not isinstance(d.get("vendor_builds_ok", False), bool):
-                raise TypeError("deny.vendor_builds_ok: not a boolean")
-            deny.append(
-                DenyRule(
-                    _str(d.get("pattern"), "deny.pattern"),
-                    _str(d.get("reason"), "deny.reason"),
-                    d.get("severity", "critical"),
-                    d.get("vendor_builds_ok", False),
-                )
-            )
-        exceptions = []
-        for e in _list(data.get("exceptions", []), "exceptions"):
-            e = _fields(e, "exceptions", {"rule", "package", "reason", "expires"})
-            exc = PolicyException(
-                *(
-                    _str(e.get(k), f"exceptions.{k}")
-                    for k in ("rule", "package", "reason", "expires")
-                )
-            )
-            exc.expiry  # noqa: B018 - a ValueError for a date that does not parse
-            exceptions.append(exc)
-        stack = _fields(data.get("stack", {}), "stack", {"support", "no_mix"})
-        support = []
-        for r in _list(stack.get("support", []), "stack.support"):
-            r = _fields(r, "stack.support", {"series", "driver", "dtk", "source"})
-            optional = {k: r.get(k) for k in ("driver", "dtk")}
-            for k, v in optional.items():
-                if v is not None:
-                    _str(v, f"stack.support.{k}")
-            support.append(
-                SupportRow(
-                    _str(r.get("series"), "stack.support.series"),
-                    optional["driver"],
-                    optional["dtk"],
-                    _str(r.get("source", ""), "stack.support.source"),
-                )
-            )
-        no_mix = tuple(_strs(g, "stack.no_mix") for g in _list(stack.get("no_mix", []), "no_mix"))
+        fp8 = _fp8_from_json(data.get("fp8", {}))
+        deny = _deny_from_json(data.get("deny", []))
+        exceptions = _exceptions_from_json(data.get("exceptions", []))
+        stack = _stack_from_json(data.get("stack", {}))
         dtk = data.get("dtk")
         return cls(
             name=_str(data.get("name"), "name"),
             description=_str(data.get("description", ""), "description"),
             dtk=None if dtk is None else _str(dtk, "dtk"),
             dtk_allow=_strs(data.get("dtk_allow", []), "dtk_allow"),
-            target=Target(
-                _str(target.get("python", Target.python), "target.python"),
-                _strs(target.get("platforms", list(Target.platforms)), "target.platforms"),
-                _str(target.get("implementation", Target.implementation), "target.implementation"),
-            ),
+            target=_target_from_json(target),
             find_links=_strs(data.get("find_links", []), "find_links"),
             indexes=_strs(data.get("indexes", []), "indexes"),
             vendor=_str_map(data.get("vendor", {}), "vendor"),
-            deny=tuple(deny),
-            fp8=Fp8Rule(**actions, cards=cards),
-            exceptions=tuple(exceptions),
+            deny=deny,
+            fp8=fp8,
+            exceptions=exceptions,
             drift_extra_severity=_choice(
                 data.get("drift_extra_severity", "medium"), _SEVERITIES, "drift_extra_severity"
             ),
             files=_strs(data.get("files", []), "files"),
-            stack=StackRule(tuple(support), no_mix),
+            stack=stack,
             on_import=_choice(data.get("on_import", "warn"), _ON_IMPORT, "on_import"),
             **_plain_fields(cls, data),
         )
+
+
+def _target_from_json(target: dict[str, Any]) -> Target:
+    """``[target]``, its keys already checked; a missing value is the default."""
+    return Target(
+        _str(target.get("python", Target.python), "target.python"),
+        _strs(target.get("platforms", list(Target.platforms)), "target.platforms"),
+        _str(target.get("implementation", Target.implementation), "target.implementation"),
+    )
+
+
+def _fp8_from_json(value: Any) -> Fp8Rule:
+    """``[fp8]``: an action per kind and per card series."""
+    fp8 = _fields(value, "fp8", _names(Fp8Rule))
+    cards = _str_map(fp8.get("cards", {}), "fp8.cards")
+    actions = {k: _choice(v, FP8_ACTIONS, f"fp8.{k}") for k, v in fp8.items() if k != "cards"}
+    for action in cards.values():
+        _choice(action, FP8_ACTIONS, "fp8.cards")
+    return Fp8Rule(**actions, cards=cards)
+
+
+def _deny_from_json(value: Any) -> tuple[DenyRule, ...]:
+    """``[[deny]]``: pattern, reason, severity and whether vendor builds are allowed."""
+    deny = []
+    for d in _list(value, "deny"):
+        d = _fields(d, "deny", {"pattern", "reason", "severity", "vendor_builds_ok"})
+        _choice(d.get("severity", "critical"), _SEVERITIES, "deny.severity")
+        if not isinstance(d.get("vendor_builds_ok", False), bool):
+            raise TypeError("deny.vendor_builds_ok: not a boolean")
+        deny.append(
+            DenyRule(
+                _str(d.get("pattern"), "deny.pattern"),
+                _str(d.get("reason"), "deny.reason"),
+                d.get("severity", "critical"),
+                d.get("vendor_builds_ok", False),
+            )
+        )
+    return tuple(deny)
+
+
+def _exceptions_from_json(value: Any) -> tuple[PolicyException, ...]:
+    """``[[exceptions]]``: four strings each, the expiry a date that parses."""
+    exceptions = []
+    for e in _list(value, "exceptions"):
+        e = _fields(e, "exceptions", {"rule", "package", "reason", "expires"})
+        exc = PolicyException(
+            *(_str(e.get(k), f"exceptions.{k}") for k in ("rule", "package", "reason", "expires"))
+        )
+        exc.expiry  # noqa: B018 - a ValueError for a date that does not parse
+        exceptions.append(exc)
+    return tuple(exceptions)
+
+
+def _stack_from_json(value: Any) -> StackRule:
+    """``[stack]``: the support table (driver and dtk optional) and the no-mix groups."""
+    stack = _fields(value, "stack", {"support", "no_mix"})
+    support = []
+    for r in _list(stack.get("support", []), "stack.support"):
+        r = _fields(r, "stack.support", {"series", "driver", "dtk", "source"})
+        optional = {k: r.get(k) for k in ("driver", "dtk")}
+        for k, v in optional.items():
+            if v is not None:
+                _str(v, f"stack.support.{k}")
+        support.append(
+            SupportRow(
+                _str(r.get("series"), "stack.support.series"),
+                optional["driver"],
+                optional["dtk"],
+                _str(r.get("source", ""), "stack.support.source"),
+            )
+        )
+    no_mix = tuple(_strs(g, "stack.no_mix") for g in _list(stack.get("no_mix", []), "no_mix"))
+    return StackRule(tuple(support), no_mix)
 
 
 #: the fields `from_json` reads with their own checks; any other is typed by its default

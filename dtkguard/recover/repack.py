@@ -106,21 +106,12 @@ def repack(
     turned back into ``#!python``; ``check_record``: every file must have the sha256 its
     RECORD row gives (`RepackError` otherwise).
     """
-    where = locate or (lambda p: p)
-    modes: dict[str, int] = {}
-
-    def reader(path: Path) -> bytes:
-        found = where(path)
-        if found is None:
-            raise FileNotFoundError(2, "not kept", str(path))
-        modes[str(path)] = os.stat(found).st_mode
-        return Path(found).read_bytes()
-
+    source = _Source(locate or (lambda p: p))
     info_name = inst.dist_info.name
 
     def info_file(name: str) -> bytes | None:
         try:
-            return reader(inst.dist_info / name)
+            return source.read(inst.dist_info / name)
         except OSError:
             return None
 
@@ -129,46 +120,106 @@ def repack(
     if record is None or wheel_meta is None:
         raise RepackError(f"{info_name}: no RECORD or WHEEL; it cannot be repacked")
     stem = info_name[: -len(".dist-info")]
-    data_dir = f"{stem}.data"
-    generated = _console_scripts(info_file)
-    entries: dict[str, bytes] = {}
-    execs: dict[str, bool] = {}
-    site, scripts, prefix = str(inst.site), str(inst.scripts), str(inst.prefix)
-    for rel, recorded in _record_rows(record.decode("utf-8", "replace")):
+    layout = _Layout(inst, f"{stem}.data", _console_scripts(info_file))
+    entries, execs = _wheel_files(layout, source, record, python, check_record)
+    dest.mkdir(parents=True, exist_ok=True)
+    wheel = dest / f"{stem}-{_tag(wheel_meta.decode('utf-8', 'replace'))}.whl"
+    _add_record(entries, info_name)
+    _write_zip(wheel, entries, execs, info_name)
+    return wheel
+
+
+class _Source:
+    """Reads installed files where ``where`` says they are now, noting each one's mode."""
+
+    def __init__(self, where: Callable[[Path], Path | None]) -> None:
+        self.where = where
+        #: original host path -> st_mode of the file read for it
+        self.modes: dict[str, int] = {}
+
+    def read(self, path: Path) -> bytes:
+        """The bytes kept for ``path`` (`FileNotFoundError` when none are)."""
+        found = self.where(path)
+        if found is None:
+            raise FileNotFoundError(2, "not kept", str(path))
+        self.modes[str(path)] = os.stat(found).st_mode
+        return Path(found).read_bytes()
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where the files of one installed dist go in its wheel."""
+
+    inst: Installed
+    #: ``<name>-<version>.data``
+    data_dir: str
+    #: console scripts pip writes again from ``entry_points.txt``
+    generated: set[str]
+
+    def place(self, rel: str) -> tuple[str, str] | None:
+        """(host path, archive name) of a RECORD path; None for a file the wheel leaves out."""
+        inst = self.inst
+        site, scripts, prefix = str(inst.site), str(inst.scripts), str(inst.prefix)
         full = posixpath.normpath(posixpath.join(site, rel))
         name = posixpath.basename(full)
         if rel.endswith(".pyc") or "/__pycache__/" in f"/{rel}":
-            continue
+            return None
         if posixpath.dirname(full) == str(inst.dist_info) and name in _SKIP:
-            continue
+            return None
         if full.startswith(site + "/"):
-            arc = posixpath.relpath(full, site)
-        elif posixpath.dirname(full) == scripts:
-            if name in generated:
-                continue
-            arc = f"{data_dir}/scripts/{name}"
-        elif full.startswith(prefix + "/"):
-            arc = f"{data_dir}/data/{posixpath.relpath(full, prefix)}"
-        else:
-            raise RepackError(f"{info_name}: {rel} lies outside the environment")
+            return full, posixpath.relpath(full, site)
+        if posixpath.dirname(full) == scripts:
+            return None if name in self.generated else (full, f"{self.data_dir}/scripts/{name}")
+        if full.startswith(prefix + "/"):
+            return full, f"{self.data_dir}/data/{posixpath.relpath(full, prefix)}"
+        raise RepackError(f"{inst.dist_info.name}: {rel} lies outside the environment")
+
+
+def _wheel_files(
+    layout: _Layout, source: _Source, record: bytes, python: str | None, check_record: bool
+) -> tuple[dict[str, bytes], dict[str, bool]]:
+    """The bytes and the executable bit of every file the wheel holds, by archive name."""
+    info_name = layout.inst.dist_info.name
+    entries: dict[str, bytes] = {}
+    execs: dict[str, bool] = {}
+    for rel, recorded in _record_rows(record.decode("utf-8", "replace")):
+        placed = layout.place(rel)
+        if placed is None:
+            continue
+        full, arc = placed
         try:
-            data = reader(Path(full))
+            data = source.read(Path(full))
         except OSError as exc:
             raise RepackError(f"{info_name}: cannot read {full}: {exc.strerror}") from None
         if check_record and recorded.startswith("sha256=") and _hash(data) != recorded:
             raise RepackError(f"{info_name}: {rel} differs from its RECORD")
-        if arc.startswith(f"{data_dir}/scripts/") and python:
-            first, nl, rest = data.partition(b"\n")
-            if first.startswith(b"#!") and first[2:].strip().split(b" ")[0] == python.encode():
-                data = b"#!python" + first[2 + len(first[2:].split(b" ")[0]) :].rstrip() + nl + rest
+        if arc.startswith(f"{layout.data_dir}/scripts/") and python:
+            data = _portable_shebang(data, python)
         entries[arc] = data
-        execs[arc] = bool(modes.get(full, 0) & 0o111)
-    dest.mkdir(parents=True, exist_ok=True)
-    wheel = dest / f"{stem}-{_tag(wheel_meta.decode('utf-8', 'replace'))}.whl"
-    tmp = wheel.with_name(f".{wheel.name}.tmp")
+        execs[arc] = bool(source.modes.get(full, 0) & 0o111)
+    return entries, execs
+
+
+def _portable_shebang(data: bytes, python: str) -> bytes:
+    """A script whose ``#!`` line names ``python`` with ``#!python`` there instead."""
+    first, nl, rest = data.partition(b"\n")
+    if first.startswith(b"#!") and first[2:].strip().split(b" ")[0] == python.encode():
+        data = b"#!python" + first[2 + len(first[2:].split(b" ")[0]) :].rstrip() + nl + rest
+    return data
+
+
+def _add_record(entries: dict[str, bytes], info_name: str) -> None:
+    """Add the wheel's RECORD, listing every entry with its hash and size."""
     rows = [f"{arc},{_hash(data)},{len(data)}" for arc, data in sorted(entries.items())]
     rows.append(f"{info_name}/RECORD,,")
     entries[f"{info_name}/RECORD"] = ("\n".join(rows) + "\n").encode()
+
+
+def _write_zip(
+    wheel: Path, entries: dict[str, bytes], execs: dict[str, bool], info_name: str
+) -> None:
+    """Write the wheel atomically and deterministically: dist-info last, fixed timestamps."""
+    tmp = wheel.with_name(f".{wheel.name}.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for arc in sorted(entries, key=lambda a: (a.startswith(info_name + "/"), a)):
             zi = zipfile.ZipInfo(arc, _STAMP)
@@ -176,4 +227,3 @@ def repack(
             zi.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(zi, entries[arc])
     os.replace(tmp, wheel)
-    return wheel

@@ -12,11 +12,17 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dtkguard.util.atomic import atomic_write_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.dist import Dist
+    from dtkguard.recover.journal import Layout
 
 VAULT_DIR = "vault"
 INDEX = "vault.json"
@@ -44,7 +50,7 @@ class Vault:
 
 
 def vault_dir(prefix: Path) -> Path:
-    from dtkguard.guard.target import STATE_DIR
+    from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / VAULT_DIR
 
@@ -79,18 +85,29 @@ def create(
     """
     from dtkguard.env.environment import from_python
     from dtkguard.recover.journal import layout
-    from dtkguard.recover.repack import Installed, RepackError, repack
-    from dtkguard.recover.wheels import matches_baseline, sha256_of
-    from dtkguard.rules.vendor import same_version
 
     start = time.perf_counter()
     env = from_python(python)
     lay = layout(python)
-    prefix = lay.prefix
-    vault = open_vault(prefix)
+    vault = open_vault(lay.prefix)
     vault.dir.mkdir(parents=True, exist_ok=True)
-    scripts = lay.scripts
     refused: list[str] = []
+    for dist in _unvaulted_vendor_builds(env, lay, vendor, vault):
+        why = _vault_one(vault, dist, lay, python, baseline)
+        if why:
+            refused.append(f"{dist.name} {dist.version}: {why}")
+        else:
+            save(vault)
+    save(vault)
+    return vault, refused, time.perf_counter() - start
+
+
+def _unvaulted_vendor_builds(
+    env: Iterable[Dist], lay: Layout, vendor: dict[str, str], vault: Vault
+) -> Iterator[Dist]:
+    """The dists of this environment at their pinned vendor version, not yet in the vault."""
+    from dtkguard.rules.vendor import same_version
+
     for dist in env:
         if Path(os.path.realpath(dist.site)) not in lay.roots:
             continue
@@ -99,38 +116,44 @@ def create(
             continue
         if vault.wheel_for(dist.key, dist.version) is not None:
             continue
-        bad = damage(dist)
-        if bad:
-            refused.append(
-                f"{dist.name} {dist.version}: files differ from its RECORD "
-                f"({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''})"
-            )
-            continue
-        stage = vault.dir / ".stage"
+        yield dist
+
+
+def _vault_one(
+    vault: Vault, dist: Dist, lay: Layout, python: str, baseline: dict[str, Any] | None
+) -> str | None:
+    """Verify, repack and check one build, then move its wheel in; why not, when refused."""
+    from dtkguard.recover.repack import Installed, RepackError, repack
+    from dtkguard.recover.wheels import matches_baseline, sha256_of
+
+    bad = damage(dist)
+    if bad:
+        return (
+            f"files differ from its RECORD ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''})"
+        )
+    stage = vault.dir / ".stage"
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        wheel = repack(
+            Installed(dist.path, dist.site, lay.prefix, lay.scripts), stage, python=python
+        )
+    except RepackError as exc:
+        return str(exc)
+    if baseline is not None and not matches_baseline(baseline, dist.name, dist.version, wheel):
         shutil.rmtree(stage, ignore_errors=True)
-        try:
-            wheel = repack(Installed(dist.path, dist.site, prefix, scripts), stage, python=python)
-        except RepackError as exc:
-            refused.append(f"{dist.name} {dist.version}: {exc}")
-            continue
-        if baseline is not None and not matches_baseline(baseline, dist.name, dist.version, wheel):
-            refused.append(f"{dist.name} {dist.version}: not the build the baseline recorded")
-            shutil.rmtree(stage, ignore_errors=True)
-            continue
-        final = vault.dir / wheel.name
-        os.replace(wheel, final)
-        shutil.rmtree(stage, ignore_errors=True)
-        vault.entries[final.name] = {
-            "key": dist.key,
-            "name": dist.name,
-            "version": dist.version,
-            "sha256": sha256_of(final),
-            "size": final.stat().st_size,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        save(vault)
-    save(vault)
-    return vault, refused, time.perf_counter() - start
+        return "not the build the baseline recorded"
+    final = vault.dir / wheel.name
+    os.replace(wheel, final)
+    shutil.rmtree(stage, ignore_errors=True)
+    vault.entries[final.name] = {
+        "key": dist.key,
+        "name": dist.name,
+        "version": dist.version,
+        "sha256": sha256_of(final),
+        "size": final.stat().st_size,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return None
 
 
 def save(vault: Vault) -> None:

@@ -76,7 +76,8 @@ def _model_component(item: dict[str, Any], findings: list[Any]) -> dict[str, Any
     }
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def _components(report: Any) -> tuple[list[dict[str, Any]], set[str]]:
+    """A component per inventory item, with its findings; and the subjects they place."""
     inventory = list(getattr(report, "inventory", None) or [])
     seen: dict[str, int] = {}
     for item in inventory:
@@ -98,6 +99,12 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
             continue
         item = {**item, "dup": seen[purl(item["name"], item["version"])] > 1}
         comps.append(_component(item, by_subject.get(key, [])))
+    return comps, placed
+
+
+def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+    """The BOM: the target as the metadata component, every inventory item as a component."""
+    comps, placed = _components(report)
     # findings about no listed component (paths, processes, or no inventory given)
     loose = [
         {
