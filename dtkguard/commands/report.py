@@ -1,13 +1,17 @@
-"""`dtkguard report merge`: one fleet view of many per-node json reports.
+"""`dtkguard report merge`: one fleet view of many per-node json reports; `dtkguard report node`:
+the report of one node, from the containers running on it.
 
-Exit codes: 0 every node passed; 1 a node failed, or a report is missing, truncated, unreadable or
-of an older schema version; 2 bad arguments (e.g. an unreadable --nodes file).
+Exit codes of merge: 0 every node passed; 1 a node failed, or a report is missing, truncated,
+unreadable or of an older schema version; 2 bad arguments (e.g. an unreadable --nodes file).
+Exit codes of node: 0 pass; 1 a container failed or could not be audited; 2 bad arguments;
+3 no readable /proc.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from dtkguard.errors import InputError
 from dtkguard.findings import Severity
@@ -52,6 +56,34 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     )
     merge.add_argument("--top", type=int, default=20, help="most common findings shown (20)")
     merge.set_defaults(run=run_merge)
+    _register_node(actions)
+
+
+def _register_node(actions: argparse._SubParsersAction) -> None:
+    node = actions.add_parser(
+        "node",
+        help="audit every container of this node into one json report (Kubernetes)",
+        description="Audit every container running on this node (one process per container "
+        "root, found through the host's /proc) and write one json report, NODE.json, for "
+        "`report merge`. Options after -- are passed to each container's audit. Exit 0 pass; "
+        "1 a container failed or could not be audited; 2 bad arguments; 3 no readable /proc.",
+    )
+    node.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
+    node.add_argument(
+        "--out", required=True, help="report folder (one NODE.json), or - for stdout only"
+    )
+    node.add_argument(
+        "--node", help="node name (default: $DTKGUARD_NODE, the scheduler's name, else the host name)"
+    )
+    node.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
+    node.add_argument(
+        "--dtkguard", help="the dtkguard command line that audits (default: this one)"
+    )
+    node.add_argument("--fail-on", default="high", help="severity that fails (default high)")
+    node.add_argument(
+        "audit_args", nargs="*", metavar="-- AUDIT-OPTIONS", help="passed to every audit"
+    )
+    node.set_defaults(run=run_node)
 
 
 #: a node list of tens of thousands of names is well under this
@@ -109,3 +141,53 @@ def run_merge(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     return fleet.exit_code()
+
+
+def _node_name(given: str | None) -> str:
+    """``--node``, else the scheduler's name, else the host name; never a path."""
+    import socket
+
+    from dtkguard.fleet.identity import scheduler_node
+
+    name = given if given is not None else scheduler_node() or socket.gethostname()
+    if not name or "/" in name or name in (".", ".."):
+        raise InputError(f"not a node name: {name!r}", field="--node")
+    return name
+
+
+def _out_dir(out: str) -> None:
+    """``--out`` as a folder, made before anything is audited."""
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write output: {exc.strerror or exc}", out, field="--out") from None
+
+
+def run_node(args: argparse.Namespace) -> int:
+    import json
+
+    from dtkguard.errors import TargetError
+    from dtkguard.fleet.node import node_report
+    from dtkguard.util.output import write_output
+
+    proc = Path(args.proc)
+    if not (proc / "1").is_dir():
+        raise TargetError(f"{proc}: no process 1 (is hostPID set?)")
+    node = _node_name(args.node)
+    if args.out != "-":
+        _out_dir(args.out)
+    dtkguard = args.dtkguard.split() if args.dtkguard else [sys.executable, "-m", "dtkguard"]
+    data = node_report(proc, node, dtkguard, args.command, args.audit_args, args.fail_on)
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    failed = 1 if data["verdict"] == "fail" else 0
+    if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
+        sys.stdout.write(text)
+        return failed
+    path = Path(args.out) / f"{node}.json"
+    write_output(path, text, field="--out")
+    print(
+        f"dtkguard node {node}: {data['verdict'].upper()} "
+        f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "
+        f"-> {path}"
+    )
+    return failed

@@ -2,7 +2,7 @@
 
 Run with the host's PID namespace (``hostPID: true``)::
 
-    python -m dtkguard.fleet.node --proc /host/proc --out /reports
+    dtkguard report node --proc /host/proc --out /reports [-- AUDIT-OPTIONS...]
 
 The node's name is the scheduler's (``$DTKGUARD_NODE``, which the manifests set from
 ``spec.nodeName``; see `dtkguard.fleet.identity`), else the host name.
@@ -14,24 +14,19 @@ else its init (whose parent lives in another root). A Python process is audited 
 with ``--root /proc/PID/root`` (``check --root`` with a dtkguard that has no ``audit`` yet). The
 container reports are combined into one schema-1 report ``OUT/NODE.json`` (``--out -``: on
 stdout, and nothing else there): every finding carries its container in its evidence and message.
-Exit: 0 pass, 1 a container failed, 2 bad arguments.
+The command is `dtkguard.commands.report` (``report node``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import socket
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from dtkguard.fleet.identity import scheduler_node
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 
@@ -215,67 +210,3 @@ def node_report(
             )
             parts.append((c, code, report, err))
     return combine(node, parts, fail_on, proc)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtkguard.fleet.node", description=__doc__)
-    parser.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
-    parser.add_argument(
-        "--out", required=True, help="report directory (one NODE.json), or - for stdout only"
-    )
-    parser.add_argument("--node", default=scheduler_node() or socket.gethostname())
-    parser.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
-    parser.add_argument("--dtkguard", default=f"{sys.executable} -m dtkguard")
-    parser.add_argument("--fail-on", default="high", help="severity that fails (default high)")
-    args, extra = parser.parse_known_args(argv)
-    proc, out = Path(args.proc), Path(args.out)
-    if not (proc / "1").is_dir():
-        print(f"dtkguard: error: {proc}: no process 1 (is hostPID set?)", file=sys.stderr)
-        return 3
-    from dtkguard.errors import DtkguardError
-
-    try:
-        return _run(args, proc, out, extra)
-    except DtkguardError as exc:
-        print(f"dtkguard: error: {exc.line()}", file=sys.stderr)
-        return exc.exit_code
-
-
-def _make_out_dir(out: Path) -> None:
-    """``--out`` as a folder, made before anything is audited (`InputError`, exit 2)."""
-    from dtkguard.errors import InputError
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write output: {exc.strerror or exc}", str(out), field="--out"
-        ) from None
-
-
-def _run(args: argparse.Namespace, proc: Path, out: Path, extra: list[str]) -> int:
-    from dtkguard.errors import InputError
-    from dtkguard.util.output import write_output
-
-    if not args.node or "/" in args.node or args.node in (".", ".."):
-        raise InputError(f"not a node name: {args.node!r}", field="--node")
-    if args.out != "-":
-        _make_out_dir(out)
-    dtkguard = args.dtkguard.split()
-    data = node_report(proc, args.node, dtkguard, args.command, extra, args.fail_on)
-    text = json.dumps(data, indent=2, default=str) + "\n"
-    failed = 1 if data["verdict"] == "fail" else 0
-    if args.out == "-":  # the report alone, so that `kubectl logs` of the pod is the report
-        sys.stdout.write(text)
-        return failed
-    write_output(out / f"{args.node}.json", text, field="--out")
-    print(
-        f"dtkguard node {args.node}: {data['verdict'].upper()} "
-        f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "
-        f"-> {out / args.node}.json"
-    )
-    return failed
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,6 +15,7 @@ import yaml
 from dtkguard.fleet import node
 from dtkguard.fleet.merge import merge
 from tests.support import need
+from tests.support.cli import run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = REPO / "plugins" / "k8s"
@@ -82,7 +83,7 @@ def test_manifest_structure(name, kind):
     (container,) = pod["containers"]
     argv = " ".join(container["command"])
     out = "/reports" if kind == "DaemonSet" else "-"
-    assert f"-m dtkguard.fleet.node --proc /host/proc --out {out}" in argv
+    assert f"-m dtkguard report node --proc /host/proc --out {out}" in argv
     env = {e["name"]: e for e in container["env"]}
     assert env["DTKGUARD_NODE"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -171,7 +172,7 @@ def test_container_processes_one_per_root(tmp_path):
     assert found[0].id == f"{101:064x}" and found[0].label == f"vllm-101/{found[0].id[:12]}"
 
 
-def test_node_report_from_built_proc(tmp_path, capsys):
+def test_node_report_from_built_proc(tmp_path):
     clean, drifted = (
         _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041"),
         _image(tmp_path / "b", "2.4.1"),
@@ -179,7 +180,8 @@ def test_node_report_from_built_proc(tmp_path, capsys):
     proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, clean), 200: (1, drifted)})
     out = tmp_path / "reports"
     argv = ["--proc", str(proc), "--out", str(out), "--node", "dcu-07", "--command", "check"]
-    assert node.main(argv) == 1
+    run = run_in_process("report", "node", *argv)
+    assert run.code == 1, run.err
     report = json.loads((out / "dcu-07.json").read_text())
     assert report["schema_version"] == 1 and report["node"] == "dcu-07"
     assert [c["verdict"] for c in report["target"]["containers"]] == ["pass", "fail"]
@@ -188,10 +190,10 @@ def test_node_report_from_built_proc(tmp_path, capsys):
     assert finding["message"].startswith("[vllm-200/")
     fleet = merge([out / "dcu-07.json"])
     assert fleet.nodes[0].name == "dcu-07" and fleet.nodes[0].status == "fail"
-    assert "dcu-07: FAIL (2 containers, 1 findings)" in capsys.readouterr().out
+    assert "dcu-07: FAIL (2 containers, 1 findings)" in run.out
 
 
-def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path, capsys):
+def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path):
     """--out fails like every command's -o: one line naming the path, exit 2, nothing written."""
     proc = _proc(tmp_path, {1: (0, Path("/"))})
     (tmp_path / "file").write_text("x")
@@ -203,15 +205,15 @@ def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path, capsys):
     }
     for out, line in cases.items():
         argv = ["--proc", str(proc), "--out", out, "--node", "dcu-07", "--command", "check"]
-        assert node.main(argv) == 2
-        captured = capsys.readouterr()
-        assert captured.err.startswith(f"dtkguard: error: {line}"), captured.err
-        assert captured.err.count("\n") == 1 and captured.out == ""
+        run = run_in_process("report", "node", *argv)
+        assert run.code == 2
+        assert run.err.startswith(f"dtkguard: error: {line}"), run.err
+        assert run.err.count("\n") == 1 and run.out == ""
     assert (tmp_path / "file").read_text() == "x"
     for name in ("../escape", "", ".."):
         argv = ["--proc", str(proc), "--out", str(tmp_path / "r"), "--node", name]
-        assert node.main(argv) == 2
-        assert "--node: not a node name" in capsys.readouterr().err
+        run = run_in_process("report", "node", *argv)
+        assert run.code == 2 and "--node: not a node name" in run.err
     assert not (tmp_path / "escape.json").exists() and not (tmp_path / "r").exists()
 
 
@@ -245,10 +247,28 @@ def test_real_proc_finds_a_chrooted_process(tmp_path):
             "--node",
             "real",
         ]  # audit --pid, else --root; check without audit
-        assert node.main(argv) == 1
+        assert run_in_process("report", "node", *argv).code == 1
         report = json.loads((out / "real.json").read_text())
         mine = [f for f in report["findings"] if f["evidence"]["pid"] == child.pid]
         assert [f["rule"] for f in mine] == ["vendor-replaced"]
     finally:
         child.kill()
         child.wait()
+
+
+def test_report_node_passes_options_after_dashes_to_every_audit_and_needs_a_proc(tmp_path):
+    """``report node ... -- OPTIONS`` hands OPTIONS to each container's audit (here a policy
+    that cannot be read, so the container is not audited and the node fails); without a /proc
+    holding process 1 it exits 3 before auditing anything."""
+    image = _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041")
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, image)})
+    missing = tmp_path / "no-such-policy.toml"
+    base = ["report", "node", "--proc", str(proc), "--out", "-", "--node", "n", "--command"]
+    clean = run_in_process(*base, "check")
+    assert clean.code == 0, clean.err
+    run = run_in_process(*base, "check", "--", "--policy", str(missing))
+    report = json.loads(run.out)
+    assert run.code == 1 and report["verdict"] == "fail"
+    assert "not audited (exit 2)" in report["warnings"][0] and str(missing) in report["warnings"][0]
+    nothing = run_in_process("report", "node", "--proc", str(tmp_path / "empty"), "--out", "-")
+    assert nothing.code == 3 and nothing.err.count("\n") == 1 and "is hostPID set?" in nothing.err

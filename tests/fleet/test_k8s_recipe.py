@@ -3,7 +3,7 @@
 No cluster can run here, so ``kubectl`` is a small script that answers in kubectl's own output
 formats (``-o name`` lines, ``logs`` = the container's stdout) and records what it was given:
 the manifests it is asked to apply are validated against the API schemas, and the pods' logs
-are real node reports, printed by ``python -m dtkguard.fleet.node --out -`` on built /proc
+are real node reports, printed by ``python -m dtkguard report node --out -`` on built /proc
 trees. ``dtkguard report merge`` is the real one.
 """
 
@@ -62,7 +62,7 @@ def _cluster(tmp_path: Path, torches: dict[str, str]) -> dict[str, str]:
     for i, name in enumerate(NODES):
         image = _image(tmp_path / f"image-{name}", torches[name])
         proc = _proc(tmp_path / name, {1: (0, Path("/")), 101: (1, image)})
-        argv = ["-m", "dtkguard.fleet.node", "--proc", str(proc), "--out", "-"]
+        argv = ["-m", "dtkguard", "report", "node", "--proc", str(proc), "--out", "-"]
         env = dict(os.environ, DTKGUARD_NODE=name, PYTHONPATH=str(REPO_ROOT))
         run = subprocess.run(
             [sys.executable, *argv, "--command", "check"], env=env, capture_output=True, text=True
