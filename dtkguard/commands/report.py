@@ -73,7 +73,7 @@ def _register_node(actions: argparse._SubParsersAction) -> None:
         "--out", required=True, help="report folder (one NODE.json), or - for stdout only"
     )
     node.add_argument(
-        "--node", help="node name (default: $DTKGUARD_NODE, the scheduler's name, else the host name)"
+        "--node", help="node name (default: $DTKGUARD_NODE or the scheduler's, else the host's)"
     )
     node.add_argument("--command", choices=("audit", "check"), help="default: audit if present")
     node.add_argument(
@@ -160,7 +160,8 @@ def _out_dir(out: str) -> None:
     try:
         Path(out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot write output: {exc.strerror or exc}", out, field="--out") from None
+        why = f"cannot write output: {exc.strerror or exc}"
+        raise InputError(why, out, field="--out") from None
 
 
 def run_node(args: argparse.Namespace) -> int:
