@@ -40,6 +40,8 @@ HOOK_PTH = "dtkguard-pip-hook.pth"
 HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
+#: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
+FINDER_MODULE = "_dtkguard_finder.py"
 
 
 def hook_source(name: str) -> str:
@@ -167,8 +169,8 @@ def planned_layers(
     mode = getattr(policy, "on_import", "warn")
     names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
     tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
-    pth = (
-        hook_source(HOOK_PTH)
+    finder = (
+        hook_source(FINDER_MODULE)
         .replace("__POLICY__", repr(str(interp.policy_file)))
         .replace("__VENDOR_MODULES__", repr(tuple(names)))
         .replace("__TRIPWIRE__", repr(str(tripwire)))
@@ -183,7 +185,8 @@ def planned_layers(
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
-        Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
+        Layer("finder", interp.purelib / FINDER_MODULE, finder),
+        Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
     layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
@@ -204,8 +207,8 @@ def planned_layers(
 def _tripwire_layers(
     interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
 ) -> list[Layer]:
-    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
-    the vendor top-level modules inline; none with ``on-import = "off"``)."""
+    """The import tripwire: its module and ``tripwire.txt`` (the start-up finder names the
+    vendor top-level modules; none with ``on-import = "off"``)."""
     mode = getattr(policy, "on_import", "warn")
     return [
         Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
@@ -347,6 +350,7 @@ def install(
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
+        (FINDER_MODULE, "finder.pyc"),
     ):
         pyc = _compile(interp, interp.purelib / module)
         if pyc is not None and str(pyc) not in manifest.files:
@@ -361,7 +365,15 @@ def install(
     return results
 
 
-_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")
+_OWN_FILES = (
+    "hook",
+    "decision",
+    "finder",
+    "hook.pth",
+    "externally-managed",
+    "tripwire",
+    "uv-shim",
+)
 
 
 def _baseline(

@@ -248,6 +248,44 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
             p.write_bytes(data)
 
 
+def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
+    """The .pth line blocks pip's uninstall module until the finder takes the block away:
+    without the finder pip can neither install nor uninstall, and every start says why."""
+    finder = _site(guarded) / "_dtkguard_finder.py"
+    saved = finder.read_bytes()
+    pycache = list((_site(guarded) / "__pycache__").glob("_dtkguard_finder.*"))
+    assert pycache, "guard install byte-compiles the finder"
+    saved_pyc = {p: p.read_bytes() for p in pycache}
+    try:
+        finder.unlink()
+        for p in pycache:
+            p.unlink()
+        before = guarded.venv.snapshot()
+        proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        assert "_dtkguard_finder" in proc.stderr and "dtkguard-pip-hook.pth" in proc.stderr
+        proc = guarded.pip("uninstall", "-y", "torch")
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+        status = guarded.dtkguard("guard", "status", "--python", str(guarded.venv.python))
+        assert status.returncode == 1
+        rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+        assert rows["finder"] == "absent", status.stdout
+    finally:
+        finder.write_bytes(saved)
+        for p, data in saved_pyc.items():
+            p.write_bytes(data)
+    # with the finder back, a start (which reads the .pth twice in a venv) leaves pip importable
+    code = (
+        "import sys, pip._internal.req.req_uninstall;"
+        "print(sum(getattr(f, '_dtkguard', 0) for f in sys.meta_path))"
+    )
+    proc = subprocess.run(
+        [str(guarded.venv.python), "-c", code], env=hermetic_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
+
+
 def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     g = fresh
     py = str(g.venv.python)
@@ -256,10 +294,13 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     hook.write_text(hook.read_text() + "\n# edited\n")
     policy = g.venv.path / "dtkguard" / "policy.json"
     policy.write_text(policy.read_text().replace('"deny"', '"deny_"', 1))
+    finder = _site(g) / "_dtkguard_finder.py"
+    finder.write_text(finder.read_text().replace("VENDOR_MODULES = ", "VENDOR_MODULES = ()#"))
     status = g.dtkguard("guard", "status", "--python", py)
     assert status.returncode == 1
     rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
     assert rows["hook"] == "tampered" and rows["policy"] == "tampered", status.stdout
+    assert rows["finder"] == "tampered", status.stdout
     assert rows["decision"] == "present"
     # remove keeps what was changed since install, and restores the rest exactly
     removed = g.dtkguard("guard", "remove", "--python", py)
@@ -267,6 +308,7 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     assert not (_site(g) / "_dtkguard_decision.py").exists()
     hook.unlink()
     policy.unlink()
+    finder.unlink()
     after = g.venv.snapshot()
     gone = {k for k in before if "dtkguard" in k or "pip.conf" in k}
     assert {k for k in changed(before, after)} == gone
