@@ -109,9 +109,6 @@ def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> 
 def _install(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    from dtkguard.env.environment import from_python
-    from dtkguard.guard.verdict import judge
-
     env = dict(os.environ)
     env.pop(overrides.ENV_VAR, None)  # the plan never needs it; the real run gets it if used
     with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
@@ -137,6 +134,12 @@ def _install(
                 _say(plan.stderr)
                 return plan.returncode
             plan, failed_with_pins = free, True
+        if not plan.install and not failed_with_pins:
+            sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
+            return 0
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+
         before = from_python(interp.python)
         verdict = judge(before, plan, policy, interp.purelib)
         command = "pip " + shlex.join(pip_args)
@@ -161,9 +164,6 @@ def _install(
             if failed_with_pins:
                 real_args = list(pip_args)
                 env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
-        elif not plan.install:
-            sys.stdout.write(_satisfied(plan))
-            return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
         return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))
