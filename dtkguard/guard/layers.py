@@ -353,8 +353,10 @@ def install(
         (FINDER_MODULE, "finder.pyc"),
     ):
         pyc = _compile(interp, interp.purelib / module)
-        if pyc is not None and str(pyc) not in manifest.files:
+        if pyc is not None:  # its code's digest: `status` tells a planted .pyc (it runs instead)
+            code = baselines.pyc_body_sha256(pyc)
             manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
+            manifest.files[str(pyc)]["code_sha256"] = code
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -457,6 +459,18 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         else:
             state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
+    return out + _tampered_byte_code(manifest)
+
+
+def _tampered_byte_code(manifest: Manifest) -> list[tuple[str, Path, str]]:
+    """The guard's ``.pyc`` files whose code is not what `install` compiled: Python runs a
+    ``.pyc`` whose header matches the source instead of the source. A missing one is no
+    finding (Python compiles the source again)."""
+    out = []
+    for path, entry in sorted(manifest.files.items()):
+        code = entry.get("code_sha256")
+        if code and os.path.exists(path) and baselines.pyc_body_sha256(path) != code:
+            out.append((str(entry.get("layer")), Path(path), "tampered"))
     return out
 
 

@@ -4,6 +4,7 @@ the venv byte-identical; what lands elsewhere and harms nothing goes through. Re
 
 from __future__ import annotations
 
+import marshal
 import subprocess
 from pathlib import Path
 
@@ -294,6 +295,14 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     hook.write_text(hook.read_text() + "\n# edited\n")
     policy = g.venv.path / "dtkguard" / "policy.json"
     policy.write_text(policy.read_text().replace('"deny"', '"deny_"', 1))
+    # a planted .pyc with the source's header runs instead of the source at every start
+    tripwire_pyc = next((_site(g) / "__pycache__").glob("_dtkguard_tripwire.*.pyc"))
+    planted = compile("import sys\n", str(tripwire_pyc), "exec")
+    tripwire_pyc.write_bytes(tripwire_pyc.read_bytes()[:16] + marshal.dumps(planted))
+    status = g.dtkguard("guard", "status", "--python", py)
+    rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+    assert status.returncode == 1 and rows["tripwire.pyc"] == "tampered", status.stdout
+    assert rows["finder"] == "present" and "finder.pyc" not in rows, status.stdout
     finder = _site(g) / "_dtkguard_finder.py"
     finder.write_text(finder.read_text().replace("VENDOR_MODULES = ", "VENDOR_MODULES = ()#"))
     status = g.dtkguard("guard", "status", "--python", py)
