@@ -4,8 +4,10 @@ the venv byte-identical; what lands elsewhere and harms nothing goes through. Re
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -225,15 +227,24 @@ def test_pip_without_the_wrapped_internals_fails_closed(fresh: Guarded) -> None:
     assert g.pip("list").returncode == 0
 
 
-def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
-    decision = _site(guarded) / "_dtkguard_decision.py"
-    saved = decision.read_bytes()
-    pycache = list((_site(guarded) / "__pycache__").glob("_dtkguard_decision.*"))
-    saved_pyc = {p: p.read_bytes() for p in pycache}
+@contextlib.contextmanager
+def _without(g: Guarded, module: str) -> Iterator[None]:
+    """The guard's ``module`` and its byte code deleted for the block, then put back."""
+    source = _site(g) / f"{module}.py"
+    pycache = list((_site(g) / "__pycache__").glob(f"{module}.*"))
+    assert pycache, "guard install byte-compiles the guard's modules"
+    saved = {p: p.read_bytes() for p in [source, *pycache]}
     try:
-        decision.unlink()
-        for p in pycache:
+        for p in saved:
             p.unlink()
+        yield
+    finally:
+        for p, data in saved.items():
+            p.write_bytes(data)
+
+
+def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
+    with _without(guarded, "_dtkguard_decision"):
         before = guarded.venv.snapshot()
         proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
         assert proc.returncode == 1
@@ -243,24 +254,12 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
         assert changed(before, guarded.venv.snapshot()) == []
         status = guarded.dtkguard("guard", "status", "--python", str(guarded.venv.python))
         assert status.returncode == 1 and "absent" in status.stdout
-    finally:
-        decision.write_bytes(saved)
-        for p, data in saved_pyc.items():
-            p.write_bytes(data)
 
 
 def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
     """The .pth line blocks pip's uninstall module until the finder takes the block away:
     without the finder pip can neither install nor uninstall, and every start says why."""
-    finder = _site(guarded) / "_dtkguard_finder.py"
-    saved = finder.read_bytes()
-    pycache = list((_site(guarded) / "__pycache__").glob("_dtkguard_finder.*"))
-    assert pycache, "guard install byte-compiles the finder"
-    saved_pyc = {p: p.read_bytes() for p in pycache}
-    try:
-        finder.unlink()
-        for p in pycache:
-            p.unlink()
+    with _without(guarded, "_dtkguard_finder"):
         before = guarded.venv.snapshot()
         proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
         assert proc.returncode != 0, proc.stdout + proc.stderr
@@ -272,10 +271,6 @@ def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
         assert status.returncode == 1
         rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
         assert rows["finder"] == "absent", status.stdout
-    finally:
-        finder.write_bytes(saved)
-        for p, data in saved_pyc.items():
-            p.write_bytes(data)
     # with the finder back, a start (which reads the .pth twice in a venv) leaves pip importable
     code = (
         "import sys, pip._internal.req.req_uninstall;"
