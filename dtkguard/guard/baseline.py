@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from dtkguard.env.dist import Dist
-    from dtkguard.guard.target import Interpreter
+    from dtkguard.env.interpreter import Interpreter
     from dtkguard.lock.read import Lock
     from dtkguard.policy.compiled import CompiledPolicy
 
@@ -77,7 +77,7 @@ def restore_command(python: str) -> str:
 
 
 def baseline_path(prefix: str | os.PathLike[str]) -> Path:
-    from dtkguard.guard.target import STATE_DIR
+    from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / FILE_NAME
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
 from dtkguard.guard.hook_policy import constraints_text, hook_json
-from dtkguard.guard.target import Interpreter
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text

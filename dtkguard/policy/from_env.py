@@ -9,14 +9,11 @@ bundled policy's ``[[deny]]`` rules (so a policy for another DTK release does no
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from dtkguard.env.environment import Environment
 from dtkguard.errors import InputError
 from dtkguard.policy.labels import DtkRelease, label_of
-
-_PYTHON_DIR = re.compile(r"/lib(?:64)?/python(\d+\.\d+)/")
 
 
 def vendor_builds(env: Environment) -> dict[str, str]:
@@ -37,14 +34,6 @@ def _releases(builds: dict[str, str]) -> list[DtkRelease]:
         label.dtk for v in builds.values() if (label := label_of(v)) and label.dtk is not None
     )
     return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r._key())))
-
-
-def _python(env: Environment) -> str | None:
-    for site in env.sites:
-        m = _PYTHON_DIR.search(env.root.inner(site) + "/")
-        if m:
-            return m.group(1)
-    return None
 
 
 def policy_from_env(env: Environment, name: str | None = None, where: str = "") -> str:
@@ -84,7 +73,7 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
     if bundled is not None and bundled.is_file():
         ident["extends"] = [bundled.stem]
     doc["policy"] = ident
-    python = _python(env)
+    python = env.target.python_version
     if python and not ident.get("extends"):
         target = tomlkit.table()
         target["python"] = python

@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from dtkguard.env.interpreter import STATE_DIR
 from dtkguard.env.root import ConfinementError
 from dtkguard.findings import Finding, Severity
 from dtkguard.guard.override import read
-from dtkguard.guard.target import STATE_DIR
 from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
 
@@ -35,8 +35,8 @@ def _records(ctx: CheckContext) -> list[Path]:
     """Host paths of the overrides files of the environment's interpreter prefixes."""
     env = ctx.env
     prefixes: set[str] = set()
-    if env.target.get("prefix"):
-        prefixes.add(env.target["prefix"])
+    if env.target.prefix:
+        prefixes.add(env.target.prefix)
     for site in env.sites:
         match = _SITE.match(env.root.inner(site))
         if match:
