@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,12 @@ def _evil_wheels(g: Guarded, dest: Path) -> dict[str, Path]:
         "overwrites-decision": build_wheel(
             dest, "decision-patch", "1.0", files={"_dtkguard_decision.py": "decide = None\n"}
         ),
+        "overwrites-finder-pyc": build_wheel(
+            dest,
+            "finder-patch",
+            "1.0",
+            files={f"__pycache__/_dtkguard_finder.{sys.implementation.cache_tag}.pyc": "x"},
+        ),
         "overwrites-policy-json": build_wheel(
             dest,
             "policy-patch",
@@ -80,6 +87,7 @@ FILE_CASES = {
     "sitecustomize": "startup-code",
     "overwrites-hook": "a file of the dtkguard guard itself",
     "overwrites-decision": "a file of the dtkguard guard itself",
+    "overwrites-finder-pyc": "a file of the dtkguard guard itself",
     "overwrites-policy-json": "a file of the dtkguard guard itself",
 }
 
