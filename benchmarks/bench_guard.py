@@ -15,6 +15,12 @@
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
    venv.
 
+Every pair is measured the same way: one untimed warm-up of each side (byte code, page cache,
+pip's and uv's caches; the venvs' pip is installed without byte code), then rounds that
+alternate which side runs first; medians of wall time and of CPU time (the process and the
+children it waited for). dtkpip and dtkuv run as users run them: the ``dtkguard`` console
+script beside this interpreter when it runs this checkout, else ``python -m dtkguard``.
+
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
     PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5]
@@ -39,26 +45,67 @@ from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 from tests.support.wheels import build_wheel  # noqa: E402
 
 
-def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
-    """Median wall time of ``runs`` runs, in milliseconds."""
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
-def _cpu_ms(cmd: list[str], env: dict[str, str]) -> float:
-    """User + system CPU time of one run, in milliseconds: steadier than wall time on a
-    shared machine."""
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one run; CPU is user + system time of the process and of every
+    child it waited for (dtkpip's pip, dtkuv's uv): steadier than wall time on a shared
+    machine."""
     import os
 
     with open(os.devnull, "wb") as null:
+        start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=null, stderr=null)
         _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return (usage.ru_utime + usage.ru_stime) * 1000
+        wall = (time.perf_counter() - start) * 1000
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def pair(
+    a: tuple[list[str], dict[str, str]], b: tuple[list[str], dict[str, str]], runs: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Median (wall, CPU) ms of ``a`` and of ``b``: one untimed warm-up each (byte code, page
+    cache, pip's and uv's caches), then ``runs`` rounds that alternate which side goes first,
+    so that both sides share the machine's noise."""
+    _run(*a)
+    _run(*b)
+    out: tuple[list, list] = ([], [])
+    for i in range(runs):
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            out[side].append(_run(*(a, b)[side]))
+    return tuple(  # type: ignore[return-value]
+        (statistics.median(w for w, _ in side), statistics.median(c for _, c in side))
+        for side in out
+    )
+
+
+def show(label: str, names: tuple[str, str], medians, runs: int) -> None:
+    """One line of wall times and one of CPU times, each with b/a."""
+    (aw, ac), (bw, bc) = medians
+    width = max(len(n) for n in names)
+    print(
+        f"{label}   {names[0]:>{width}} {aw:8.2f} ms   {names[1]:>{width}} {bw:8.2f} ms   "
+        f"ratio {bw / aw:.3f}   (wall, median of {runs})"
+    )
+    pad = " " * len(label)
+    print(
+        f"{pad}   {names[0]:>{width}} {ac:8.2f} ms   {names[1]:>{width}} {bc:8.2f} ms   "
+        f"ratio {bc / ac:.3f}   (CPU)"
+    )
+
+
+def dtkguard_command(env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """How users run dtkguard: its console script beside this interpreter when that runs this
+    checkout (an editable install), else ``python -m dtkguard`` with the checkout on
+    ``PYTHONPATH`` (which then also reaches the pip that dtkpip runs)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("dtkguard")
+    script = Path(sys.executable).with_name("dtkguard")
+    origin = Path(spec.origin).resolve() if spec and spec.origin else None
+    if script.exists() and origin is not None and REPO in origin.parents:
+        return [str(script)], env
+    return [sys.executable, "-m", "dtkguard"], {**env, "PYTHONPATH": str(REPO)}
 
 
 _IMPORT = "import time;t=time.perf_counter_ns();import torch;print((time.perf_counter_ns()-t)/1e6)"
@@ -135,53 +182,34 @@ def main() -> int:
         guarded = make_venv(base / "guarded", pip_version=PIP_VERSIONS[-1])
         for venv in (plain, guarded):  # a vendor torch with a RECORD of --vendor-files rows
             venv.pip("install", "--no-index", "--no-deps", str(big_torch))
-        dtk = [sys.executable, "-m", "dtkguard"]
-        # guard install records the guarded venv in a state dir: the benchmark's own
-        denv = {**env, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(base / "state")}
+        state = {"XDG_STATE_HOME": str(base / "state")}  # the benchmark's own registry
+        dtk, denv = dtkguard_command({**env, **state})
         subprocess.run(
             [*dtk, "guard", "install", "--python", str(guarded.python)],
             env=denv,
             check=True,
             capture_output=True,
         )
-        # alternate run by run so that both sides share the machine's noise
-        a, b = [], []
-        for _ in range(args.runs):
-            a.append(_time([str(plain.python), "-c", "pass"], env, 1))
-            b.append(_time([str(guarded.python), "-c", "pass"], env, 1))
-        a_ms, b_ms = statistics.median(a), statistics.median(b)
-        print(
-            f"python -c pass   plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
-            f"ratio {b_ms / a_ms:.3f}   (median of {args.runs})"
-        )
-        a = [_cpu_ms([str(plain.python), "-c", "pass"], env) for _ in range(args.runs)]
-        b = [_cpu_ms([str(guarded.python), "-c", "pass"], env) for _ in range(args.runs)]
-        a_ms, b_ms = statistics.median(a), statistics.median(b)
-        print(
-            f"  (CPU time)     plain {a_ms:7.2f} ms   hooked {b_ms:7.2f} ms   "
-            f"ratio {b_ms / a_ms:.3f}"
-        )
+        start = [str(plain.python), "-c", "pass"], [str(guarded.python), "-c", "pass"]
+        medians = pair((start[0], env), (start[1], env), args.runs)
+        show("python -c pass", ("plain", "hooked"), medians, args.runs)
         bench_import(plain.python, guarded.python, env, args.runs)
         req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
-        pip_ms = _time([str(guarded.python), "-m", "pip", *req], env, args.pip_runs)
-        dtkpip_ms = _time([*dtk, "pip", "--python", str(guarded.python), *req], denv, args.pip_runs)
-        print(
-            f"install torch (satisfied)   pip {pip_ms:7.1f} ms   dtkpip {dtkpip_ms:7.1f} ms   "
-            f"ratio {dtkpip_ms / pip_ms:.2f}"
-        )
+        pip_cmd = [str(guarded.python), "-m", "pip", *req]
+        dtkpip_cmd = [*dtk, "pip", "--python", str(guarded.python), *req]
+        medians = pair((pip_cmd, env), (dtkpip_cmd, denv), args.pip_runs)
+        show("install torch (satisfied)", ("pip", "dtkpip"), medians, args.pip_runs)
         uenv = {**env, "UV_CACHE_DIR": str(base / "uv-cache")}
         ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
-        uv_ms = _time([uv_binary(), *ureq], uenv, args.pip_runs)
-        dtkuv_ms = _time([*dtk, "uv", *ureq], {**denv, **uenv}, args.pip_runs)
-        print(
-            f"install torch (satisfied)   uv  {uv_ms:7.1f} ms   dtkuv  {dtkuv_ms:7.1f} ms   "
-            f"ratio {dtkuv_ms / uv_ms:.2f}"
+        medians = pair(
+            ([uv_binary(), *ureq], uenv), ([*dtk, "uv", *ureq], {**denv, **uenv}), args.pip_runs
         )
+        show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
         a, b = [], []
         for _ in range(args.pip_runs):
             for venv, out in ((plain, a), (guarded, b)):
-                out.append(_time([str(venv.python), *install], env, 1))
+                out.append(_run([str(venv.python), *install], env)[0])
                 venv.pip("uninstall", "-y", "many-files")
         a_ms, b_ms = statistics.median(a), statistics.median(b)
         print(

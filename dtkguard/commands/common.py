@@ -144,7 +144,7 @@ def target_python(args: argparse.Namespace) -> str:
     from pathlib import Path
 
     from dtkguard.errors import InputError, TargetError
-    from dtkguard.guard.target import default_python
+    from dtkguard.env.interpreter import default_python
 
     if args.target and args.python:
         raise InputError("give TARGET or --python, not both", field="--python")

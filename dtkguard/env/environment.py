@@ -114,31 +114,56 @@ def from_paths(paths: Iterable[str | os.PathLike[str]]) -> Environment:
     return _collect(Environment(target, Root(), []), sites)
 
 
-def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
-    """Run ``python -c code`` (code prints one JSON value) and return the value.
-
-    This is the only thing dtkguard runs of a target: a short snippet of its own.
-    """
+def _run_in(python: str, code: str, what: str) -> bytes:
+    """stdout of ``python -c code``; the only thing dtkguard runs of a target is a short
+    snippet of its own (without ``PYTHONPATH``/``PYTHONHOME``)."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
-        out = subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True
+        return subprocess.run(
+            [python, "-c", code], capture_output=True, timeout=60, env=env, check=True
         ).stdout
-        return json.loads(out.strip().splitlines()[-1])
     except FileNotFoundError:
         raise TargetError(f"no such interpreter: {python}") from None
     except PermissionError:
         raise TargetError(f"cannot run interpreter: {python}: permission denied") from None
-    except (subprocess.SubprocessError, ValueError, IndexError) as exc:
+    except subprocess.SubprocessError as exc:
         raise TargetError(f"{python} did not report {what}: {exc}") from None
 
 
-#: what `describe_python` asks: sys.path, sys.prefix and the marker values of the interpreter
+def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
+    """Run ``python -c code`` (code prints one JSON value) and return the value."""
+    try:
+        return json.loads(_run_in(python, code, what).decode().strip().splitlines()[-1])
+    except (UnicodeDecodeError, ValueError, IndexError) as exc:
+        raise TargetError(f"{python} did not report {what}: {exc}") from None
+
+
+#: the head of a snippet for :func:`ask_interpreter_fields`: ``put([str, ...])`` writes them
+#: between two markers (anything else a start-up hook prints around them is ignored)
+_FIELDS_HEAD = (
+    "import os,sys\ndef put(v):sys.stdout.buffer.write("
+    "b'\\0<dtkguard>\\0'+b'\\0'.join(map(os.fsencode,v))+b'\\0</dtkguard>\\0')\n"
+)
+
+
+def ask_interpreter_fields(python: str, code: str, what: str) -> list[str]:
+    """Run ``python -c HEAD + code`` (code calls ``put`` with a list of strings) and return
+    the strings. No ``json`` in the target: importing it would double the cost of the query
+    (``json`` pulls ``re``); no path holds a NUL, and the bytes are the file system's."""
+    out = _run_in(python, _FIELDS_HEAD + code, what)
+    _, start, rest = out.rpartition(b"\0<dtkguard>\0")
+    body, end, _ = rest.partition(b"\0</dtkguard>\0")
+    if not start or not end:
+        raise TargetError(f"{python} did not report {what}: {out[-200:]!r}")
+    return [os.fsdecode(v) for v in body.split(b"\0")]
+
+
+#: what `describe_python` asks: sys.prefix, the marker values of the interpreter, sys.path
 _DESCRIBE = (
-    "import json,os,sys;print(json.dumps([sys.path,sys.prefix,'%d.%d'%sys.version_info[:2],"
-    "sys.implementation.name,sys.platform,os.uname().machine]))"
+    "put([sys.prefix,'%d.%d'%sys.version_info[:2],sys.implementation.name,sys.platform,"
+    "os.uname().machine,*sys.path])"
 )
 
 
@@ -147,17 +172,19 @@ def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentit
     `_DESCRIBE` runs."""
     if python is None:
         facts = [
-            list(sys.path),
             sys.prefix,
             f"{sys.version_info[0]}.{sys.version_info[1]}",
             sys.implementation.name,
             sys.platform,
             os.uname().machine,
+            *sys.path,
         ]
         python = sys.executable
     else:
-        facts = ask_interpreter(python, _DESCRIBE)
-    paths, prefix, version, implementation, platform, machine = facts
+        facts = ask_interpreter_fields(python, _DESCRIBE, "its sys.path")
+    if len(facts) < 5:
+        raise TargetError(f"{python} did not report its sys.path: {len(facts)} values")
+    prefix, version, implementation, platform, machine, *paths = facts
     target = TargetIdentity(
         "python",
         python=python,

@@ -6,10 +6,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+#: the fields :func:`interpreter` asks for, in this order
+_FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version")
 _CODE = (
-    "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
-    "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
-    "'stdlib'),'scripts':sysconfig.get_path('scripts'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
+    "import sysconfig as c;g=c.get_path;put([sys.prefix,sys.base_prefix,g('purelib'),"
+    "g('stdlib'),g('scripts') or '','%d.%d'%sys.version_info[:2]])"
 )
 
 #: where the guard keeps its files inside an interpreter's prefix
@@ -54,9 +55,14 @@ def default_python() -> str:
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
-    from dtkguard.env.environment import ask_interpreter
+    from dtkguard.env.environment import ask_interpreter_fields
 
-    data = ask_interpreter(exe, _CODE, "its paths")
+    values = ask_interpreter_fields(exe, _CODE, "its paths")
+    if len(values) != len(_FIELDS):
+        from dtkguard.errors import TargetError
+
+        raise TargetError(f"{exe} did not report its paths: {len(values)} values")
+    data = dict(zip(_FIELDS, values, strict=True))
     return Interpreter(
         python=exe,
         prefix=Path(data["prefix"]),

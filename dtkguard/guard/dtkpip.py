@@ -115,9 +115,6 @@ def _install(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
     """Plan with the pins, judge the result, then veto (or record an override) or run pip once."""
-    from dtkguard.env.environment import from_python
-    from dtkguard.guard.verdict import judge
-
     env = dict(os.environ)
     env.pop(overrides.ENV_VAR, None)  # the plan never needs it; the real run gets it if used
     with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
@@ -132,6 +129,12 @@ def _install(
             sys.stdout.write(plan.stdout)
             _say(plan.stderr)
             return plan.returncode
+        if not plan.install and not failed_with_pins:
+            sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
+            return 0
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+
         before = from_python(interp.python)
         verdict = judge(before, plan, policy, interp.purelib)
         command = "pip " + shlex.join(pip_args)
@@ -151,9 +154,6 @@ def _install(
             if failed_with_pins:
                 real_args = list(pip_args)
                 env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
-        elif not plan.install:
-            sys.stdout.write(_satisfied(plan))
-            return 0
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
         return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))

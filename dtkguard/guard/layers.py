@@ -40,6 +40,8 @@ HOOK_PTH = "dtkguard-pip-hook.pth"
 HOOK_DECISION = "_dtkguard_decision.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
+#: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
+FINDER_MODULE = "_dtkguard_finder.py"
 
 
 def hook_source(name: str) -> str:
@@ -168,8 +170,8 @@ def planned_layers(
     mode = getattr(policy, "on_import", "warn")
     names = baselines.tripwire_modules(baseline) if baseline and mode != "off" else []
     tripwire = interp.state_dir / baselines.TRIPWIRE_FILE
-    pth = (
-        hook_source(HOOK_PTH)
+    finder = (
+        hook_source(FINDER_MODULE)
         .replace("__POLICY__", repr(str(interp.policy_file)))
         .replace("__VENDOR_MODULES__", repr(tuple(names)))
         .replace("__TRIPWIRE__", repr(str(tripwire)))
@@ -184,7 +186,8 @@ def planned_layers(
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
-        Layer("hook.pth", interp.purelib / HOOK_PTH, pth),
+        Layer("finder", interp.purelib / FINDER_MODULE, finder),
+        Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
     layers += _tripwire_layers(interp, policy, baseline)
     if uv_config is not None:
@@ -205,8 +208,8 @@ def planned_layers(
 def _tripwire_layers(
     interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
 ) -> list[Layer]:
-    """The import tripwire: its module and ``tripwire.txt`` (the hook's ``.pth`` line names
-    the vendor top-level modules inline; none with ``on-import = "off"``)."""
+    """The import tripwire: its module and ``tripwire.txt`` (the start-up finder names the
+    vendor top-level modules; none with ``on-import = "off"``)."""
     mode = getattr(policy, "on_import", "warn")
     return [
         Layer("tripwire", interp.purelib / TRIPWIRE_MODULE, hook_source(TRIPWIRE_MODULE)),
@@ -392,18 +395,30 @@ def _install_error(
 
 
 def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
-    """Compile the hook's modules and list their ``.pyc`` files, so that `remove` takes them."""
+    """Compile the guard's modules and list their ``.pyc`` files with their code's digest, so
+    that `remove` takes them and `status` tells a planted one."""
     for module, layer_name in (
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
+        (FINDER_MODULE, "finder.pyc"),
     ):
         pyc = _compile(interp, interp.purelib / module)
-        if pyc is not None and str(pyc) not in manifest.files:
+        if pyc is not None:  # its code's digest: `status` tells a planted .pyc (it runs instead)
+            code = baselines.pyc_body_sha256(pyc)
             manifest.files[str(pyc)] = {"layer": layer_name, "original": None, "sha256": None}
+            manifest.files[str(pyc)]["code_sha256"] = code
 
 
-_OWN_FILES = ("hook", "decision", "hook.pth", "externally-managed", "tripwire", "uv-shim")
+_OWN_FILES = (
+    "hook",
+    "decision",
+    "finder",
+    "hook.pth",
+    "externally-managed",
+    "tripwire",
+    "uv-shim",
+)
 
 
 def _baseline(
@@ -487,6 +502,18 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         else:
             state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
+    return out + _tampered_byte_code(manifest)
+
+
+def _tampered_byte_code(manifest: Manifest) -> list[tuple[str, Path, str]]:
+    """The guard's ``.pyc`` files whose code is not what `install` compiled: Python runs a
+    ``.pyc`` whose header matches the source instead of the source. A missing one is no
+    finding (Python compiles the source again)."""
+    out = []
+    for path, entry in sorted(manifest.files.items()):
+        code = entry.get("code_sha256")
+        if code and os.path.exists(path) and baselines.pyc_body_sha256(path) != code:
+            out.append((str(entry.get("layer")), Path(path), "tampered"))
     return out
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing costs ~2 ms at start-up (dtkpip, check); annotations are lazy
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: how a non-regular file is named in errors
 _KINDS = (

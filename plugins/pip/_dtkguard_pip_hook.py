@@ -3,9 +3,9 @@
 Installed by ``dtkguard guard install`` as this module, a copy of ``dtkguard/decision.py``
 beside it (``_dtkguard_decision.py``, the one place that decides) and a one-line ``.pth`` file
 in the target's site-packages. Standard library only. At interpreter start the ``.pth`` line
-only inserts a tiny meta-path finder (this module is not even imported); the guard wakes up
-when pip imports ``pip._internal.commands.install`` or ``pip._internal.req.req_uninstall``
-and then wraps:
+only imports the start-up finder ``_dtkguard_finder`` (this module is not even imported); the
+guard wakes up when pip imports ``pip._internal.commands.install`` or
+``pip._internal.req.req_uninstall`` and then wraps:
 
 * ``install_given_reqs`` (as bound in the install command module and in ``pip._internal.req``):
   the set pip is about to install, judged by *where its files land*: pip's own ``get_scheme``
@@ -281,6 +281,15 @@ def _owners(policy):
     return owners
 
 
+#: the guard's modules beside this one (their byte code is the guard's too)
+_GUARD_MODULES = (
+    "_dtkguard_pip_hook",
+    "_dtkguard_decision",
+    "_dtkguard_tripwire",
+    "_dtkguard_finder",
+)
+
+
 def _guard_files():
     import os
 
@@ -291,9 +300,10 @@ def _guard_files():
         os.path.join(here, DECISION),
         os.path.join(here, PTH),
         os.path.join(here, "_dtkguard_tripwire.py"),
+        os.path.join(here, "_dtkguard_finder.py"),
         *(
             os.path.join(here, "__pycache__", f"{module}.{tag}{opt}.pyc")
-            for module in ("_dtkguard_pip_hook", "_dtkguard_decision", "_dtkguard_tripwire")
+            for module in _GUARD_MODULES
             for tag in (sys.implementation.cache_tag,)
             for opt in ("", ".opt-1", ".opt-2")
         ),

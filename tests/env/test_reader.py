@@ -89,6 +89,30 @@ def test_missing_interpreter_is_a_target_error(tmp_path):
         envs.from_python(str(tmp_path / "nope"))
 
 
+def test_the_query_survives_start_up_noise_and_odd_paths(tmp_path):
+    """What a .pth prints on stdout around the answer is ignored; a sys.path entry that is not
+    UTF-8 comes back as the file system's bytes; an interpreter that does not answer is a
+    TargetError, not a wrong environment."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    odd = os.fsencode(str(tmp_path)) + b"/caf\xe9-\n-dir"
+    os.mkdir(odd)
+    (site / "noise.pth").write_text(
+        "import os, sys; print('<dtkguard> noise'); sys.stdout.flush(); "
+        f"sys.path.append(os.fsdecode({odd!r}))\n"
+    )
+    (site / "zz-exit.pth").write_text("import atexit; atexit.register(print, 'bye')\n")
+    paths, prefix = envs.python_sys_path(str(venv / "bin" / "python"))
+    assert prefix == str(venv)
+    assert os.fsdecode(odd) in paths and str(site) in paths
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\necho '{}'\n")
+    silent.chmod(0o755)
+    with pytest.raises(TargetError, match=r"did not report its sys\.path"):
+        envs.python_sys_path(str(silent))
+
+
 def image_root(tmp_path: Path) -> tuple[Path, Path]:
     """An image root with the usual interpreters and a sentinel distribution outside it."""
     outside = tmp_path / "outside"

@@ -4,7 +4,11 @@ the venv byte-identical; what lands elsewhere and harms nothing goes through. Re
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,6 +64,12 @@ def _evil_wheels(g: Guarded, dest: Path) -> dict[str, Path]:
         "overwrites-decision": build_wheel(
             dest, "decision-patch", "1.0", files={"_dtkguard_decision.py": "decide = None\n"}
         ),
+        "overwrites-finder-pyc": build_wheel(
+            dest,
+            "finder-patch",
+            "1.0",
+            files={f"__pycache__/_dtkguard_finder.{sys.implementation.cache_tag}.pyc": "x"},
+        ),
         "overwrites-policy-json": build_wheel(
             dest,
             "policy-patch",
@@ -77,6 +87,7 @@ FILE_CASES = {
     "sitecustomize": "startup-code",
     "overwrites-hook": "a file of the dtkguard guard itself",
     "overwrites-decision": "a file of the dtkguard guard itself",
+    "overwrites-finder-pyc": "a file of the dtkguard guard itself",
     "overwrites-policy-json": "a file of the dtkguard guard itself",
 }
 
@@ -224,15 +235,24 @@ def test_pip_without_the_wrapped_internals_fails_closed(fresh: Guarded) -> None:
     assert g.pip("list").returncode == 0
 
 
-def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
-    decision = _site(guarded) / "_dtkguard_decision.py"
-    saved = decision.read_bytes()
-    pycache = list((_site(guarded) / "__pycache__").glob("_dtkguard_decision.*"))
-    saved_pyc = {p: p.read_bytes() for p in pycache}
+@contextlib.contextmanager
+def _without(g: Guarded, module: str) -> Iterator[None]:
+    """The guard's ``module`` and its byte code deleted for the block, then put back."""
+    source = _site(g) / f"{module}.py"
+    pycache = list((_site(g) / "__pycache__").glob(f"{module}.*"))
+    assert pycache, "guard install byte-compiles the guard's modules"
+    saved = {p: p.read_bytes() for p in [source, *pycache]}
     try:
-        decision.unlink()
-        for p in pycache:
+        for p in saved:
             p.unlink()
+        yield
+    finally:
+        for p, data in saved.items():
+            p.write_bytes(data)
+
+
+def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
+    with _without(guarded, "_dtkguard_decision"):
         before = guarded.venv.snapshot()
         proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
         assert proc.returncode == 1
@@ -242,10 +262,32 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
         assert changed(before, guarded.venv.snapshot()) == []
         status = guarded.dtkguard("guard", "status", "--python", str(guarded.venv.python))
         assert status.returncode == 1 and "absent" in status.stdout
-    finally:
-        decision.write_bytes(saved)
-        for p, data in saved_pyc.items():
-            p.write_bytes(data)
+
+
+def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
+    """The .pth line blocks pip's uninstall module until the finder takes the block away:
+    without the finder pip can neither install nor uninstall, and every start says why."""
+    with _without(guarded, "_dtkguard_finder"):
+        before = guarded.venv.snapshot()
+        proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        assert "_dtkguard_finder" in proc.stderr and "dtkguard-pip-hook.pth" in proc.stderr
+        proc = guarded.pip("uninstall", "-y", "torch")
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+        status = guarded.dtkguard("guard", "status", "--python", str(guarded.venv.python))
+        assert status.returncode == 1
+        rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+        assert rows["finder"] == "absent", status.stdout
+    # with the finder back, a start (which reads the .pth twice in a venv) leaves pip importable
+    code = (
+        "import sys, pip._internal.req.req_uninstall;"
+        "print(sum(getattr(f, '_dtkguard', 0) for f in sys.meta_path))"
+    )
+    proc = subprocess.run(
+        [str(guarded.venv.python), "-c", code], env=hermetic_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
 
 
 def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
@@ -256,10 +298,21 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     hook.write_text(hook.read_text() + "\n# edited\n")
     policy = g.venv.path / "dtkguard" / "policy.json"
     policy.write_text(policy.read_text().replace('"deny"', '"deny_"', 1))
+    # a planted .pyc with the source's header runs instead of the source at every start
+    tripwire_pyc = next((_site(g) / "__pycache__").glob("_dtkguard_tripwire.*.pyc"))
+    planted = compile("import sys\n", str(tripwire_pyc), "exec")
+    tripwire_pyc.write_bytes(tripwire_pyc.read_bytes()[:16] + marshal.dumps(planted))
+    status = g.dtkguard("guard", "status", "--python", py)
+    rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+    assert status.returncode == 1 and rows["tripwire.pyc"] == "tampered", status.stdout
+    assert rows["finder"] == "present" and "finder.pyc" not in rows, status.stdout
+    finder = _site(g) / "_dtkguard_finder.py"
+    finder.write_text(finder.read_text().replace("VENDOR_MODULES = ", "VENDOR_MODULES = ()#"))
     status = g.dtkguard("guard", "status", "--python", py)
     assert status.returncode == 1
     rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
     assert rows["hook"] == "tampered" and rows["policy"] == "tampered", status.stdout
+    assert rows["finder"] == "tampered", status.stdout
     assert rows["decision"] == "present"
     # remove keeps what was changed since install, and restores the rest exactly
     removed = g.dtkguard("guard", "remove", "--python", py)
@@ -267,6 +320,7 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     assert not (_site(g) / "_dtkguard_decision.py").exists()
     hook.unlink()
     policy.unlink()
+    finder.unlink()
     after = g.venv.snapshot()
     gone = {k for k in before if "dtkguard" in k or "pip.conf" in k}
     assert {k for k in changed(before, after)} == gone

@@ -208,6 +208,7 @@ def test_dtkuv_install_is_a_transaction_that_undo_reverts(
     proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
     history = g.dtkguard("history", "--python", str(g.venv.python), "--json")
+    assert history.returncode == 0, history.stdout + history.stderr
     [txn] = json.loads(history.stdout)
     assert txn["tool"] == "dtkuv" and txn["state"] == "committed"
     assert "accelerate" in txn["after"] and "accelerate" not in txn["before"]

@@ -89,16 +89,22 @@ def test_a_missing_tripwire_file_warns(tmp_path: Path, capsys) -> None:
     assert "missing or unreadable" in capsys.readouterr().err
 
 
-def test_the_pth_line_names_the_vendor_modules_unless_off(tmp_path: Path) -> None:
+def test_the_finder_names_the_vendor_modules_unless_off(tmp_path: Path) -> None:
     data = a_baseline(tmp_path / "site")
     interp = Interpreter("py", tmp_path, tmp_path, tmp_path / "site", tmp_path / "lib", "3.10")
     policy = CompiledPolicy(name="p")
 
-    def pth(p: CompiledPolicy) -> str:
-        planned = layers.planned_layers(interp, p, {}, baseline=data)
-        return next(layer.content for layer in planned if layer.name == "hook.pth")
+    def planned(p: CompiledPolicy) -> dict[str, str]:
+        return {
+            layer.name: layer.content
+            for layer in layers.planned_layers(interp, p, {}, baseline=data)
+        }
 
-    assert "frozenset(('torch',))" in pth(policy)
-    assert "frozenset(())" in pth(replace(policy, on_import="off"))
-    line = pth(policy)
-    assert line.count("\n") == 1  # one line: the hook and the tripwire share one finder
+    finder = planned(policy)["finder"]
+    assert "frozenset(('torch',))" in finder
+    assert repr(str(interp.policy_file)) in finder
+    assert "frozenset(())" in planned(replace(policy, on_import="off"))["finder"]
+    # the .pth is one line, the same in every environment: it only imports the finder
+    line = planned(policy)["hook.pth"]
+    assert line.count("\n") == 1 and line.endswith("import _dtkguard_finder\n")
+    assert line == planned(replace(policy, on_import="off"))["hook.pth"]
