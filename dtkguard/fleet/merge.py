@@ -87,7 +87,7 @@ class NodeResult:
     #: the stack below Python, from the report's device facts ("" when it did not say)
     dtk: str = ""
     driver: str = ""
-    #: the scheduler's node name the report carries (`dtkguard.fleet.identity`)
+    #: the scheduler's node name the report carries (`dtkguard.env.scheduler_node`)
     node_id: str = ""
 
     @property

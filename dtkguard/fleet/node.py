@@ -5,7 +5,7 @@ Run with the host's PID namespace (``hostPID: true``)::
     python -m dtkguard.fleet.node --proc /host/proc --out /reports
 
 The node's name is the scheduler's (``$DTKGUARD_NODE``, which the manifests set from
-``spec.nodeName``; see `dtkguard.fleet.identity`), else the host name.
+``spec.nodeName``; see `dtkguard.env.scheduler_node`), else the host name.
 
 Container processes are those whose ``/proc/PID/root`` is another filesystem than the host's
 (``/proc/1/root``); one process per distinct root is audited: its Python process when it has one,
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dtkguard.fleet.identity import scheduler_node
+from dtkguard.env.scheduler_node import scheduler_node
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 
