@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from dtkguard.audit.stack import StackFacts
+from dtkguard.env.stack_facts import StackFacts
 from dtkguard.policy.labels import label_of
 
 #: the check families doctor runs (no drift: doctor takes no lock)

@@ -204,3 +204,11 @@ def from_root(path: str | os.PathLike[str], target: dict[str, str] | None = None
         raise TargetError(f"not a directory: {root.path}")
     label = target or {"kind": "root", "root": str(root.path)}
     return _collect(Environment(label, root, []), root_sites(root))
+
+
+def prefix_of(site_inner: str) -> str:
+    """The environment prefix of a site dir: ``/v`` for ``/v/lib/python3.10/site-packages``."""
+    parts = [p for p in site_inner.split("/") if p]
+    if len(parts) >= 3 and parts[-3] in ("lib", "lib64") and parts[-2].startswith("python"):
+        return "/" + "/".join(parts[:-3])
+    return "/" + "/".join(parts[:-1]) if len(parts) > 1 else "/"

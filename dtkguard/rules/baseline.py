@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     """(inner path, host path) of every guard baseline of the target's prefixes."""
-    from dtkguard.audit.verify import prefix_of
+    from dtkguard.env.environment import prefix_of
     from dtkguard.env.root import ConfinementError
     from dtkguard.guard.baseline import baseline_path
 

@@ -1,6 +1,6 @@
 """The stack below Python agrees with the wheels: DTK runtime, HIP, driver, cards, devices.
 
-Judges the `dtkguard.audit.stack.StackFacts` a command put in ``ctx.extra["stack"]``. A fact
+Judges the `dtkguard.env.stack_facts.StackFacts` a command put in ``ctx.extra["stack"]``. A fact
 that could not be read yields no finding here (``check`` on a box without hy-smi stays quiet);
 ``device-unreachable`` is the rule for "this target should see DCUs and does not", run only when
 the command asks for it (``ctx.extra["expect_devices"]``).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dtkguard.audit.stack import StackFacts, version_tuple
+from dtkguard.env.stack_facts import StackFacts, version_tuple
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import DtkRelease
 from dtkguard.rules.catalog import RuleInfo

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.audit.stack import StackFacts, device_nodes, dtk_hip, version_tuple
+from dtkguard.audit.stack import device_nodes, dtk_hip
 from dtkguard.env.device import Card
 from dtkguard.env.environment import from_root
 from dtkguard.env.root import Root
+from dtkguard.env.stack_facts import StackFacts, version_tuple
 from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.stack import check as stack_check
