@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from dtkguard.guard import override as overrides
+from dtkguard.env import override_log as overrides
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
@@ -171,7 +171,7 @@ def _install(
 
 def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
     """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
-    from dtkguard.recover.journal import journalled
+    from dtkguard.guard.journal import journalled
 
     return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
 

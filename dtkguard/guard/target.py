@@ -7,14 +7,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dtkguard.env.state_dir import STATE_DIR
+
 _CODE = (
     "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
     "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
     "'stdlib'),'scripts':sysconfig.get_path('scripts'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
 )
-
-#: where the guard keeps its files inside an interpreter's prefix
-STATE_DIR = "dtkguard"
 
 
 @dataclass(frozen=True)

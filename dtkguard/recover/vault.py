@@ -49,7 +49,7 @@ class Vault:
 
 
 def vault_dir(prefix: Path) -> Path:
-    from dtkguard.guard.target import STATE_DIR
+    from dtkguard.env.state_dir import STATE_DIR
 
     return Path(prefix) / STATE_DIR / VAULT_DIR
 
@@ -83,7 +83,7 @@ def create(
     the vault for the same build is kept as it is.
     """
     from dtkguard.env.environment import from_python
-    from dtkguard.recover.journal import layout
+    from dtkguard.guard.journal import layout
     from dtkguard.recover.repack import Installed, RepackError, repack
     from dtkguard.recover.wheels import matches_baseline, sha256_of
     from dtkguard.rules.vendor import same_version
@@ -163,7 +163,7 @@ def human_size(n: int) -> str:
 def fill(interp: Any, policy: Any) -> int:
     """`guard install --vault`: vault the vendor builds, say what it cost; 1 when one was
     refused (its files are modified: the vault never keeps damage)."""
-    from dtkguard.guard.baseline import baseline_path, load
+    from dtkguard.env.baseline import baseline_path, load
 
     baseline = load(baseline_path(interp.prefix))
     vendor = dict(policy.vendor)

@@ -133,7 +133,7 @@ def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) ->
 
 def baseline_wanted(prefix: Path) -> Wanted:
     """The target state of ``restore --to baseline``; `InputError` (exit 2) without one."""
-    from dtkguard.guard.baseline import baseline_path, load
+    from dtkguard.env.baseline import baseline_path, load
 
     path = baseline_path(prefix)
     data = load(path)  # InputError when it is not a baseline

@@ -67,9 +67,9 @@ if TYPE_CHECKING:
 
 def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     """(inner path, host path) of every guard baseline of the target's prefixes."""
+    from dtkguard.env.baseline import baseline_path
     from dtkguard.env.environment import prefix_of
     from dtkguard.env.root import ConfinementError
-    from dtkguard.guard.baseline import baseline_path
 
     root = env.root
     prefixes = [env.target["prefix"]] if env.target.get("prefix") else []
@@ -101,8 +101,8 @@ def _tampered(inner: str, host: Path) -> bool:
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.env.baseline import load, restore_command
     from dtkguard.errors import InputError
-    from dtkguard.guard.baseline import load, restore_command
 
     for inner, host in baseline_files(ctx.env):
         try:
@@ -129,7 +129,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
-    from dtkguard.guard.baseline import compare
+    from dtkguard.env.baseline import compare
 
     when = data.get("created", "?")
     for change in compare(data, ctx.env.root):

@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from dtkguard.env.override_log import read
 from dtkguard.env.root import ConfinementError
+from dtkguard.env.state_dir import STATE_DIR
 from dtkguard.findings import Finding, Severity
-from dtkguard.guard.override import read
-from dtkguard.guard.target import STATE_DIR
 from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
 
