@@ -60,13 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.errors import InputError
     from dtkguard.policy.load import load_policy
     from dtkguard.report import emit
+    from dtkguard.rules.catalog import is_known
 
     threshold = fail_on(args)
     if args.workers is not None and args.workers < 1:
         raise InputError("must be at least 1", field="--workers")
     env = open_target(args)  # first: a target that cannot be read is exit 3 whatever else
     require_dists(env, args)
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     lock = None
     if args.lock:
         from dtkguard.lock.read import read_lock

@@ -37,12 +37,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
-    from dtkguard.rules.catalog import checked_by
+    from dtkguard.rules.catalog import checked_by, is_known
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
 
     threshold = fail_on(args)
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     lock = None
     if getattr(args, "lock", None):
         from dtkguard.lock.read import read_lock

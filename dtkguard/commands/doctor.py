@@ -38,14 +38,14 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.audit.doctor import FAMILIES, doctor_facts
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
-    from dtkguard.rules.catalog import checked_by
+    from dtkguard.rules.catalog import checked_by, is_known
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import run_checks
 
     threshold = fail_on(args)
     env = open_target(args)
     require_dists(env, args)  # a typo'd path is not a healthy environment
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     live = env.target.get("kind") != "root"
     extra = stack_inputs(args, env, run_hy_smi=live)
     extra["expect_devices"] = live or args.expect_devices  # doctor is asked of a DCU target

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.modelscan.scan import scan
     from dtkguard.modelscan.serving import ServingProcess, parse_command, resolve_model, unresolved
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
     from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import pick_card, problem_lines, serving_findings
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if not cmd:
         raise InputError("exec needs a command: dtkguard exec [OPTIONS] -- CMD...")
     threshold = fail_on(args)
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     card = pick_card([args.card] if args.card else read_card_series(), policy)
     command = parse_command(cmd, os.environ)
     cwd = os.getcwd()

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.modelscan.scan import scan, unread_paths
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report, emit
+    from dtkguard.rules.catalog import is_known
     from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import RULES, fp8_findings, pick_card, problem_lines
 
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not os.path.lexists(path):
             raise InputError("no such file or folder", file=path)
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     cards = [args.card] if args.card else read_card_series()
     card = pick_card(cards, policy)
     scans = scan(args.paths)

@@ -26,12 +26,13 @@ from dtkguard.policy.compiled import CompiledPolicy
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
     """--policy, else the policy `guard install` left in the target, else the default lookup."""
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
     if ref is None:
         installed = read_policy_json(interp.policy_file)
         if installed is not None:
             return installed
-    return load_policy(ref)
+    return load_policy(ref, known_rule=is_known)
 
 
 def _say(text: str) -> None:

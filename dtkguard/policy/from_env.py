@@ -16,6 +16,10 @@ from dtkguard.env.environment import Environment
 from dtkguard.errors import InputError
 from dtkguard.policy.labels import DtkRelease, label_of
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compile import KnownRule
+
 _PYTHON_DIR = re.compile(r"/lib(?:64)?/python(\d+\.\d+)/")
 
 
@@ -47,8 +51,11 @@ def _python(env: Environment) -> str | None:
     return None
 
 
-def policy_from_env(env: Environment, name: str | None = None, where: str = "") -> str:
-    """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds."""
+def policy_from_env(
+    env: Environment, name: str | None, where: str, *, known_rule: KnownRule
+) -> str:
+    """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds.
+    ``known_rule``: the rule ids the bundled policy's exceptions may name (`load_policy`)."""
     import datetime as _dt
 
     import tomlkit
@@ -95,7 +102,7 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
     doc["vendor"] = vendor
     if not ident.get("extends"):
         deny = tomlkit.aot()
-        for rule in load_policy(DEFAULT_POLICY).deny:
+        for rule in load_policy(DEFAULT_POLICY, known_rule=known_rule).deny:
             entry = tomlkit.table()
             entry["pattern"] = rule.pattern
             entry["reason"] = rule.reason
