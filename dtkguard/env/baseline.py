@@ -114,6 +114,17 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return data
 
 
+def tampered(inner: str, host: Path) -> bool:
+    """The baseline's digest differs from the one the guard's manifest holds (its paths are
+    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
+    try:
+        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
+        entry = manifest["files"][inner]
+        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no manifest (a copied baseline): it stands on its own
+
+
 #: dist-info files that come from the wheel itself; the others (INSTALLER, REQUESTED,
 #: direct_url.json, uv_cache.json, RECORD ...) each installer writes in its own way, so they
 #: differ between two installs of the very same build

@@ -86,22 +86,9 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     return list(found.values())
 
 
-def _tampered(inner: str, host: Path) -> bool:
-    """The baseline's digest differs from the one the guard's manifest holds (its paths are
-    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
-    import hashlib
-    import json
-
-    try:
-        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
-        entry = manifest["files"][inner]
-        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False  # no manifest (a copied baseline): it stands on its own
-
-
 def check(ctx: CheckContext) -> Iterator[Finding]:
     from dtkguard.env.baseline import load, restore_command
+    from dtkguard.env.baseline import tampered as baseline_tampered
     from dtkguard.errors import InputError
 
     for inner, host in baseline_files(ctx.env):
@@ -110,7 +97,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         except InputError as exc:
             data, problem = None, exc.message
         else:
-            tampered = _tampered(inner, host)
+            tampered = baseline_tampered(inner, host)
             problem = "its digest differs from the guard's manifest" if tampered else None
         if problem or data is None:
             yield Finding(
