@@ -16,47 +16,48 @@ from dtkguard.findings import Finding, Severity
 from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
 
+VENDOR_MISSING = RuleInfo(
+    "vendor-missing",
+    Severity.CRITICAL,
+    "Vendor build gone since guard install",
+    "A vendor build the guard's baseline recorded is no longer installed (removed by "
+    "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
+    "dtkguard restore --python <interpreter>.",
+    family="baseline",
+)
+
+VENDOR_NOT_BASELINE = RuleInfo(
+    "vendor-not-baseline",
+    Severity.CRITICAL,
+    "Vendor name and label, other bytes",
+    "The installed build carries the vendor's name and label, but its RECORD differs "
+    "from the one recorded by guard install: a relabelled community build. Restore the "
+    "vendor build with dtkguard restore --python <interpreter>.",
+    family="baseline",
+)
+
+VENDOR_FILES_CHANGED = RuleInfo(
+    "vendor-files-changed",
+    Severity.CRITICAL,
+    "Vendor build's files changed since guard install",
+    "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
+    "an installer writing over them). Restore with dtkguard restore --python "
+    "<interpreter>.",
+    family="baseline",
+)
+
+BASELINE_TAMPERED = RuleInfo(
+    "baseline-tampered",
+    Severity.HIGH,
+    "The guard's baseline cannot be trusted",
+    "baseline.json is unreadable or differs from the digest in the guard's manifest. "
+    "Check the environment, then record it again with guard install --rebaseline.",
+    family="baseline",
+)
+
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "vendor-missing",
-        Severity.CRITICAL,
-        "Vendor build gone since guard install",
-        "A vendor build the guard's baseline recorded is no longer installed (removed by "
-        "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
-        "dtkguard restore --python <interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "vendor-not-baseline",
-        Severity.CRITICAL,
-        "Vendor name and label, other bytes",
-        "The installed build carries the vendor's name and label, but its RECORD differs "
-        "from the one recorded by guard install: a relabelled community build. Restore the "
-        "vendor build with dtkguard restore --python <interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "vendor-files-changed",
-        Severity.CRITICAL,
-        "Vendor build's files changed since guard install",
-        "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
-        "an installer writing over them). Restore with dtkguard restore --python "
-        "<interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "baseline-tampered",
-        Severity.HIGH,
-        "The guard's baseline cannot be trusted",
-        "baseline.json is unreadable or differs from the digest in the guard's manifest. "
-        "Check the environment, then record it again with guard install --rebaseline.",
-        family="baseline",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (VENDOR_MISSING, VENDOR_NOT_BASELINE, VENDOR_FILES_CHANGED, BASELINE_TAMPERED)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,9 +101,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             tampered = baseline_tampered(inner, host)
             problem = "its digest differs from the guard's manifest" if tampered else None
         if problem or data is None:
-            yield Finding(
-                "baseline-tampered",
-                SEVERITY["baseline-tampered"],
+            yield BASELINE_TAMPERED.finding(
                 inner,
                 f"the guard's baseline {inner} cannot be trusted: {problem}",
                 "check the environment, then record it again: dtkguard guard install --rebaseline",
@@ -127,9 +126,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
             instead = f"; {now.name} {now.version} is there now" if now else ""
             if now:
                 evidence["installed"] = now.version
-            yield Finding(
-                "vendor-missing",
-                SEVERITY["vendor-missing"],
+            yield VENDOR_MISSING.finding(
                 change.key,
                 f"the vendor build {label} recorded by `guard install` ({when}) is gone" + instead,
                 fix,
@@ -137,9 +134,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
                 evidence,
             )
         elif change.kind == "record":
-            yield Finding(
-                "vendor-not-baseline",
-                SEVERITY["vendor-not-baseline"],
+            yield VENDOR_NOT_BASELINE.finding(
                 change.key,
                 f"{label} carries the vendor's name and label, but its RECORD differs from "
                 "the build `guard install` recorded: it is not the vendor build",
@@ -151,9 +146,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
             names = ", ".join(f"{rel} ({what})" for rel, what in change.files[:8])
             more = f" and {len(change.files) - 8} more" if len(change.files) > 8 else ""
             evidence["files"] = [{"path": rel, "change": w} for rel, w in change.files]
-            yield Finding(
-                "vendor-files-changed",
-                SEVERITY["vendor-files-changed"],
+            yield VENDOR_FILES_CHANGED.finding(
                 change.key,
                 f"{len(change.files)} file(s) of the vendor build {label} changed since "
                 f"`guard install`: {names}{more}",

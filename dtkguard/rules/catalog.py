@@ -14,17 +14,36 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dtkguard.findings import Severity
+from dtkguard.findings import Finding, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)
 class RuleInfo:
+    """One rule, declared once in the module that reports it."""
+
     id: str
     severity: Severity
     title: str
     help: str
     #: the check family (`FAMILIES`) that reports it
     family: str = ""
+
+    def finding(
+        self,
+        subject: str,
+        message: str,
+        remediation: str = "",
+        location: str | None = None,
+        evidence: dict[str, Any] | None = None,
+    ) -> Finding:
+        """A finding of this rule, at its default severity."""
+        return Finding(
+            self.id, self.severity, subject, message, remediation, location, evidence or {}
+        )
 
 
 #: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
@@ -73,23 +92,24 @@ GUARD_RULES = (
 )
 
 
-#: what `dtkguard.rules.engine.apply_exceptions` reports about the policy's exceptions themselves
-HOUSEKEEPING = (
-    RuleInfo(
-        "exception-expired",
-        Severity.MEDIUM,
-        "Policy exception expired",
-        "An exception in the policy is past its expiry date and no longer applies.",
-        family="policy",
-    ),
-    RuleInfo(
-        "exception-unused",
-        Severity.LOW,
-        "Policy exception unused",
-        "An exception in the policy matched no finding; remove it.",
-        family="policy",
-    ),
+EXCEPTION_EXPIRED = RuleInfo(
+    "exception-expired",
+    Severity.MEDIUM,
+    "Policy exception expired",
+    "An exception in the policy is past its expiry date and no longer applies.",
+    family="policy",
 )
+
+EXCEPTION_UNUSED = RuleInfo(
+    "exception-unused",
+    Severity.LOW,
+    "Policy exception unused",
+    "An exception in the policy matched no finding; remove it.",
+    family="policy",
+)
+
+#: what `dtkguard.rules.engine.apply_exceptions` reports about the policy's exceptions themselves
+HOUSEKEEPING = (EXCEPTION_EXPIRED, EXCEPTION_UNUSED)
 
 
 def rules_of(families: Iterable[str]) -> list[RuleInfo]:
