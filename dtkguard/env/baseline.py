@@ -52,9 +52,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = "dtkguard-baseline/1"
-
-
 FILE_NAME = "baseline.json"
+
+
+# --- reading ---------------------------------------------------------------------------------
 
 
 def restore_command(python: str) -> str:
@@ -125,6 +126,9 @@ def tampered(inner: str, host: Path) -> bool:
         return False  # no manifest (a copied baseline): it stands on its own
 
 
+# --- identity -------------------------------------------------------------------------------
+
+
 #: dist-info files that come from the wheel itself; the others (INSTALLER, REQUESTED,
 #: direct_url.json, uv_cache.json, RECORD ...) each installer writes in its own way, so they
 #: differ between two installs of the very same build
@@ -176,6 +180,9 @@ def is_baseline_build(
     from dtkguard.decision import baseline_build
 
     return baseline_build(baseline, name, version, record_sha256, files, wheel_sha256)
+
+
+# --- comparing -------------------------------------------------------------------------------
 
 
 @dataclass
