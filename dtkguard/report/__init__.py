@@ -19,8 +19,6 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are 
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 1
-
 FORMATS: dict[str, str] = {
     "table": "dtkguard.report.table:render",
     "json": "dtkguard.report.json_format:render",

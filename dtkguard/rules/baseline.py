@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 VENDOR_MISSING = RuleInfo(
     "vendor-missing",

@@ -11,40 +11,10 @@ read it. Third-party checks add dotted ids (``acme.no-foo``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 
-from dtkguard.findings import Finding, Severity
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """One rule, declared once in the module that reports it."""
-
-    id: str
-    severity: Severity
-    title: str
-    help: str
-    #: the check family (`FAMILIES`) that reports it
-    family: str = ""
-
-    def finding(
-        self,
-        subject: str,
-        message: str,
-        remediation: str = "",
-        location: str | None = None,
-        evidence: dict[str, Any] | None = None,
-    ) -> Finding:
-        """A finding of this rule, at its default severity."""
-        return Finding(
-            self.id, self.severity, subject, message, remediation, location, evidence or {}
-        )
-
+from dtkguard.findings import Severity
+from dtkguard.rules.rule_info import RuleInfo
 
 #: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
 #: family is registered in (`dtkguard.rules.engine` runs them)

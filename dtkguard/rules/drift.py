@@ -15,8 +15,8 @@ from packaging.version import InvalidVersion, Version
 
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 DRIFT_MISSING = RuleInfo(
     "drift-missing",

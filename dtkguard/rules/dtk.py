@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import label_of, release_of
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 DTK_MIXED = RuleInfo(
     "dtk-mixed",

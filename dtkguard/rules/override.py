@@ -10,8 +10,8 @@ from dtkguard.env.override_log import read
 from dtkguard.env.root import ConfinementError
 from dtkguard.env.state_dir import STATE_DIR
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 OVERRIDE_USED = RuleInfo(
     "override-used",

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dtkguard.env.stack_facts import StackFacts, version_tuple
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import DtkRelease
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 DTK_RUNTIME_MISMATCH = RuleInfo(
     "dtk-runtime-mismatch",

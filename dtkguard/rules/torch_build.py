@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from dtkguard.env.root import child
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 from dtkguard.util.safe_read import read_head
 
 TORCH_BUILD = RuleInfo(
