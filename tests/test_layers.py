@@ -44,7 +44,8 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def imported(path: Path, root: Path) -> Iterator[tuple[int, str]]:
-    """(line, module) of every dtkguard module ``path`` imports or names for importlib."""
+    """(line, dotted name) of everything ``path`` imports or names for importlib: a module, or
+    a name inside one (`resolve` finds the module)."""
     name = module_name(path, root)
     is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
@@ -58,28 +59,44 @@ def imported(path: Path, root: Path) -> Iterator[tuple[int, str]]:
                 module = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 module = node.module or ""
-            if module == "dtkguard":  # `from dtkguard import x`: x may be a package
-                for alias in node.names:
-                    sub = root / "dtkguard" / alias.name
-                    is_sub = sub.is_dir() or sub.with_suffix(".py").is_file()
-                    yield node.lineno, f"dtkguard.{alias.name}" if is_sub else module
-            else:
-                yield node.lineno, module
+            for alias in node.names:  # `from pkg import mod` imports the module pkg.mod
+                yield node.lineno, f"{module}.{alias.name}"
         elif isinstance(node, ast.Constant) and _MODULE_NAME.fullmatch(str(node.value)):
             yield node.lineno, str(node.value).partition(":")[0]
+
+
+def modules(root: Path) -> set[str]:
+    return {module_name(p, root) for p in (root / "dtkguard").rglob("*.py")}
+
+
+def resolve(dotted: str, known: set[str]) -> str | None:
+    """The longest known module ``dotted`` starts with (None for an entry point group)."""
+    parts = dotted.split(".")
+    while parts and ".".join(parts) not in known:
+        parts.pop()
+    return ".".join(parts) if len(parts) > 0 and parts[0] == "dtkguard" else None
+
+
+def module_edges(root: Path) -> dict[tuple[str, str], list[str]]:
+    """(importing module, imported module) -> ["file:line", ...] between dtkguard modules."""
+    known = modules(root)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((root / "dtkguard").rglob("*.py")):
+        src = module_name(path, root)
+        for line, dotted in imported(path, root):
+            dst = resolve(dotted, known)
+            if dst is not None and dst != src:
+                edges.setdefault((src, dst), []).append(f"{path.relative_to(root)}:{line}")
+    return edges
 
 
 def package_edges(root: Path) -> dict[tuple[str, str], list[str]]:
     """(importing unit, imported unit) -> ["file:line module", ...] across units."""
     edges: dict[tuple[str, str], list[str]] = {}
-    known = units(root)  # a name of none (an entry point group) is no module
-    for path in sorted((root / "dtkguard").rglob("*.py")):
-        src = package_of(module_name(path, root))
-        for line, module in imported(path, root):
-            dst = package_of(module)
-            if dst is not None and dst in known and dst != src:
-                where = f"{path.relative_to(root)}:{line} {module}"
-                edges.setdefault((src, dst), []).append(where)
+    for (src, dst), places in module_edges(root).items():
+        a, b = package_of(src), package_of(dst)
+        if a != b:
+            edges.setdefault((a, b), []).extend(f"{w} {dst}" for w in places)
     return edges
 
 
@@ -144,17 +161,26 @@ def test_every_unit_has_one_documented_layer():
     assert set(listed) == units(REPO)
 
 
-def test_no_package_cycle():
-    found = cycles(package_edges(REPO))
-    edges = package_edges(REPO)
-    detail = [
+def _cycle_detail(edges: dict[tuple[str, str], list[str]]) -> str:
+    return "\n".join(
         f"{a} -> {b}: {w}"
-        for c in found
+        for c in cycles(edges)
         for (a, b), places in sorted(edges.items())
         if a in c and b in c
         for w in places
-    ]
-    assert found == [], "\n".join(detail)
+    )
+
+
+def test_no_package_cycle():
+    edges = package_edges(REPO)
+    assert cycles(edges) == [], _cycle_detail(edges)
+
+
+def test_no_module_cycle():
+    """No file circle either, not even inside a package (a registry names its modules by string
+    and they import nothing back from it)."""
+    edges = module_edges(REPO)
+    assert cycles(edges) == [], _cycle_detail(edges)
 
 
 def test_every_import_goes_down_the_documented_layers():
@@ -194,13 +220,14 @@ def test_an_upward_import_is_found_in_every_spelling(tmp_path, source):
             "__init__.py": "",
             "low/__init__.py": "",
             "low/mod.py": source,
-            "high/__init__.py": "",
+            "high/__init__.py": "from dtkguard.high import mod\n",
             "high/mod.py": "from dtkguard.low.mod import y\n",
         },
     )
     edges = package_edges(root)
     assert ("low", "high") in edges
     assert cycles(edges) == [["high", "low"]]
+    assert any("dtkguard.low.mod" in c for c in cycles(module_edges(root)))
     bad = against_layers(edges, [["__init__"], ["low"], ["high"]])
     assert len(bad) == 1 and bad[0].startswith("dtkguard/low/mod.py:")
 
