@@ -26,7 +26,8 @@ def load_policy(
     ref: str | None = None, *, known_rule: KnownRule, cache: bool = True
 ) -> CompiledPolicy:
     """Load a policy by path or bundled name, with ``extends`` merged, from cache when valid;
-    its exceptions name rules ``known_rule`` knows (`dtkguard.rules.catalog.is_known`)."""
+    its exceptions name rules ``known_rule`` knows (`dtkguard.rules.catalog.is_known`: a cache
+    entry was checked when it was compiled, by the same dtkguard version)."""
     path = resolve_policy_path(ref).resolve()
     cached = _read_cache(path) if cache else None
     if cached is not None:
