@@ -32,20 +32,17 @@ def stack_inputs(
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
     from dtkguard.audit.stack import stack_facts
 
-    live = env.target.get("kind") != "root"
+    live = env.target.live
     facts = stack_facts(env, live=live, hy_smi_output=hy_smi_output, run_hy_smi=run_hy_smi)
     return {"stack": facts, "expect_devices": bool(expect_devices)}
 
 
 def audit(env: Any, policy: Any, request: AuditRequest) -> Any:
     """The `Report` of auditing ``env`` under ``policy``."""
-    from dtkguard.env.identity import identity
     from dtkguard.report import Report
     from dtkguard.rules.context import CheckContext
     from dtkguard.rules.engine import CHECKS, run_checks
 
-    target = identity(env)
-    env.target = target
     extra, facts = _inputs(env, policy, request)
     timings: dict[str, float] = {}
     findings = run_checks(CheckContext(env, policy, extra=extra), tuple(CHECKS), timings=timings)
@@ -56,7 +53,7 @@ def audit(env: Any, policy: Any, request: AuditRequest) -> Any:
         inventory = components(env.dists)
     return Report(
         findings,
-        target=target,
+        target=env.target.to_json(complete=True),
         policy=policy.name,
         command="audit",
         warnings=env.warnings,
@@ -88,9 +85,8 @@ def _inputs(env: Any, policy: Any, request: AuditRequest) -> tuple[dict, dict]:
     """(``ctx.extra`` for the rules, the report's facts)."""
     from dtkguard.audit.facts import device_facts, process_environ
 
-    target = env.target
-    pid = target.get("pid")
-    live = target.get("kind") != "root"
+    pid = env.target.pid
+    live = env.target.live
     extra = stack_inputs(
         env,
         hy_smi_output=request.hy_smi_output,

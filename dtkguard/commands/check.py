@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     findings = run_checks(CheckContext(env, policy, extra=extra), families, timings=timings)
     report = Report(
         findings,
-        target=env.target,
+        target=env.target.to_json(),
         policy=policy.name,
         command="check",
         warnings=env.warnings,

@@ -40,13 +40,9 @@ def require_dists(env, args: argparse.Namespace) -> None:
         return
     from dtkguard.errors import TargetError
 
-    target = env.target
-    where = next(
-        (str(target[k]) for k in ("container", "pid", "root", "path", "python") if target.get(k)),
-        str(env.root.path),
-    )
     raise TargetError(
-        f"nothing to check at {where}: no installed distributions found (--allow-empty to pass)"
+        f"nothing to check at {env.target.where()}: no installed distributions found "
+        "(--allow-empty to pass)"
     )
 
 
@@ -159,8 +155,8 @@ def add_python_target(parser: argparse.ArgumentParser) -> None:
 def target_python(args: argparse.Namespace) -> str:
     from pathlib import Path
 
+    from dtkguard.env.interpreter import default_python
     from dtkguard.errors import InputError, TargetError
-    from dtkguard.guard.target import default_python
 
     if args.target and args.python:
         raise InputError("give TARGET or --python, not both", field="--python")

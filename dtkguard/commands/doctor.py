@@ -46,14 +46,14 @@ def run(args: argparse.Namespace) -> int:
     env = open_target(args)
     require_dists(env, args)  # a typo'd path is not a healthy environment
     policy = load_policy(args.policy, known_rule=is_known)
-    live = env.target.get("kind") != "root"
+    live = env.target.live
     extra = stack_inputs(args, env, run_hy_smi=live)
     extra["expect_devices"] = live or args.expect_devices  # doctor is asked of a DCU target
     timings: dict[str, float] = {}
     findings = run_checks(CheckContext(env, policy, extra=extra), FAMILIES, timings=timings)
     report = Report(
         findings,
-        target=env.target,
+        target=env.target.to_json(),
         policy=policy.name,
         command="doctor",
         warnings=env.warnings,

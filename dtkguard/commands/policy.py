@@ -137,7 +137,7 @@ def run_init(args: argparse.Namespace) -> int:
         env = envs.from_root(where) if Path(where).is_dir() else envs.from_python(where)
     else:
         env = open_target(args)
-        where = next(iter(v for k, v in env.target.items() if k != "kind"), "the environment")
+        where = env.target.where()
     text = policy_from_env(env, args.name, where, known_rule=is_known)
     if args.output:
         from dtkguard.util.atomic import atomic_write_text

@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from dtkguard.commands.common import target_python
+    from dtkguard.env.interpreter import interpreter
     from dtkguard.guard.dtkpip import load_guard_policy
-    from dtkguard.guard.target import interpreter
     from dtkguard.recover.restore import restore
     from dtkguard.recover.wanted import baseline_wanted, lock_wanted
 

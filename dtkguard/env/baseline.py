@@ -64,7 +64,7 @@ def restore_command(python: str) -> str:
 
 
 def baseline_path(prefix: str | os.PathLike[str]) -> Path:
-    from dtkguard.env.state_dir import STATE_DIR
+    from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / FILE_NAME
 

@@ -59,7 +59,11 @@ def container_pid(name: str) -> tuple[int, str]:
 
 def from_container(name: str, proc_root: str = "/proc"):
     """The Environment of a running container, through its main process."""
+    from dataclasses import replace
+
     from dtkguard.env.process_target import from_pid
 
     pid, runtime = container_pid(name)
-    return from_pid(pid, {"kind": "container", "container": name, "runtime": runtime}, proc_root)
+    env = from_pid(pid, proc_root)
+    env.target = replace(env.target, kind="container", container=name, runtime=runtime)
+    return env

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.dist import Dist, read_egg, scan_site
+from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root, is_regular
 from dtkguard.errors import TargetError
 
@@ -41,7 +42,7 @@ _VENV_DEPTH = 3
 class Environment:
     """The distributions of a target, in sys.path order, plus what could not be read."""
 
-    target: dict[str, str]
+    target: TargetIdentity
     root: Root
     sites: list[Path]
     dists: list[Dist] = field(default_factory=list)
@@ -96,19 +97,21 @@ def _collect(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment
     return env
 
 
-def from_paths(
-    paths: Iterable[str | os.PathLike[str]],
-    target: dict[str, str] | None = None,
-) -> Environment:
-    """Site directories given directly (``--path``)."""
+def from_paths(paths: Iterable[str | os.PathLike[str]]) -> Environment:
+    """Site directories given directly (``--path``); their Python is the ``X.Y`` of the first
+    one named ``lib/pythonX.Y``."""
     sites = []
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
             raise TargetError(f"not a directory: {path}")
         sites.append((path.resolve(), ""))
-    label = target or {"kind": "path", "path": os.pathsep.join(str(p) for p, _ in sites)}
-    return _collect(Environment(label, Root(), []), sites)
+    target = TargetIdentity(
+        "path",
+        path=os.pathsep.join(str(p) for p, _ in sites),
+        python_version=first_site_python(p for p, _ in sites),
+    )
+    return _collect(Environment(target, Root(), []), sites)
 
 
 def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
@@ -132,23 +135,51 @@ def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
         raise TargetError(f"{python} did not report {what}: {exc}") from None
 
 
+#: what `describe_python` asks: sys.path, sys.prefix and the marker values of the interpreter
+_DESCRIBE = (
+    "import json,os,sys;print(json.dumps([sys.path,sys.prefix,'%d.%d'%sys.version_info[:2],"
+    "sys.implementation.name,sys.platform,os.uname().machine]))"
+)
+
+
+def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentity]:
+    """(``sys.path``, identity) of an interpreter (None: the running one); of another, only
+    `_DESCRIBE` runs."""
+    if python is None:
+        facts = [
+            list(sys.path),
+            sys.prefix,
+            f"{sys.version_info[0]}.{sys.version_info[1]}",
+            sys.implementation.name,
+            sys.platform,
+            os.uname().machine,
+        ]
+        python = sys.executable
+    else:
+        facts = ask_interpreter(python, _DESCRIBE)
+    paths, prefix, version, implementation, platform, machine = facts
+    target = TargetIdentity(
+        "python",
+        python=python,
+        prefix=prefix,
+        python_version=version,
+        implementation=implementation,
+        platform=platform,
+        machine=machine,
+    )
+    return [p for p in paths if p], target
+
+
 def python_sys_path(python: str) -> tuple[list[str], str]:
     """Ask an interpreter for ``sys.path`` and ``sys.prefix``; nothing else runs."""
-    paths, prefix = ask_interpreter(
-        python, "import json,sys;print(json.dumps([sys.path,sys.prefix]))"
-    )
-    return [p for p in paths if p], prefix
+    paths, target = describe_python(python)
+    return paths, str(target.prefix)
 
 
 def from_python(python: str | None = None) -> Environment:
     """The environment of an interpreter; None means the running one."""
-    if python is None:
-        paths, prefix, exe = list(sys.path), sys.prefix, sys.executable
-    else:
-        paths, prefix = python_sys_path(python)
-        exe = python
+    paths, target = describe_python(python)
     sites = [(Path(p), "") for p in paths if os.path.isdir(p) or p.endswith(".egg")]
-    target = {"kind": "python", "python": exe, "prefix": prefix}
     return _collect(Environment(target, Root(), []), sites)
 
 
@@ -197,13 +228,18 @@ def _find_venvs(root: Root) -> list[str]:
     return sorted(set(hits))
 
 
-def from_root(path: str | os.PathLike[str], target: dict[str, str] | None = None) -> Environment:
-    """Every interpreter's site directories under an image root, confined to it."""
+def from_root(path: str | os.PathLike[str]) -> Environment:
+    """Every interpreter's site directories under an image root, confined to it; its Python is
+    the ``X.Y`` of the first site named ``lib/pythonX.Y`` (of an image with several, the first:
+    `site_pythons` lists them all)."""
     root = Root(path)
     if not root.path.is_dir():
         raise TargetError(f"not a directory: {root.path}")
-    label = target or {"kind": "root", "root": str(root.path)}
-    return _collect(Environment(label, root, []), root_sites(root))
+    sites = root_sites(root)
+    target = TargetIdentity(
+        "root", root=str(root.path), python_version=first_site_python(p for p, _ in sites)
+    )
+    return _collect(Environment(target, root, []), sites)
 
 
 def prefix_of(site_inner: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dtkguard.env import procfiles
 from dtkguard.env.environment import Environment, _collect
+from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
 from dtkguard.util.safe_read import read_head
@@ -79,8 +80,10 @@ def _maps(proc: str) -> tuple[str | None, list[str]]:
     return (lib.group(1) if lib else None), sites
 
 
-def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: str = "/proc"):
-    """The Environment of process ``pid``; `TargetError` (exit 3) when it cannot be read."""
+def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
+    """The Environment of process ``pid``; `TargetError` (exit 3) when it cannot be read. Its
+    Python is the interpreter's ``lib/pythonX.Y``, else the mapped libpython's, else the first
+    site folder's; its platform is Linux (it has a /proc)."""
     pid = _pid(pid)
     proc = f"{proc_root}/{pid}"
     root = _readable_root(proc, pid)
@@ -93,15 +96,6 @@ def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: st
         raise TargetError(
             f"process {pid} does not look like a Python process (no interpreter found)"
         )
-    label = {
-        "kind": "pid",
-        "pid": pid,
-        "root": str(root.path),
-        "python": python or "",
-        "prefix": prefix or "",
-        "python_version": version or libver or "",
-    }
-    label.update(target or {})
     found: list[tuple[Path, str]] = []
     for inner in dict.fromkeys(sites):
         try:
@@ -110,7 +104,16 @@ def from_pid(pid: int | str, target: dict[str, str] | None = None, proc_root: st
             continue
         if host.is_dir():
             found.append((host, ""))
-    return _collect(Environment(label, root, []), found)
+    target = TargetIdentity(
+        "pid",
+        root=str(root.path),
+        python=python,
+        prefix=prefix,
+        pid=pid,
+        python_version=version or libver or first_site_python(host for host, _ in found),
+        platform="linux",
+    )
+    return _collect(Environment(target, root, []), found)
 
 
 def _pid(pid: int | str) -> int:

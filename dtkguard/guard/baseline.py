@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from dtkguard.env.dist import Dist
-    from dtkguard.guard.target import Interpreter
+    from dtkguard.env.interpreter import Interpreter
     from dtkguard.lock.read import Lock
     from dtkguard.policy.compiled import CompiledPolicy
 

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dtkguard.env import override_log as overrides
+from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
-from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.guard.target import choose_python, say_target
 from dtkguard.policy.compiled import CompiledPolicy
 
 

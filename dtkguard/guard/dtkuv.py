@@ -15,12 +15,13 @@ import tempfile
 from pathlib import Path
 
 from dtkguard.env import override_log as overrides
+from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan
-from dtkguard.guard.target import Interpreter, choose_python, interpreter, say_target
+from dtkguard.guard.target import choose_python, say_target
 from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
     UV_VALUE_OPTIONS,

@@ -58,7 +58,7 @@ class Layout:
 
     @property
     def journal(self) -> Path:
-        from dtkguard.env.state_dir import STATE_DIR
+        from dtkguard.env.interpreter import STATE_DIR
 
         return self.prefix / STATE_DIR / JOURNAL_DIR
 

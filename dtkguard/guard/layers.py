@@ -23,10 +23,10 @@ from importlib import resources
 from pathlib import Path
 
 from dtkguard.env.baseline import baseline_path
+from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
 from dtkguard.guard.hook_policy import constraints_text, hook_json
-from dtkguard.guard.target import Interpreter
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text

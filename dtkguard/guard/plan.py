@@ -151,4 +151,4 @@ def after_install(
         )
         for p in planned
     ]
-    return Environment(dict(env.target), env.root, list(env.sites), kept + new, list(env.warnings))
+    return Environment(env.target, env.root, list(env.sites), kept + new, list(env.warnings))

@@ -10,32 +10,24 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_LIB_PYTHON = re.compile(r"/lib/python(3\.\d{1,2})/")
-
 
 def env_python(env: Any) -> str | None:
-    """``X.Y`` of the environment's interpreter: what the target reports (a process), else
-    the interpreter asked, else the ``lib/pythonX.Y`` folder its dists are installed in."""
-    label = env.target
-    version = str(label.get("python_version") or "")
-    m = re.match(r"(3\.\d{1,2})", version)
-    if m:
-        return m.group(1)
-    exe = label.get("python")
-    if label.get("kind") == "python" and exe:
-        if os.path.realpath(exe) == os.path.realpath(sys.executable):
-            return f"{sys.version_info.major}.{sys.version_info.minor}"
-        from dtkguard.env.environment import ask_interpreter
+    """``X.Y`` of the environment's interpreter (its reader's `TargetIdentity.python_version`);
+    None when it is unknown, or when the dists of a path or root target sit under several."""
+    from dtkguard.env.identity import site_pythons
 
-        code = "import sys, json; print(json.dumps('%d.%d' % sys.version_info[:2]))"
-        return str(ask_interpreter(exe, code, "its version"))
-    found = {m.group(1) for d in env.dists if (m := _LIB_PYTHON.search(f"{d.location}/"))}
-    return found.pop() if len(found) == 1 else None
+    target = env.target
+    if (
+        target.kind in ("path", "root")
+        and len(site_pythons(os.path.dirname(d.location) for d in env.dists)) > 1
+    ):
+        return None
+    m = re.match(r"(3\.\d{1,2})", target.python_version or "")
+    return m.group(1) if m else None
 
 
 def target_of_env(env: Any, target: Any) -> Any | None:
@@ -112,7 +104,7 @@ def installed_document(
     from dtkguard.lock.write import build_document
 
     tool = tool_table(policy, target, inputs, note)
-    tool["environment"] = {k: str(v) for k, v in sorted(env.target.items())}
+    tool["environment"] = {k: str(v) for k, v in sorted(env.target.to_json().items())}
     if found.installed:
         tool["installed"] = found.installed
     return build_document(

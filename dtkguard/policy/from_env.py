@@ -9,7 +9,6 @@ bundled policy's ``[[deny]]`` rules (so a policy for another DTK release does no
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from dtkguard.env.environment import Environment
@@ -19,8 +18,6 @@ from dtkguard.policy.labels import DtkRelease, label_of
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.policy.compile import KnownRule
-
-_PYTHON_DIR = re.compile(r"/lib(?:64)?/python(\d+\.\d+)/")
 
 
 def vendor_builds(env: Environment) -> dict[str, str]:
@@ -43,16 +40,8 @@ def _releases(builds: dict[str, str]) -> list[DtkRelease]:
     return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r._key())))
 
 
-def _python(env: Environment) -> str | None:
-    for site in env.sites:
-        m = _PYTHON_DIR.search(env.root.inner(site) + "/")
-        if m:
-            return m.group(1)
-    return None
-
-
 def policy_from_env(
-    env: Environment, name: str | None, where: str, *, known_rule: KnownRule
+    env: Environment, name: str | None = None, where: str = "", *, known_rule: KnownRule
 ) -> str:
     """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds.
     ``known_rule``: the rule ids the bundled policy's exceptions may name (`load_policy`)."""
@@ -91,7 +80,7 @@ def policy_from_env(
     if bundled is not None and bundled.is_file():
         ident["extends"] = [bundled.stem]
     doc["policy"] = ident
-    python = _python(env)
+    python = env.target.python_version
     if python and not ident.get("extends"):
         target = tomlkit.table()
         target["python"] = python

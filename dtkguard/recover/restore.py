@@ -214,8 +214,8 @@ def restore(
 ) -> int:
     """Plan, print, do, check (after rolling back a transaction a killed process left open).
     Exit 0 matched, 1 something not restored."""
+    from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import journal
-    from dtkguard.guard.target import interpreter
     from dtkguard.recover.plan import make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault

@@ -56,7 +56,7 @@ def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
 
 
 def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> int:
-    from dtkguard.guard.target import interpreter
+    from dtkguard.env.interpreter import interpreter
     from dtkguard.recover.keep import repack_from, was_requested
     from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Build, Override, put_back, say
     from dtkguard.recover.wanted import Want

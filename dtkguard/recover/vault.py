@@ -49,7 +49,7 @@ class Vault:
 
 
 def vault_dir(prefix: Path) -> Path:
-    from dtkguard.env.state_dir import STATE_DIR
+    from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / VAULT_DIR
 

@@ -34,6 +34,8 @@ class Report:
     """What one run found, about which target, under which policy."""
 
     findings: list[Finding]
+    #: the target as printed: `TargetIdentity.to_json` of an environment (``models`` and
+    #: ``node`` reports carry their own); renderers read it as the json does
     target: dict[str, Any] = field(default_factory=dict)
     policy: str = ""
     command: str = "check"

@@ -327,7 +327,7 @@ class InstalledEnv(Source):
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        self.label = f"installed:{env.target.get('python') or env.target.get('path') or '/'}"
+        self.label = f"installed:{env.target.python or env.target.path or '/'}"
         self._by_name: dict[str, list[FileLink]] = {}
         for dist in env.dists:
             try:

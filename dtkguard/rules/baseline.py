@@ -73,7 +73,7 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     from dtkguard.env.root import ConfinementError
 
     root = env.root
-    prefixes = [env.target["prefix"]] if env.target.get("prefix") else []
+    prefixes = [env.target.prefix] if env.target.prefix else []
     prefixes += [prefix_of(root.inner(site)) for site in env.sites]
     found: dict[str, tuple[str, Path]] = {}
     for prefix in prefixes:

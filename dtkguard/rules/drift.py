@@ -58,18 +58,27 @@ def same(a: str, b: str) -> bool:
         return a.strip() == b.strip()
 
 
-def marker_applies(marker: str | None, python: str | None) -> bool:
-    """Whether a package's marker holds for the target; unknown facts count as True."""
+#: the ``X.Y`` a marker is tried with when the target's Python is unknown
+_ANY_PYTHON = ("2.7", *(f"3.{minor}" for minor in range(21)))
+
+
+def marker_applies(marker: str | None, known: dict[str, str]) -> bool:
+    """Whether a package's marker holds for the target, evaluated with the marker values known
+    of it (`TargetIdentity.markers`); an unknown Python counts as any (the package is kept when
+    some version matches), an odd marker keeps the package."""
     if not marker:
         return True
-    from packaging.markers import InvalidMarker, Marker
+    from packaging.markers import Marker
 
     try:
-        env: dict[str, str] = {}
-        if python:
-            env = {"python_version": python, "python_full_version": python + ".0"}
-        return bool(Marker(marker).evaluate(env))
-    except (InvalidMarker, Exception):  # undefined names, odd markers: keep the package
+        parsed = Marker(marker)
+        if "python_version" in known:
+            return bool(parsed.evaluate(dict(known)))
+        return any(
+            parsed.evaluate({**known, "python_version": v, "python_full_version": f"{v}.0"})
+            for v in _ANY_PYTHON
+        )
+    except Exception:  # an invalid marker, undefined names: keep the package
         return True
 
 
@@ -85,11 +94,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     lock: Any = ctx.extra.get("lock")
     if lock is None:
         return
-    from dtkguard.env.identity import python_version
-
-    python = python_version(ctx.env)  # the target's, as `audit` reports it: not dtkguard's own
+    known = ctx.env.target.markers()  # the target's Python, as reports show it: not dtkguard's
     where = str(lock.path)
-    locked = {p.key: p for p in lock.packages if marker_applies(p.marker, python)}
+    locked = {p.key: p for p in lock.packages if marker_applies(p.marker, known)}
     all_locked = {p.key for p in lock.packages}
     dists = pick_group(ctx, set(locked))
     installed = {d.key: d for d in dists}

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from dtkguard.env.interpreter import STATE_DIR
 from dtkguard.env.override_log import read
 from dtkguard.env.root import ConfinementError
-from dtkguard.env.state_dir import STATE_DIR
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
@@ -33,8 +33,8 @@ def _records(ctx: CheckContext) -> list[Path]:
     """Host paths of the overrides files of the environment's interpreter prefixes."""
     env = ctx.env
     prefixes: set[str] = set()
-    if env.target.get("prefix"):
-        prefixes.add(env.target["prefix"])
+    if env.target.prefix:
+        prefixes.add(env.target.prefix)
     for site in env.sites:
         match = _SITE.match(env.root.inner(site))
         if match:

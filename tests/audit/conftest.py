@@ -3,6 +3,7 @@ PEP 751 locks validated by ``packaging.pylock``, and an in-process CLI runner.""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -106,3 +107,23 @@ def _no_progress(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def python_exe() -> str:
     return sys.executable
+
+
+@pytest.fixture
+def sleeper(venv):
+    """A python process of the venv (started as ``venv/bin/python``), HIP_VISIBLE_DEVICES set."""
+    env = {"PATH": "/usr/bin:/bin", "HIP_VISIBLE_DEVICES": "0,1"}
+    proc = subprocess.Popen(
+        [
+            str(venv.python),
+            "-c",
+            "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd="/",
+    )
+    assert proc.stdout.readline() == b"up\n"
+    yield proc
+    proc.kill()
+    proc.wait()

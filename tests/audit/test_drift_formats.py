@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -73,25 +74,66 @@ def test_check_takes_a_lock_too(venv, tmp_path):
     assert "drift-missing" not in rules_of(plain)
 
 
-def test_check_and_audit_evaluate_lock_markers_for_the_target_python(tmp_path):
-    from tests.support.sitetree import add_dist
+HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
+OTHER = "3.8" if HERE != "3.8" else "3.9"  # a Python that is not dtkguard's
 
-    other = "3.8" if sys.version_info[:2] != (3, 8) else "3.9"
-    site_dir = tmp_path / "env" / "lib" / f"python{other}" / "site-packages"
-    add_dist(site_dir, "kept", "1.0")
-    lock = tmp_path / "pylock.toml"
-    write_lock(lock, [("kept", "1.0"), ("only-target", "1.0"), ("only-here", "1.0")])
+
+def _marker_lock(tmp_path: Path) -> Path:
+    """A lock of ``kept``, ``only-target`` (for Python `OTHER`) and ``only-here`` (`HERE`)."""
+    lock = write_lock(
+        tmp_path / "pylock.toml", [("kept", "1.0"), ("only-target", "1.0"), ("only-here", "1.0")]
+    )
     text = lock.read_text()
-    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    for name, python in (("only-target", other), ("only-here", here)):
+    for name, python in (("only-target", OTHER), ("only-here", HERE)):
         text = text.replace(
             f'name = "{name}"\n', f'name = "{name}"\nmarker = "python_version == \'{python}\'"\n'
         )
     lock.write_text(text)
+    return lock
+
+
+def _missing(args: list[str], lock: Path) -> dict[str, list[str]]:
+    """The drift-missing subjects of ``check`` and of ``audit`` of a target."""
+    out = {}
     for command in ("check", "audit"):
-        result = run_cli(command, "--path", str(site_dir), "--lock", str(lock), "-f", "json")
-        missing = [f["subject"] for f in rules_of(result).get("drift-missing", [])]
-        assert missing == ["only-target"], (command, result.err)
+        result = run_cli(command, *args, "--lock", str(lock), "-f", "json")
+        assert result.code in (0, 1), result.err
+        out[command] = [f["subject"] for f in rules_of(result).get("drift-missing", [])]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["path", "root"])
+def test_check_and_audit_evaluate_lock_markers_for_the_target_python(tmp_path, kind):
+    from tests.support.sitetree import add_dist
+
+    image = tmp_path / "img"
+    site_dir = image / "usr" / "lib" / f"python{OTHER}" / "site-packages"
+    add_dist(site_dir, "kept", "1.0")
+    args = ["--path", str(site_dir)] if kind == "path" else ["--root", str(image)]
+    missing = _missing(args, _marker_lock(tmp_path))
+    assert missing == {"check": ["only-target"], "audit": ["only-target"]}
+
+
+def test_an_unknown_target_python_counts_as_any_not_as_dtkguards(tmp_path):
+    from tests.support.sitetree import add_dist
+
+    add_dist(tmp_path / "plain", "kept", "1.0")  # no lib/pythonX.Y: the Python is unknown
+    missing = _missing(["--path", str(tmp_path / "plain")], _marker_lock(tmp_path))
+    assert missing == {c: ["only-here", "only-target"] for c in ("check", "audit")}
+
+
+def test_another_interpreter_is_judged_by_its_own_python(tmp_path):
+    from tests.support.pythons import find_python
+    from tests.support.sitetree import add_dist
+
+    other = find_python(OTHER)
+    if other is None:
+        pytest.skip(f"needs python{OTHER} on PATH or under pyenv (a Python that is not {HERE})")
+    venv = tmp_path / "venv"
+    subprocess.run([other, "-m", "venv", "--without-pip", str(venv)], check=True)
+    add_dist(venv / "lib" / f"python{OTHER}" / "site-packages", "kept", "1.0")
+    missing = _missing(["--python", str(venv / "bin" / "python")], _marker_lock(tmp_path))
+    assert missing == {"check": ["only-target"], "audit": ["only-target"]}
 
 
 def test_bad_lock_exits_2_with_one_line_and_writes_nothing(venv, tmp_path):

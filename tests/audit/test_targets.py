@@ -15,26 +15,6 @@ from tests.audit.conftest import VENDOR_TORCH, run_cli
 DOCKER_DATA = Path(__file__).resolve().parent.parent / "data" / "docker"
 
 
-@pytest.fixture
-def sleeper(venv):
-    """A python process of the venv (started as ``venv/bin/python``), HIP_VISIBLE_DEVICES set."""
-    env = {"PATH": "/usr/bin:/bin", "HIP_VISIBLE_DEVICES": "0,1"}
-    proc = subprocess.Popen(
-        [
-            str(venv.python),
-            "-c",
-            "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(120)",
-        ],
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd="/",
-    )
-    assert proc.stdout.readline() == b"up\n"
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 def test_pid_finds_the_venv_without_running_it(venv, sleeper):
     result = run_cli("audit", "--pid", str(sleeper.pid), "-f", "json")
     assert result.code == 0, result.err

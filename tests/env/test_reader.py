@@ -81,7 +81,7 @@ def test_other_interpreter_is_only_asked_for_sys_path(tmp_path):
     add_dist(site, "torch", "2.4.1+das.opt1.dtk25041")
     env = envs.from_python(str(venv / "bin" / "python"))
     assert env.get("torch").version == "2.4.1+das.opt1.dtk25041"
-    assert env.target["prefix"] == str(venv)
+    assert env.target.prefix == str(venv)
 
 
 def test_missing_interpreter_is_a_target_error(tmp_path):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.env.interpreter import Interpreter
 from dtkguard.guard import baseline as baselines
 from dtkguard.guard import layers
-from dtkguard.guard.target import Interpreter
 from dtkguard.policy.compiled import CompiledPolicy
 
 REPO = Path(__file__).resolve().parents[2]

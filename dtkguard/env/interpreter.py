@@ -1,0 +1,68 @@
+"""The interpreter the guard protects: where its prefix, site-packages and stdlib are."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+_CODE = (
+    "import json,sys,sysconfig;print(json.dumps({'prefix':sys.prefix,'base_prefix':"
+    "sys.base_prefix,'purelib':sysconfig.get_path('purelib'),'stdlib':sysconfig.get_path("
+    "'stdlib'),'scripts':sysconfig.get_path('scripts'),'version':'%d.%d'%sys.version_info[:2],'executable':sys.executable}))"
+)
+
+#: where the guard keeps its files inside an interpreter's prefix
+STATE_DIR = "dtkguard"
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    python: str
+    prefix: Path
+    base_prefix: Path
+    purelib: Path
+    stdlib: Path
+    version: str
+    #: where console scripts go (``<prefix>/bin``): the place of the `uv` shim
+    scripts: Path | None = None
+
+    @property
+    def in_venv(self) -> bool:
+        return self.prefix != self.base_prefix
+
+    @property
+    def state_dir(self) -> Path:
+        return self.prefix / STATE_DIR
+
+    @property
+    def policy_file(self) -> Path:
+        return self.state_dir / "policy.json"
+
+    @property
+    def overrides_file(self) -> Path:
+        return self.state_dir / "overrides.jsonl"
+
+
+def default_python() -> str:
+    """The activated venv/conda env's interpreter, else the one running dtkguard."""
+    from dtkguard.env.environment import active_python
+
+    return active_python() or sys.executable
+
+
+def interpreter(python: str | None = None) -> Interpreter:
+    """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
+    exe = python or default_python()
+    from dtkguard.env.environment import ask_interpreter
+
+    data = ask_interpreter(exe, _CODE, "its paths")
+    return Interpreter(
+        python=exe,
+        prefix=Path(data["prefix"]),
+        base_prefix=Path(data["base_prefix"]),
+        purelib=Path(data["purelib"]),
+        stdlib=Path(data["stdlib"]),
+        version=data["version"],
+        scripts=Path(data["scripts"]) if data.get("scripts") else None,
+    )
