@@ -326,7 +326,7 @@ def _hex(digest):
 def baseline_build(baseline, name, version, record_sha256=None, files=None, wheel_sha256=None):
     """Is (name, version) with these digests the vendor build the baseline of `guard install`
     recorded? ``record_sha256``: hex sha256 of an installed RECORD (or its build digest,
-    `dtkguard.guard.baseline.record_digest`); ``files``: {RECORD path:
+    `dtkguard.env.baseline.record_digest`); ``files``: {RECORD path:
     hex sha256 or ``sha256=...``}: every file outside the dist-info (``.pyc`` and scripts
     aside) must be the baseline's, no more, no fewer; ``wheel_sha256``: the wheel's hash,
     matched against the lock's hashes. None when the baseline has no vendor build of that name

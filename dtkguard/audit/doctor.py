@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
-from dtkguard.audit.stack import StackFacts
+from dtkguard.env.stack_facts import StackFacts
 from dtkguard.policy.labels import label_of
 
 #: the check families doctor runs (no drift: doctor takes no lock)

@@ -29,13 +29,14 @@ def scan_models(request: ModelScanRequest) -> Any:
     from dtkguard.modelscan.scan import scan, unread_paths
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report
+    from dtkguard.rules.catalog import is_known
     from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import RULES, fp8_findings, pick_card, problem_lines
 
     for path in request.paths:
         if not os.path.lexists(path):
             raise InputError("no such file or folder", file=path)
-    policy = load_policy(request.policy)
+    policy = load_policy(request.policy, known_rule=is_known)
     cards = [request.card] if request.card else read_card_series()
     card = pick_card(cards, policy)
     scans = scan(request.paths)

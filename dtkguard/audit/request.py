@@ -44,8 +44,9 @@ def open_request(request: Request) -> Opened:
     without ``allow_empty``, holds nothing)."""
     from dtkguard.env.open import open_target, require_dists
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
-    policy = load_policy(request.policy)
+    policy = load_policy(request.policy, known_rule=is_known)
     lock = None
     if request.lock:
         from dtkguard.lock.read import read_lock

@@ -48,10 +48,11 @@ def check_serving(request: ServingRequest) -> ServingCheck:
     from dtkguard.modelscan.scan import scan
     from dtkguard.modelscan.serving import ServingProcess, parse_command, resolve_model, unresolved
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
     from dtkguard.rules.engine import apply_exceptions
     from dtkguard.rules.fp8 import pick_card, problem_lines, serving_findings
 
-    policy = load_policy(request.policy)
+    policy = load_policy(request.policy, known_rule=is_known)
     card = pick_card([request.card] if request.card else read_card_series(), policy)
     command = parse_command(request.cmd, request.environ)
     model_path = resolve_model(command.model, request.cwd, request.environ)

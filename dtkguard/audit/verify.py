@@ -17,28 +17,24 @@ Files not in RECORD (uv never records ``.pyc``; runtime ``__pycache__``) are not
 
 from __future__ import annotations
 
-import base64
-import binascii
-import csv
-import errno
 import hashlib
 import os
 import posixpath
 import re
-import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dtkguard.env.dist import Dist
+from dtkguard.env.environment import prefix_of
+from dtkguard.env.record import decode_digest, hash_file, rows_of
 from dtkguard.env.root import ConfinementError, Root, child
 from dtkguard.util.safe_read import TooLarge, read_capped, read_head, reason
 
 #: a RECORD larger than this is not verified (torch's, ~20,000 files, is about 2 MiB)
 RECORD_LIMIT = 16 << 20
-CHUNK = 1 << 20
 #: a batch of jobs handed to one worker: this many files or this many bytes, whichever first
 BATCH_FILES = 128
 BATCH_BYTES = 32 << 20
@@ -111,32 +107,6 @@ class Job:
 # --- RECORD rows -> jobs ---------------------------------------------------------------
 
 
-def rows_of(text: str) -> Iterator[list[str] | None]:
-    """RECORD's CSV rows, one per line; None for a line that is not CSV (binary garbage)."""
-    for line in text.replace("\0", "").splitlines():
-        if not line.strip():
-            continue
-        try:
-            yield next(csv.reader([line]))
-        except (csv.Error, StopIteration):
-            yield None
-
-
-def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
-    """The raw digest of a RECORD hash value, and whether it was (nonconforming) hex."""
-    size = hashlib.new(algo).digest_size
-    if len(value) == size * 2:
-        try:
-            return bytes.fromhex(value), True
-        except ValueError:
-            pass
-    try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-    except (binascii.Error, ValueError):
-        return None
-    return (raw, False) if len(raw) == size else None
-
-
 def lexical(base: str, path: str) -> str | None:
     """``base/path`` normalised without touching the disk; None when ``..`` climbs above ``/``."""
     parts: list[str] = []
@@ -151,14 +121,6 @@ def lexical(base: str, path: str) -> str | None:
         else:
             parts.append(part)
     return "/" + "/".join(parts)
-
-
-def prefix_of(site_inner: str) -> str:
-    """The environment prefix of a site dir: ``/v`` for ``/v/lib/python3.10/site-packages``."""
-    parts = [p for p in site_inner.split("/") if p]
-    if len(parts) >= 3 and parts[-3] in ("lib", "lib64") and parts[-2].startswith("python"):
-        return "/" + "/".join(parts[:-3])
-    return "/" + "/".join(parts[:-1]) if len(parts) > 1 else "/"
 
 
 def under(path: str, top: str) -> bool:
@@ -340,41 +302,6 @@ def record_jobs(dist: Dist, root: Root) -> tuple[list[Job], list[Issue]]:
 
 
 # --- hashing ------------------------------------------------------------------------------
-
-
-def hash_file(host: str, algo: str, confined: bool) -> tuple[str, bytes, int, bytes]:
-    """(status, digest, size, first bytes of a ``#!`` file); never blocks on FIFOs or devices."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
-    try:
-        fd = os.open(host, flags)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return "missing", b"", 0, b""
-        if exc.errno == errno.ELOOP:
-            return "symlink", b"", 0, b""
-        return f"error:{exc.strerror}", b"", 0, b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "notfile", b"", 0, b""
-        h = hashlib.new(algo)
-        buf = bytearray(CHUNK)
-        view = memoryview(buf)
-        total = 0
-        head = b""
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
-            while True:
-                n = f.readinto(buf)
-                if not n:
-                    break
-                if total == 0 and buf[:2] == b"#!":
-                    head = bytes(view[: min(n, 512)])
-                h.update(view[:n])
-                total += n
-        return "ok", h.digest(), total, head
-    except OSError as exc:
-        return f"error:{exc.strerror}", b"", 0, b""
-    finally:
-        os.close(fd)
 
 
 def _hash_batch(batch: Sequence[tuple[str, str, bool]]) -> list[tuple[str, bytes, int, bytes]]:

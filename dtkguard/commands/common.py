@@ -143,8 +143,8 @@ def add_python_target(parser: argparse.ArgumentParser) -> None:
 def target_python(args: argparse.Namespace) -> str:
     from pathlib import Path
 
-    from dtkguard.errors import InputError, TargetError
     from dtkguard.env.interpreter import default_python
+    from dtkguard.errors import InputError, TargetError
 
     if args.target and args.python:
         raise InputError("give TARGET or --python, not both", field="--python")

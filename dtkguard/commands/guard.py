@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.guard import layers, registry
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
     interp = interpreter(args.python)
     if args.action == "remove":
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         registry.forget(interp.prefix)
         return 0
     if args.action == "install":
-        policy = load_policy(args.policy)
+        policy = load_policy(args.policy, known_rule=is_known)
         uv_config = None
         if args.uv or args.uv_config:
             uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
@@ -104,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
             return fill(interp, policy)
         return 0
     installed = load_guard_policy(None, interp) if args.policy is None else None
-    policy = load_policy(args.policy) if installed is None else _reference(installed)
+    policy = (
+        load_policy(args.policy, known_rule=is_known)
+        if installed is None
+        else _reference(installed)
+    )
     rows = layers.status(interp, policy)
     for layer, path, state in rows:
         print(f"{state:>7}  {layer:<18} {path}")
@@ -119,10 +124,11 @@ def _reference(installed):
     (so an edited policy shows the guard as stale); else the installed copy itself."""
     from dtkguard.errors import DtkguardError
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
     if installed.files and Path(installed.files[0]).is_file():
         try:
-            return load_policy(installed.files[0])
+            return load_policy(installed.files[0], known_rule=is_known)
         except DtkguardError:
             return installed
     return installed

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dtkguard.commands.common import target_python
-    from dtkguard.recover import journal
+    from dtkguard.guard import journal
     from dtkguard.recover.history import render
 
     lay = journal.layout(target_python(args))

@@ -163,9 +163,10 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.policy.load import load_policy
     from dtkguard.resolve.http import Fetcher
     from dtkguard.resolve.target import target_from
+    from dtkguard.rules.catalog import is_known
 
     started = time.perf_counter()
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     target = target_from(policy, args.python_version, args.platform)
     out = Path(args.output)
     if not out.parent.is_dir():

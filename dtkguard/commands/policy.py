@@ -59,11 +59,12 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 def run_check(args: argparse.Namespace) -> int:
     from dtkguard.errors import PolicyError
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
     status = 0
     for ref in args.policies or [None]:
         try:
-            policy = load_policy(ref, cache=False)
+            policy = load_policy(ref, known_rule=is_known, cache=False)
         except PolicyError as exc:
             print(f"dtkguard: error: {exc.line()}", file=sys.stderr)
             status = 2
@@ -77,8 +78,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
-    policy = load_policy(args.policy)
+    policy = load_policy(args.policy, known_rule=is_known)
     if args.format == "json":
         print(json.dumps(policy.to_json(), indent=2))
         return 0
@@ -112,8 +114,9 @@ def run_show(args: argparse.Namespace) -> int:
 def run_explain(args: argparse.Namespace) -> int:
     from dtkguard.policy.explain import explain
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
-    print("\n".join(explain(load_policy(args.policy), args.package)))
+    print("\n".join(explain(load_policy(args.policy, known_rule=is_known), args.package)))
     return 0
 
 
@@ -124,6 +127,7 @@ def run_init(args: argparse.Namespace) -> int:
     from dtkguard.env import environment as envs
     from dtkguard.errors import InputError
     from dtkguard.policy.from_env import policy_from_env
+    from dtkguard.rules.catalog import is_known
 
     chosen = [o for o in ("python", "path", "root", "pid", "container") if getattr(args, o)]
     if args.target and chosen:
@@ -134,7 +138,7 @@ def run_init(args: argparse.Namespace) -> int:
     else:
         env = open_target(args)
         where = env.target.where()
-    text = policy_from_env(env, args.name, where)
+    text = policy_from_env(env, args.name, where, known_rule=is_known)
     if args.output:
         from dtkguard.util.output import write_output
 

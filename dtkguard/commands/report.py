@@ -147,7 +147,7 @@ def _node_name(given: str | None) -> str:
     """``--node``, else the scheduler's name, else the host name; never a path."""
     import socket
 
-    from dtkguard.fleet.identity import scheduler_node
+    from dtkguard.env.scheduler_node import scheduler_node
 
     name = given if given is not None else scheduler_node() or socket.gethostname()
     if not name or "/" in name or name in (".", ".."):

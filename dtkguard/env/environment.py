@@ -267,3 +267,11 @@ def from_root(path: str | os.PathLike[str]) -> Environment:
         "root", root=str(root.path), python_version=first_site_python(p for p, _ in sites)
     )
     return _collect(Environment(target, root, []), sites)
+
+
+def prefix_of(site_inner: str) -> str:
+    """The environment prefix of a site dir: ``/v`` for ``/v/lib/python3.10/site-packages``."""
+    parts = [p for p in site_inner.split("/") if p]
+    if len(parts) >= 3 and parts[-3] in ("lib", "lib64") and parts[-2].startswith("python"):
+        return "/" + "/".join(parts[:-3])
+    return "/" + "/".join(parts[:-1]) if len(parts) > 1 else "/"

@@ -21,7 +21,7 @@ from typing import Any
 
 from dtkguard.findings import Severity
 
-#: the report schema this merge reads (`dtkguard.report.SCHEMA_VERSION`)
+#: the report schema this merge reads (`dtkguard.report.json_format.SCHEMA_VERSION`)
 READS_SCHEMA = 1
 #: a report larger than this is not read (a node report of ~150 dists is well under 1 MB)
 MAX_REPORT_BYTES = 8 * 1024 * 1024
@@ -87,7 +87,7 @@ class NodeResult:
     #: the stack below Python, from the report's device facts ("" when it did not say)
     dtk: str = ""
     driver: str = ""
-    #: the scheduler's node name the report carries (`dtkguard.fleet.identity`)
+    #: the scheduler's node name the report carries (`dtkguard.env.scheduler_node`)
     node_id: str = ""
 
     @property

@@ -5,7 +5,7 @@ Run with the host's PID namespace (``hostPID: true``)::
     dtkguard report node --proc /host/proc --out /reports [-- AUDIT-OPTIONS...]
 
 The node's name is the scheduler's (``$DTKGUARD_NODE``, which the manifests set from
-``spec.nodeName``; see `dtkguard.fleet.identity`), else the host name.
+``spec.nodeName``; see `dtkguard.env.scheduler_node`), else the host name.
 
 Container processes are those whose ``/proc/PID/root`` is another filesystem than the host's
 (``/proc/1/root``); one process per distinct root is audited: its Python process when it has one,

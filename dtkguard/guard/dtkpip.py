@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
-from dtkguard.guard import override as overrides
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
@@ -31,12 +31,13 @@ if TYPE_CHECKING:
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
     """--policy, else the policy `guard install` left in the target, else the default lookup."""
     from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
 
     if ref is None:
         installed = read_policy_json(interp.policy_file)
         if installed is not None:
             return installed
-    return load_policy(ref)
+    return load_policy(ref, known_rule=is_known)
 
 
 def _say(text: str) -> None:
@@ -189,7 +190,7 @@ def _record_override(
 
 def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
     """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
-    from dtkguard.recover.journal import journalled
+    from dtkguard.guard.journal import journalled
 
     return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
 

@@ -14,9 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.errors import InputError
-from dtkguard.guard import override as overrides
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
@@ -267,7 +267,7 @@ class _Run:
     def real(self, args: list[str]) -> int:
         """Run the real uv once: the only step that changes the environment, journalled as one
         transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's."""
-        from dtkguard.recover.journal import journalled
+        from dtkguard.guard.journal import journalled
 
         def run() -> int:
             return run_uv(self.uv, args, self.env, capture=False).returncode

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dtkguard.env.baseline import baseline_path
 from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
@@ -287,7 +288,7 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=json.loads(base_text),
     )
-    bpath = baselines.baseline_path(interp.prefix)
+    bpath = baseline_path(interp.prefix)
     require_writable([manifest.path, bpath, *(layer.path for layer in layers)])
     results = []
     #: (path, content before) of every file written, manifest included: undone on failure
@@ -431,7 +432,7 @@ def _baseline(
     """(baseline.json text, "written" | "unchanged"): the recorded baseline is kept as long
     as it is intact (with the size and mtime of files whose bytes are unchanged refreshed);
     a changed one is refused (re-recording would bless the damage)."""
-    bpath = baselines.baseline_path(interp.prefix)
+    bpath = baseline_path(interp.prefix)
     entry = manifest.files.get(str(bpath))
     current = _read(bpath)
     if not rebaseline and entry is not None and current is not None:
@@ -472,7 +473,7 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     "stale" when it is, but ``policy`` now asks for other content."""
     manifest = Manifest(interp)
     uv = manifest.options.get("uv_config")
-    bpath = baselines.baseline_path(interp.prefix)
+    bpath = baseline_path(interp.prefix)
     text = _read(bpath)
     entry = manifest.files.get(str(bpath)) or {}
     try:

@@ -1,12 +1,14 @@
 """Read policy TOML with tomlkit, validate with pydantic, merge ``extends``, compile.
 
-Every problem becomes one `PolicyError` naming the file, line, column and field.
+Every problem becomes one `PolicyError` naming the file, line, column and field. Which rule
+ids exist is not the policy's knowledge: the caller passes ``known_rule`` (the rule catalog's
+`dtkguard.rules.catalog.is_known`), which every exception's ``rule`` must satisfy.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +29,13 @@ from dtkguard.policy.compiled import (
 )
 from dtkguard.policy.model import PolicyExceptionModel, PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
-from dtkguard.rules.catalog import is_known
 from dtkguard.util.text import Undecodable, decode_utf8
 
 #: a real policy is a few kilobytes; past this a file is refused before it is parsed
 MAX_POLICY_BYTES = 256 << 10
+
+#: answers "is this a rule id?" for an exception's ``rule``
+KnownRule = Callable[[str], bool]
 
 
 @dataclass
@@ -48,12 +52,12 @@ class _Read:
         return PolicyError(message, str(self.path), line, col, field.replace(".[", "["))
 
 
-def read_policy_file(path: Path) -> _Read:
+def read_policy_file(path: Path, known_rule: KnownRule) -> _Read:
     """Parse and validate one file (no ``extends`` handling)."""
     import hashlib
 
     raw = read_policy_bytes(path)
-    read = parse_policy_bytes(path, raw)
+    read = parse_policy_bytes(path, raw, known_rule)
     read.digest = hashlib.sha256(raw).hexdigest()
     return read
 
@@ -68,7 +72,7 @@ def read_policy_bytes(path: Path) -> bytes:
         raise PolicyError(f"cannot read policy: {reason(exc)}", str(path)) from None
 
 
-def parse_policy_bytes(path: Path, raw: bytes) -> _Read:
+def parse_policy_bytes(path: Path, raw: bytes, known_rule: KnownRule) -> _Read:
     """Parse and validate the bytes of one policy file read from ``path``."""
     try:
         text = decode_utf8(raw)
@@ -86,7 +90,7 @@ def parse_policy_bytes(path: Path, raw: bytes) -> _Read:
         read = _Read(path, PolicyFile(), positions)
         raise read.error(loc, _message(err, loc)) from None
     read = _Read(path, model, positions)
-    _check_semantics(read, data)
+    _check_semantics(read, data, known_rule)
     return read
 
 
@@ -125,7 +129,7 @@ def _model_at(model: type[BaseModel], loc: tuple[object, ...]) -> type[BaseModel
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def _check_semantics(read: _Read, data: dict[str, Any]) -> None:
+def _check_semantics(read: _Read, data: dict[str, Any], known_rule: KnownRule) -> None:
     seen: dict[str, str] = {}
     for name in read.model.vendor:
         key = canonical(name)
@@ -135,31 +139,33 @@ def _check_semantics(read: _Read, data: dict[str, Any]) -> None:
             )
         seen[key] = name
     for i, exc in enumerate(read.model.exceptions):
-        if not is_known(exc.rule):
+        if not known_rule(exc.rule):
             raise read.error(("exceptions", i, "rule"), f"unknown rule id {exc.rule!r}")
 
 
-def compile_policy(path: Path) -> CompiledPolicy:
+def compile_policy(path: Path, known_rule: KnownRule) -> CompiledPolicy:
     """Read ``path`` and everything it extends; merge parents first, the file itself last."""
-    return compile_with_sources(path)[0]
+    return compile_with_sources(path, known_rule)[0]
 
 
-def compile_with_sources(path: Path) -> tuple[CompiledPolicy, list[tuple[str, str]]]:
+def compile_with_sources(
+    path: Path, known_rule: KnownRule
+) -> tuple[CompiledPolicy, list[tuple[str, str]]]:
     """`compile_policy`, plus (path, sha256) of the bytes read of each file, in `files` order.
 
     The digests are of what was parsed, so a file edited while it is compiled cannot be
     recorded with content it did not have.
     """
     chain: list[_Read] = []
-    _collect(path.resolve(), chain, stack=[])
+    _collect(path.resolve(), chain, [], known_rule)
     sources = [(str(r.path), r.digest) for r in reversed(chain)]
     return _merge(chain), sources
 
 
-def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:
+def _collect(path: Path, out: list[_Read], stack: list[Path], known_rule: KnownRule) -> None:
     from dtkguard.policy.locate import resolve_policy_path
 
-    read = read_policy_file(path)
+    read = read_policy_file(path, known_rule)
     stack = [*stack, path]
     for i, ref in enumerate(read.model.policy.extends):
         try:
@@ -170,7 +176,7 @@ def _collect(path: Path, out: list[_Read], stack: list[Path]) -> None:
             cycle = " -> ".join(p.name for p in [*stack[stack.index(parent) :], parent])
             raise read.error(("policy", "extends", i), f"extends cycle: {cycle}")
         if all(r.path != parent for r in out):
-            _collect(parent, out, stack)
+            _collect(parent, out, stack, known_rule)
     out.append(read)
 
 

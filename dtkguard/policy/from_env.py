@@ -10,10 +10,15 @@ bundled policy's ``[[deny]]`` rules (so a policy for another DTK release does no
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from dtkguard.env.environment import Environment
 from dtkguard.errors import InputError
 from dtkguard.policy.labels import DtkRelease, label_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compile import KnownRule
 
 
 def vendor_builds(env: Environment) -> dict[str, str]:
@@ -36,14 +41,14 @@ def _releases(builds: dict[str, str]) -> list[DtkRelease]:
     return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r._key())))
 
 
-def policy_from_env(env: Environment, name: str | None = None, where: str = "") -> str:
-    """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds."""
+def policy_from_env(
+    env: Environment, name: str | None = None, where: str = "", *, known_rule: KnownRule
+) -> str:
+    """The TOML text of a policy for ``env``; `InputError` when it has no vendor builds.
+    ``known_rule``: the rule ids the bundled policy's exceptions may name (`load_policy`)."""
     import datetime as _dt
 
     import tomlkit
-
-    from dtkguard.policy.load import load_policy
-    from dtkguard.policy.locate import DEFAULT_POLICY, bundled_dir
 
     builds = vendor_builds(env)
     if not builds:
@@ -52,9 +57,6 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
             "policy from",
             field="--from-env",
         )
-    releases = _releases(builds)
-    dtk = releases[0] if releases else None
-    bundled = bundled_dir() / f"dtk-{dtk}.toml" if dtk else None
     doc = tomlkit.document()
     doc.add(
         tomlkit.comment(
@@ -62,17 +64,7 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
             f"{_dt.date.today().isoformat()}: its {len(builds)} DAS/DTK-labelled builds."
         )
     )
-    ident = tomlkit.table()
-    ident["name"] = name or (f"site-dtk-{dtk}" if dtk else "site-das")
-    ident["description"] = f"Vendor builds of {where or 'an environment'}"
-    if dtk:
-        ident["dtk"] = str(dtk)
-    allow = [str(r) for r in releases[1:]]
-    if allow:
-        ident["dtk-allow"] = allow
-    if bundled is not None and bundled.is_file():
-        ident["extends"] = [bundled.stem]
-    doc["policy"] = ident
+    doc["policy"] = ident = _identity(_releases(builds), name, where)
     python = env.target.python_version
     if python and not ident.get("extends"):
         target = tomlkit.table()
@@ -83,16 +75,48 @@ def policy_from_env(env: Environment, name: str | None = None, where: str = "") 
         vendor[dist_name] = version
     doc["vendor"] = vendor
     if not ident.get("extends"):
-        deny = tomlkit.aot()
-        for rule in load_policy(DEFAULT_POLICY).deny:
-            entry = tomlkit.table()
-            entry["pattern"] = rule.pattern
-            entry["reason"] = rule.reason
-            entry["severity"] = rule.severity
-            if rule.vendor_builds_ok:
-                entry["vendor-builds-ok"] = True
-            deny.append(entry)
-        doc.add(tomlkit.nl())
-        doc.add(tomlkit.comment(f"The deny list of the bundled policy {DEFAULT_POLICY}."))
-        doc["deny"] = deny
+        _add_bundled_deny(doc, known_rule)
     return tomlkit.dumps(doc)
+
+
+def _identity(releases: list[DtkRelease], name: str | None, where: str) -> Any:
+    """The ``[policy]`` table: name, description, the main DTK release and the others present,
+    and ``extends`` of the bundled policy for exactly that release when there is one."""
+    import tomlkit
+
+    from dtkguard.policy.locate import bundled_dir
+
+    dtk = releases[0] if releases else None
+    ident = tomlkit.table()
+    ident["name"] = name or (f"site-dtk-{dtk}" if dtk else "site-das")
+    ident["description"] = f"Vendor builds of {where or 'an environment'}"
+    if dtk:
+        ident["dtk"] = str(dtk)
+    allow = [str(r) for r in releases[1:]]
+    if allow:
+        ident["dtk-allow"] = allow
+    bundled = bundled_dir() / f"dtk-{dtk}.toml" if dtk else None
+    if bundled is not None and bundled.is_file():
+        ident["extends"] = [bundled.stem]
+    return ident
+
+
+def _add_bundled_deny(doc: Any, known_rule: KnownRule) -> None:
+    """A copy of the default bundled policy's ``[[deny]]`` rules, with a comment saying so."""
+    import tomlkit
+
+    from dtkguard.policy.load import load_policy
+    from dtkguard.policy.locate import DEFAULT_POLICY
+
+    deny = tomlkit.aot()
+    for rule in load_policy(DEFAULT_POLICY, known_rule=known_rule).deny:
+        entry = tomlkit.table()
+        entry["pattern"] = rule.pattern
+        entry["reason"] = rule.reason
+        entry["severity"] = rule.severity
+        if rule.vendor_builds_ok:
+            entry["vendor-builds-ok"] = True
+        deny.append(entry)
+    doc.add(tomlkit.nl())
+    doc.add(tomlkit.comment(f"The deny list of the bundled policy {DEFAULT_POLICY}."))
+    doc["deny"] = deny

@@ -17,16 +17,24 @@ from dtkguard import __version__
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.policy.locate import resolve_policy_path
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compile import KnownRule
 
-def load_policy(ref: str | None = None, *, cache: bool = True) -> CompiledPolicy:
-    """Load a policy by path or bundled name, with ``extends`` merged, from cache when valid."""
+
+def load_policy(
+    ref: str | None = None, *, known_rule: KnownRule, cache: bool = True
+) -> CompiledPolicy:
+    """Load a policy by path or bundled name, with ``extends`` merged, from cache when valid;
+    its exceptions name rules ``known_rule`` knows (`dtkguard.rules.catalog.is_known`: a cache
+    entry was checked when it was compiled, by the same dtkguard version)."""
     path = resolve_policy_path(ref).resolve()
     cached = _read_cache(path) if cache else None
     if cached is not None:
         return cached
     from dtkguard.policy.compile import compile_with_sources  # pydantic + tomlkit: on a miss
 
-    policy, sources = compile_with_sources(path)
+    policy, sources = compile_with_sources(path, known_rule)
     if cache:
         _write_cache(path, policy, sources)
     return policy

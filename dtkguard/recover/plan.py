@@ -121,7 +121,7 @@ def _damaged(wanted: Wanted, policy: CompiledPolicy, dists: dict[str, list[Dist]
     """{key: why} of vendor builds installed at the wanted version whose files are not right."""
     out: dict[str, str] = {}
     if wanted.baseline is not None:
-        from dtkguard.guard.baseline import compare
+        from dtkguard.env.baseline import compare
 
         for change in compare(wanted.baseline):
             if change.key not in wanted.dists:

@@ -19,9 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.recover.journal import Layout, Transaction, TransactionFailed
 from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import _ONE_SOURCE
 from dtkguard.recover.wanted import Wanted
@@ -58,7 +58,7 @@ class Override:
 def _pip(
     python: str, args: list[str], env: dict[str, str], what: str, ovr: Override | None = None
 ) -> None:
-    from dtkguard.guard import override as overrides
+    from dtkguard.env import override_log as overrides
 
     env = dict(env)
     token = None
@@ -215,7 +215,7 @@ def restore(
     """Plan, print, do, check (after rolling back a transaction a killed process left open).
     Exit 0 matched, 1 something not restored."""
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.recover import journal
+    from dtkguard.guard import journal
     from dtkguard.recover.plan import make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault

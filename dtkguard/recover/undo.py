@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from dtkguard.errors import DtkguardError, InputError
-from dtkguard.recover import journal
-from dtkguard.recover.journal import Layout, Transaction
+from dtkguard.guard import journal
+from dtkguard.guard.journal import Layout, Transaction
 
 
 class NothingToUndo(DtkguardError):

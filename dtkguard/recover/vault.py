@@ -22,7 +22,7 @@ from dtkguard.util.atomic import atomic_write_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.dist import Dist
-    from dtkguard.recover.journal import Layout
+    from dtkguard.guard.journal import Layout
 
 VAULT_DIR = "vault"
 INDEX = "vault.json"
@@ -84,7 +84,7 @@ def create(
     the vault for the same build is kept as it is.
     """
     from dtkguard.env.environment import from_python
-    from dtkguard.recover.journal import layout
+    from dtkguard.guard.journal import layout
 
     start = time.perf_counter()
     env = from_python(python)
@@ -181,7 +181,7 @@ def human_size(n: int) -> str:
 def fill(interp: Any, policy: Any) -> int:
     """`guard install --vault`: vault the vendor builds, say what it cost; 1 when one was
     refused (its files are modified: the vault never keeps damage)."""
-    from dtkguard.guard.baseline import baseline_path, load
+    from dtkguard.env.baseline import baseline_path, load
 
     baseline = load(baseline_path(interp.prefix))
     vendor = dict(policy.vendor)

@@ -133,7 +133,7 @@ def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) ->
 
 def baseline_wanted(prefix: Path) -> Wanted:
     """The target state of ``restore --to baseline``; `InputError` (exit 2) without one."""
-    from dtkguard.guard.baseline import baseline_path, load
+    from dtkguard.env.baseline import baseline_path, load, tampered
 
     path = baseline_path(prefix)
     data = load(path)  # InputError when it is not a baseline
@@ -143,9 +143,7 @@ def baseline_wanted(prefix: Path) -> Wanted:
             "right, or restore to a lock with --to pylock.toml",
             field="--to",
         )
-    from dtkguard.rules.baseline import _tampered
-
-    if _tampered(str(path), path):  # the same judgement as check's baseline-tampered
+    if tampered(str(path), path):  # the same judgement as check's baseline-tampered
         raise InputError(
             "its digest differs from the guard's manifest: refusing to restore to a baseline "
             "that cannot be trusted",

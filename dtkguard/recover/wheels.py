@@ -50,7 +50,7 @@ def file_digests(wheel: Path) -> dict[str, str]:
 
 def matches_baseline(baseline: dict[str, Any], name: str, version: str, wheel: Path) -> bool:
     """Every importable file of ``wheel`` is the baseline's vendor build's, no more, no fewer."""
-    from dtkguard.guard.baseline import is_baseline_build
+    from dtkguard.env.baseline import is_baseline_build
 
     try:
         files = file_digests(wheel)

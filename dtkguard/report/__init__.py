@@ -19,8 +19,6 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are 
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 1
-
 FORMATS: dict[str, str] = {
     "table": "dtkguard.report.table:render",
     "json": "dtkguard.report.json_format:render",
@@ -51,7 +49,7 @@ class Report:
         default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     )
     host: str = field(default_factory=lambda: os.uname().nodename)
-    #: the scheduler's node name (`dtkguard.fleet.identity`), "" outside a scheduler
+    #: the scheduler's node name (`dtkguard.env.scheduler_node`), "" outside a scheduler
     node: str = field(default_factory=lambda: _scheduler_node())
     #: seconds since dtkguard started, and per check family (`run_checks(timings=...)`)
     elapsed: float = field(default_factory=lambda: _elapsed())
@@ -74,7 +72,7 @@ class Report:
 
 
 def _scheduler_node() -> str:
-    from dtkguard.fleet.identity import scheduler_node
+    from dtkguard.env.scheduler_node import scheduler_node
 
     return scheduler_node()
 

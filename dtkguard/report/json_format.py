@@ -11,10 +11,11 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are 
 if TYPE_CHECKING:
     from typing import Any
 
+#: the version of the JSON report's schema (`dtkguard.fleet.merge` reads this version)
+SCHEMA_VERSION = 1
+
 
 def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:
-    from dtkguard.report import SCHEMA_VERSION
-
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "dtkguard", "version": __version__},

@@ -13,50 +13,51 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+VENDOR_MISSING = RuleInfo(
+    "vendor-missing",
+    Severity.CRITICAL,
+    "Vendor build gone since guard install",
+    "A vendor build the guard's baseline recorded is no longer installed (removed by "
+    "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
+    "dtkguard restore --python <interpreter>.",
+    family="baseline",
+)
+
+VENDOR_NOT_BASELINE = RuleInfo(
+    "vendor-not-baseline",
+    Severity.CRITICAL,
+    "Vendor name and label, other bytes",
+    "The installed build carries the vendor's name and label, but its RECORD differs "
+    "from the one recorded by guard install: a relabelled community build. Restore the "
+    "vendor build with dtkguard restore --python <interpreter>.",
+    family="baseline",
+)
+
+VENDOR_FILES_CHANGED = RuleInfo(
+    "vendor-files-changed",
+    Severity.CRITICAL,
+    "Vendor build's files changed since guard install",
+    "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
+    "an installer writing over them). Restore with dtkguard restore --python "
+    "<interpreter>.",
+    family="baseline",
+)
+
+BASELINE_TAMPERED = RuleInfo(
+    "baseline-tampered",
+    Severity.HIGH,
+    "The guard's baseline cannot be trusted",
+    "baseline.json is unreadable or differs from the digest in the guard's manifest. "
+    "Check the environment, then record it again with guard install --rebaseline.",
+    family="baseline",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "vendor-missing",
-        Severity.CRITICAL,
-        "Vendor build gone since guard install",
-        "A vendor build the guard's baseline recorded is no longer installed (removed by "
-        "hand, by uv --no-config, conda, an installer that no hook sees). Restore it with "
-        "dtkguard restore --python <interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "vendor-not-baseline",
-        Severity.CRITICAL,
-        "Vendor name and label, other bytes",
-        "The installed build carries the vendor's name and label, but its RECORD differs "
-        "from the one recorded by guard install: a relabelled community build. Restore the "
-        "vendor build with dtkguard restore --python <interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "vendor-files-changed",
-        Severity.CRITICAL,
-        "Vendor build's files changed since guard install",
-        "Files of a vendor build differ from the guard's baseline (a manual copy, an egg or "
-        "an installer writing over them). Restore with dtkguard restore --python "
-        "<interpreter>.",
-        family="baseline",
-    ),
-    RuleInfo(
-        "baseline-tampered",
-        Severity.HIGH,
-        "The guard's baseline cannot be trusted",
-        "baseline.json is unreadable or differs from the digest in the guard's manifest. "
-        "Check the environment, then record it again with guard install --rebaseline.",
-        family="baseline",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (VENDOR_MISSING, VENDOR_NOT_BASELINE, VENDOR_FILES_CHANGED, BASELINE_TAMPERED)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,9 +68,9 @@ if TYPE_CHECKING:
 
 def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     """(inner path, host path) of every guard baseline of the target's prefixes."""
-    from dtkguard.audit.verify import prefix_of
+    from dtkguard.env.baseline import baseline_path
+    from dtkguard.env.environment import prefix_of
     from dtkguard.env.root import ConfinementError
-    from dtkguard.guard.baseline import baseline_path
 
     root = env.root
     prefixes = [env.target.prefix] if env.target.prefix else []
@@ -86,23 +87,10 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     return list(found.values())
 
 
-def _tampered(inner: str, host: Path) -> bool:
-    """The baseline's digest differs from the one the guard's manifest holds (its paths are
-    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
-    import hashlib
-    import json
-
-    try:
-        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
-        entry = manifest["files"][inner]
-        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False  # no manifest (a copied baseline): it stands on its own
-
-
 def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.env.baseline import load, restore_command
+    from dtkguard.env.baseline import tampered as baseline_tampered
     from dtkguard.errors import InputError
-    from dtkguard.guard.baseline import load, restore_command
 
     for inner, host in baseline_files(ctx.env):
         try:
@@ -110,12 +98,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         except InputError as exc:
             data, problem = None, exc.message
         else:
-            tampered = _tampered(inner, host)
+            tampered = baseline_tampered(inner, host)
             problem = "its digest differs from the guard's manifest" if tampered else None
         if problem or data is None:
-            yield Finding(
-                "baseline-tampered",
-                SEVERITY["baseline-tampered"],
+            yield BASELINE_TAMPERED.finding(
                 inner,
                 f"the guard's baseline {inner} cannot be trusted: {problem}",
                 "check the environment, then record it again: dtkguard guard install --rebaseline",
@@ -129,7 +115,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
-    from dtkguard.guard.baseline import compare
+    from dtkguard.env.baseline import compare
 
     when = data.get("created", "?")
     for change in compare(data, ctx.env.root):
@@ -140,9 +126,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
             instead = f"; {now.name} {now.version} is there now" if now else ""
             if now:
                 evidence["installed"] = now.version
-            yield Finding(
-                "vendor-missing",
-                SEVERITY["vendor-missing"],
+            yield VENDOR_MISSING.finding(
                 change.key,
                 f"the vendor build {label} recorded by `guard install` ({when}) is gone" + instead,
                 fix,
@@ -150,9 +134,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
                 evidence,
             )
         elif change.kind == "record":
-            yield Finding(
-                "vendor-not-baseline",
-                SEVERITY["vendor-not-baseline"],
+            yield VENDOR_NOT_BASELINE.finding(
                 change.key,
                 f"{label} carries the vendor's name and label, but its RECORD differs from "
                 "the build `guard install` recorded: it is not the vendor build",
@@ -164,9 +146,7 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
             names = ", ".join(f"{rel} ({what})" for rel, what in change.files[:8])
             more = f" and {len(change.files) - 8} more" if len(change.files) > 8 else ""
             evidence["files"] = [{"path": rel, "change": w} for rel, w in change.files]
-            yield Finding(
-                "vendor-files-changed",
-                SEVERITY["vendor-files-changed"],
+            yield VENDOR_FILES_CHANGED.finding(
                 change.key,
                 f"{len(change.files)} file(s) of the vendor build {label} changed since "
                 f"`guard install`: {names}{more}",

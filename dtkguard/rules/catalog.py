@@ -11,21 +11,10 @@ read it. Third-party checks add dotted ids (``acme.no-foo``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 
 from dtkguard.findings import Severity
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    id: str
-    severity: Severity
-    title: str
-    help: str
-    #: the check family (`FAMILIES`) that reports it
-    family: str = ""
-
+from dtkguard.rules.rule_info import RuleInfo
 
 #: family -> the module that declares its ``RULES`` and holds its ``check``: the one table a new
 #: family is registered in (`dtkguard.rules.engine` runs them)
@@ -73,23 +62,24 @@ GUARD_RULES = (
 )
 
 
-#: what `dtkguard.rules.engine.apply_exceptions` reports about the policy's exceptions themselves
-HOUSEKEEPING = (
-    RuleInfo(
-        "exception-expired",
-        Severity.MEDIUM,
-        "Policy exception expired",
-        "An exception in the policy is past its expiry date and no longer applies.",
-        family="policy",
-    ),
-    RuleInfo(
-        "exception-unused",
-        Severity.LOW,
-        "Policy exception unused",
-        "An exception in the policy matched no finding; remove it.",
-        family="policy",
-    ),
+EXCEPTION_EXPIRED = RuleInfo(
+    "exception-expired",
+    Severity.MEDIUM,
+    "Policy exception expired",
+    "An exception in the policy is past its expiry date and no longer applies.",
+    family="policy",
 )
+
+EXCEPTION_UNUSED = RuleInfo(
+    "exception-unused",
+    Severity.LOW,
+    "Policy exception unused",
+    "An exception in the policy matched no finding; remove it.",
+    family="policy",
+)
+
+#: what `dtkguard.rules.engine.apply_exceptions` reports about the policy's exceptions themselves
+HOUSEKEEPING = (EXCEPTION_EXPIRED, EXCEPTION_UNUSED)
 
 
 def rules_of(families: Iterable[str]) -> list[RuleInfo]:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from dtkguard.decision import canonical
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)

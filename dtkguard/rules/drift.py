@@ -15,36 +15,36 @@ from packaging.version import InvalidVersion, Version
 
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+DRIFT_MISSING = RuleInfo(
+    "drift-missing",
+    Severity.HIGH,
+    "Locked package missing",
+    "A package in the lock is not installed.",
+    family="drift",
+)
+
+DRIFT_VERSION = RuleInfo(
+    "drift-version",
+    Severity.HIGH,
+    "Installed version differs from the lock",
+    "The installed version is not the locked one.",
+    family="drift",
+)
+
+DRIFT_EXTRA = RuleInfo(
+    "drift-extra",
+    Severity.MEDIUM,
+    "Package not in the lock",
+    "A package is installed that the lock does not list.",
+    family="drift",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "drift-missing",
-        Severity.HIGH,
-        "Locked package missing",
-        "A package in the lock is not installed.",
-        family="drift",
-    ),
-    RuleInfo(
-        "drift-version",
-        Severity.HIGH,
-        "Installed version differs from the lock",
-        "The installed version is not the locked one.",
-        family="drift",
-    ),
-    RuleInfo(
-        "drift-extra",
-        Severity.MEDIUM,
-        "Package not in the lock",
-        "A package is installed that the lock does not list.",
-        family="drift",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (DRIFT_MISSING, DRIFT_VERSION, DRIFT_EXTRA)
 
 #: installed by the environment's own bootstrap (venv seeds pip) or dtkguard itself
 NEVER_EXTRA = frozenset({"pip", "dtkguard"})
@@ -103,9 +103,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     for key, pkg in sorted(locked.items()):
         dist = installed.get(key)
         if dist is None:
-            yield Finding(
-                "drift-missing",
-                SEVERITY["drift-missing"],
+            yield DRIFT_MISSING.finding(
                 key,
                 f"{pkg.name} {pkg.version or ''} is in the lock but not installed".replace(
                     "  ", " "
@@ -117,9 +115,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                 {"locked": pkg.version, "lock": where},
             )
         elif pkg.version and not same(dist.version, pkg.version):
-            yield Finding(
-                "drift-version",
-                SEVERITY["drift-version"],
+            yield DRIFT_VERSION.finding(
                 key,
                 f"{dist.name} {dist.version} is installed; the lock has {pkg.version}",
                 f"reinstall the locked version: pip install --no-deps --force-reinstall "

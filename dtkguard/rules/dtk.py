@@ -7,31 +7,30 @@ from collections.abc import Iterator
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import label_of, release_of
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+DTK_MIXED = RuleInfo(
+    "dtk-mixed",
+    Severity.HIGH,
+    "Builds for different DTK releases side by side",
+    "Extensions built for another DTK release than the environment's fail with "
+    "undefined symbols. Use builds of one DTK release.",
+    family="dtk",
+)
+
+TORCH_ABI = RuleInfo(
+    "torch-abi",
+    Severity.HIGH,
+    "Extension built against another torch",
+    "The .torchXYZ part of the local label names the torch the extension was built "
+    "against; it does not match the installed torch.",
+    family="dtk",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "dtk-mixed",
-        Severity.HIGH,
-        "Builds for different DTK releases side by side",
-        "Extensions built for another DTK release than the environment's fail with "
-        "undefined symbols. Use builds of one DTK release.",
-        family="dtk",
-    ),
-    RuleInfo(
-        "torch-abi",
-        Severity.HIGH,
-        "Extension built against another torch",
-        "The .torchXYZ part of the local label names the torch the extension was built "
-        "against; it does not match the installed torch.",
-        family="dtk",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (DTK_MIXED, TORCH_ABI)
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -56,9 +55,7 @@ def _mixed(ctx: CheckContext, dists: list[Dist]) -> Iterator[Finding]:
         for p in judge_dist(policy, dist.name, dist.version, reference):
             if p.rule != "dtk-mixed":
                 continue
-            yield Finding(
-                "dtk-mixed",
-                SEVERITY["dtk-mixed"],
+            yield DTK_MIXED.finding(
                 dist.key,
                 p.message,
                 f"install the build of {dist.name} for DTK {p.evidence['expected']}, or allow "
@@ -79,9 +76,7 @@ def _abi(dists: list[Dist]) -> Iterator[Finding]:
         label = label_of(dist.version)
         if label is None or label.torch is None or label.torch.matches(release):
             continue
-        yield Finding(
-            "torch-abi",
-            SEVERITY["torch-abi"],
+        yield TORCH_ABI.finding(
             dist.key,
             f"{dist.name} {dist.version} was built against torch {label.torch}; "
             f"torch {torch.version} is installed",

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator
 
 from dtkguard.findings import Finding, sort_key
-from dtkguard.rules.catalog import FAMILIES, HOUSEKEEPING
+from dtkguard.rules.catalog import EXCEPTION_EXPIRED, EXCEPTION_UNUSED, FAMILIES
 from dtkguard.rules.context import CheckContext
 
 TYPE_CHECKING = False
@@ -24,8 +24,6 @@ Check = Callable[[CheckContext], Iterable[Finding]]
 
 #: family -> "module:function" (families are registered in `dtkguard.rules.catalog.FAMILIES`)
 CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}
-#: the housekeeping rules' default severities (declared in `HOUSEKEEPING`)
-SEVERITY = {r.id: r.severity for r in HOUSEKEEPING}
 ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline")
 
 
@@ -152,9 +150,7 @@ def _waive(
     for i, exc in enumerate(policy.exceptions):
         subject = f"{exc.rule}:{exc.package}"
         if not exc.active(today):
-            yield Finding(
-                "exception-expired",
-                SEVERITY["exception-expired"],
+            yield EXCEPTION_EXPIRED.finding(
                 subject,
                 f"exception for {exc.rule} on {exc.package} expired on {exc.expires} "
                 f"({exc.reason})",
@@ -163,9 +159,7 @@ def _waive(
                 {"expires": exc.expires},
             )
         elif i not in used:
-            yield Finding(
-                "exception-unused",
-                SEVERITY["exception-unused"],
+            yield EXCEPTION_UNUSED.finding(
                 subject,
                 f"exception for {exc.rule} on {exc.package} matched nothing",
                 "remove it from the policy",

@@ -15,7 +15,7 @@ from dtkguard.modelscan.detect import KIND, detect
 from dtkguard.modelscan.scan import ModelScan, scan
 from dtkguard.modelscan.serving import Request, ServingProcess
 from dtkguard.policy.compiled import Fp8Rule
-from dtkguard.rules.catalog import RuleInfo
+from dtkguard.rules.rule_info import RuleInfo
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)

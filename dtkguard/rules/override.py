@@ -7,26 +7,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dtkguard.env.interpreter import STATE_DIR
+from dtkguard.env.override_log import read
 from dtkguard.env.root import ConfinementError
 from dtkguard.findings import Finding, Severity
-from dtkguard.guard.override import read
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+OVERRIDE_USED = RuleInfo(
+    "override-used",
+    Severity.HIGH,
+    "Guard override used",
+    "Someone installed past the guard with an explicit override; the record "
+    "says who, when and why.",
+    family="override",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "override-used",
-        Severity.HIGH,
-        "Guard override used",
-        "Someone installed past the guard with an explicit override; the record "
-        "says who, when and why.",
-        family="override",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (OVERRIDE_USED,)
 
 _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 
@@ -58,9 +56,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         where = ctx.env.root.inner(path)
         for no, entry in read(path):
             if entry is None:
-                yield Finding(
-                    "override-used",
-                    SEVERITY["override-used"],
+                yield OVERRIDE_USED.finding(
                     "guard",
                     f"unreadable override record (line {no})",
                     "inspect the override log; it should only be appended to by dtkguard",
@@ -70,9 +66,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                 continue
             allowed = entry.get("allowed") or []
             what = "; ".join(map(str, allowed)) if allowed else "nothing the guard would stop"
-            yield Finding(
-                "override-used",
-                SEVERITY["override-used"],
+            yield OVERRIDE_USED.finding(
                 "guard",
                 f"{entry.get('user', '?')} overrode the guard on {entry.get('time', '?')} "
                 f"({entry.get('reason', '')!s}): {what}",

@@ -1,6 +1,6 @@
 """The stack below Python agrees with the wheels: DTK runtime, HIP, driver, cards, devices.
 
-Judges the `dtkguard.audit.stack.StackFacts` a command put in ``ctx.extra["stack"]``. A fact
+Judges the `dtkguard.env.stack_facts.StackFacts` a command put in ``ctx.extra["stack"]``. A fact
 that could not be read yields no finding here (``check`` on a box without hy-smi stays quiet);
 ``device-unreachable`` is the rule for "this target should see DCUs and does not", run only when
 the command asks for it (``ctx.extra["expect_devices"]``).
@@ -10,71 +10,83 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dtkguard.audit.stack import StackFacts, version_tuple
+from dtkguard.env.stack_facts import StackFacts, version_tuple
 from dtkguard.findings import Finding, Severity
 from dtkguard.policy.labels import DtkRelease
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+DTK_RUNTIME_MISMATCH = RuleInfo(
+    "dtk-runtime-mismatch",
+    Severity.HIGH,
+    "Vendor builds made for another DTK than the one installed",
+    "The DTK release in the vendor builds' labels is not the DTK installed in the "
+    "target (/opt/dtk/.info/version). Use matching DTK and wheels.",
+    family="stack",
+)
+
+TORCH_HIP_MISMATCH = RuleInfo(
+    "torch-hip-mismatch",
+    Severity.HIGH,
+    "torch built against another HIP than the DTK provides",
+    "torch/version.py's hip is not the HIP of the installed DTK (hip_version.h).",
+    family="stack",
+)
+
+DRIVER_TOO_OLD = RuleInfo(
+    "driver-too-old",
+    Severity.HIGH,
+    "DCU driver older than the card series needs",
+    "The driver hy-smi reports is below the minimum of the policy's support table "
+    "for that card series. Upgrade the driver.",
+    family="stack",
+)
+
+DTK_TOO_OLD = RuleInfo(
+    "dtk-too-old",
+    Severity.HIGH,
+    "DTK older than the card series needs",
+    "The installed DTK release is below the minimum of the policy's support table "
+    "for the node's card series.",
+    family="stack",
+)
+
+DRIVER_INCONSISTENT = RuleInfo(
+    "driver-inconsistent",
+    Severity.HIGH,
+    "Cards of one node report different drivers",
+    "hy-smi (or the kernel module) reports more than one driver version on one node.",
+    family="stack",
+)
+
+CARDS_MIXED = RuleInfo(
+    "cards-mixed",
+    Severity.MEDIUM,
+    "Card series mixed in one node",
+    "The node holds card series that the policy's [stack] no-mix keeps apart.",
+    family="stack",
+)
+
+DEVICE_UNREACHABLE = RuleInfo(
+    "device-unreachable",
+    Severity.HIGH,
+    "DCUs unreachable from the target",
+    "Asked with --expect-devices: no /dev/kfd, no render node, no card seen by "
+    "hy-smi, or no DTK runtime in a target that should use DCUs.",
+    family="stack",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
 RULES = (
-    RuleInfo(
-        "dtk-runtime-mismatch",
-        Severity.HIGH,
-        "Vendor builds made for another DTK than the one installed",
-        "The DTK release in the vendor builds' labels is not the DTK installed in the "
-        "target (/opt/dtk/.info/version). Use matching DTK and wheels.",
-        family="stack",
-    ),
-    RuleInfo(
-        "torch-hip-mismatch",
-        Severity.HIGH,
-        "torch built against another HIP than the DTK provides",
-        "torch/version.py's hip is not the HIP of the installed DTK (hip_version.h).",
-        family="stack",
-    ),
-    RuleInfo(
-        "driver-too-old",
-        Severity.HIGH,
-        "DCU driver older than the card series needs",
-        "The driver hy-smi reports is below the minimum of the policy's support table "
-        "for that card series. Upgrade the driver.",
-        family="stack",
-    ),
-    RuleInfo(
-        "dtk-too-old",
-        Severity.HIGH,
-        "DTK older than the card series needs",
-        "The installed DTK release is below the minimum of the policy's support table "
-        "for the node's card series.",
-        family="stack",
-    ),
-    RuleInfo(
-        "driver-inconsistent",
-        Severity.HIGH,
-        "Cards of one node report different drivers",
-        "hy-smi (or the kernel module) reports more than one driver version on one node.",
-        family="stack",
-    ),
-    RuleInfo(
-        "cards-mixed",
-        Severity.MEDIUM,
-        "Card series mixed in one node",
-        "The node holds card series that the policy's [stack] no-mix keeps apart.",
-        family="stack",
-    ),
-    RuleInfo(
-        "device-unreachable",
-        Severity.HIGH,
-        "DCUs unreachable from the target",
-        "Asked with --expect-devices: no /dev/kfd, no render node, no card seen by "
-        "hy-smi, or no DTK runtime in a target that should use DCUs.",
-        family="stack",
-    ),
+    DTK_RUNTIME_MISMATCH,
+    TORCH_HIP_MISMATCH,
+    DRIVER_TOO_OLD,
+    DTK_TOO_OLD,
+    DRIVER_INCONSISTENT,
+    CARDS_MIXED,
+    DEVICE_UNREACHABLE,
 )
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
 
 
 def _release(text: str | None) -> DtkRelease | None:
@@ -117,9 +129,7 @@ def _runtime(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
         if release_allowed(installed, wanted, policy.get("dtk_allow", ())):
             continue
         wanted_text = release_text(wanted)
-        yield Finding(
-            "dtk-runtime-mismatch",
-            SEVERITY["dtk-runtime-mismatch"],
+        yield DTK_RUNTIME_MISMATCH.finding(
             "dtk",
             f"the vendor builds are for DTK {wanted_text} ({source}); the DTK installed is "
             f"{facts.dtk} ({facts.dtk_source})",
@@ -139,9 +149,7 @@ def _torch_hip(facts: StackFacts) -> Iterator[Finding]:
     depth = min(len(built), len(have), 3)
     if built[:depth] == have[:depth]:
         return
-    yield Finding(
-        "torch-hip-mismatch",
-        SEVERITY["torch-hip-mismatch"],
+    yield TORCH_HIP_MISMATCH.finding(
         "torch",
         f"torch {facts.torch_version} was built against HIP {facts.torch_hip}; the DTK "
         f"provides HIP {facts.hip} ({facts.hip_source})",
@@ -164,9 +172,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
         for driver in drivers:
             have, need = version_tuple(driver), version_tuple(row.driver)
             if have and need and have < need:
-                yield Finding(
-                    "driver-too-old",
-                    SEVERITY["driver-too-old"],
+                yield DRIVER_TOO_OLD.finding(
                     series,
                     f"{series} cards run driver {driver}; {series} needs driver {row.driver} "
                     f"or newer ({row.source or 'policy support table'})",
@@ -176,9 +182,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
                 )
         need_dtk = _release(row.dtk)
         if installed and need_dtk and installed < need_dtk:
-            yield Finding(
-                "dtk-too-old",
-                SEVERITY["dtk-too-old"],
+            yield DTK_TOO_OLD.finding(
                 series,
                 f"DTK {facts.dtk} does not support {series} cards; they need DTK {row.dtk} "
                 f"or newer ({row.source or 'policy support table'})",
@@ -189,9 +193,7 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
     drivers = {c.driver for c in cards if c.driver}
     if len(drivers) > 1:
         listed = ", ".join(f"card {c.index}: {c.driver}" for c in cards if c.driver)
-        yield Finding(
-            "driver-inconsistent",
-            SEVERITY["driver-inconsistent"],
+        yield DRIVER_INCONSISTENT.finding(
             "driver",
             f"the cards of this node report different drivers ({listed})",
             "reinstall one DCU driver (hyhal) for the whole node and reboot it",
@@ -214,9 +216,7 @@ def _mix(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
     counts = ", ".join(
         f"{sum(1 for c in facts.cards or [] if c.series == s)} × {s}" for s in series
     )
-    yield Finding(
-        "cards-mixed",
-        SEVERITY["cards-mixed"],
+    yield CARDS_MIXED.finding(
         "cards",
         f"this node mixes card series the policy keeps apart ({counts})",
         "pin the job to one card series with HIP_VISIBLE_DEVICES, or move the cards",
@@ -243,9 +243,7 @@ def _unreachable(facts: StackFacts) -> Iterator[Finding]:
         missing.append("no DTK runtime under /opt/dtk")
     if not missing:
         return
-    yield Finding(
-        "device-unreachable",
-        SEVERITY["device-unreachable"],
+    yield DEVICE_UNREACHABLE.finding(
         "devices",
         "this target should use DCUs but cannot: " + "; ".join(missing),
         "start the container with --device=/dev/kfd --device=/dev/dri (and /dev/mkfd), "

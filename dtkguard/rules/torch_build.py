@@ -7,24 +7,22 @@ from collections.abc import Iterator
 
 from dtkguard.env.root import child
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 from dtkguard.util.safe_read import read_head
+
+TORCH_BUILD = RuleInfo(
+    "torch-build",
+    Severity.CRITICAL,
+    "torch is not a DTK (HIP) build",
+    "torch/version.py says cuda is set or hip is None: a community build, the DCU "
+    "is unusable. Reinstall the vendor torch.",
+    family="torch-build",
+)
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (
-    RuleInfo(
-        "torch-build",
-        Severity.CRITICAL,
-        "torch is not a DTK (HIP) build",
-        "torch/version.py says cuda is set or hip is None: a community build, the DCU "
-        "is unusable. Reinstall the vendor torch.",
-        family="torch-build",
-    ),
-)
-#: each rule's default severity, as declared above
-SEVERITY = {r.id: r.severity for r in RULES}
+RULES = (TORCH_BUILD,)
 
 _ASSIGN = re.compile(r"^(cuda|hip)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
 
@@ -51,9 +49,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         location = ctx.env.root.inner(version_py)
         remediation = f"reinstall the vendor torch {ctx.policy.vendor_build('torch') or ''}".strip()
         if info.get("cuda"):
-            yield Finding(
-                "torch-build",
-                SEVERITY["torch-build"],
+            yield TORCH_BUILD.finding(
                 "torch",
                 f"torch {dist.version} is a CUDA build (cuda = '{info['cuda']}')",
                 remediation,
@@ -61,9 +57,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                 info,
             )
         elif "hip" in info and info["hip"] is None:
-            yield Finding(
-                "torch-build",
-                SEVERITY["torch-build"],
+            yield TORCH_BUILD.finding(
                 "torch",
                 f"torch {dist.version} is not a HIP/DTK build (hip = None)",
                 remediation,

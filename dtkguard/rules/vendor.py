@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.rules.catalog import RuleInfo
 from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)

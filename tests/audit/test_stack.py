@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.audit.stack import StackFacts, device_nodes, dtk_hip, version_tuple
+from dtkguard.audit.stack import device_nodes, dtk_hip
 from dtkguard.env.device import Card
 from dtkguard.env.environment import from_root
 from dtkguard.env.root import Root
-from dtkguard.policy.load import load_policy
+from dtkguard.env.stack_facts import StackFacts, version_tuple
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.stack import check as stack_check
 from tests.audit.conftest import run_cli
 from tests.support import need
+from tests.support.policies import load_policy
 from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 HY = Path(__file__).resolve().parents[1] / "data" / "hy-smi"

@@ -53,7 +53,7 @@ def image_root(tmp_path: Path) -> Path:
     """A DAS-like image root: the vendor stack, plus dtkguard in its own venv."""
     root = tmp_path / "image"
     site = root / SITE
-    from dtkguard.policy.load import load_policy
+    from tests.support.policies import load_policy
 
     vendor = load_policy("dtk-25.04.1").vendor  # every vendor build of the DAS 25.04.1 image
     for name, version in [*vendor.items(), ("numpy", "1.26.4"), ("transformers", "4.51.3")]:
@@ -139,7 +139,7 @@ def test_gate_threshold_and_bad_policy(image_root):
 
 
 def test_gate_with_a_lock(image_root, tmp_path):
-    from dtkguard.policy.load import load_policy
+    from tests.support.policies import load_policy
 
     pins = {**load_policy("dtk-25.04.1").vendor, "numpy": "1.26.4", "transformers": "4.51.3"}
     lock = write_lock(tmp_path / "pylock.image.toml", pins)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dtkguard.fleet.identity import scheduler_node
+from dtkguard.env.scheduler_node import scheduler_node
 from dtkguard.fleet.merge import merge
 from tests.fleet.factory import node_report, write
 

@@ -45,7 +45,7 @@ def check(g: Guarded, *args: str):
 
 
 def test_guard_install_records_the_vendor_builds(env: Guarded) -> None:
-    from dtkguard.guard.baseline import is_baseline_build, load
+    from dtkguard.env.baseline import is_baseline_build, load
 
     path = env.venv.path / "dtkguard" / "baseline.json"
     data = load(path)
@@ -87,7 +87,7 @@ def test_the_identity_of_a_wheel_by_its_record_and_the_lock(
 ) -> None:
     """`guard install --lock` records the lock's wheel hashes; a wheel's RECORD rows or its
     sha256 tell the vendor build from a relabelled one."""
-    from dtkguard.guard.baseline import is_baseline_build, load
+    from dtkguard.env.baseline import is_baseline_build, load
 
     lock = REPO / "lockfiles" / "pylock.das-25041-vllm.toml"
     py = str(env.venv.python)
@@ -161,7 +161,7 @@ def test_guard_remove_removes_the_baseline_and_the_tripwire(env: Guarded) -> Non
 
 
 def test_compare_hashes_only_what_changed(env: Guarded) -> None:
-    from dtkguard.guard.baseline import CompareStats, compare, load
+    from dtkguard.env.baseline import CompareStats, compare, load
 
     data = load(env.venv.path / "dtkguard" / "baseline.json")
     assert data is not None
@@ -381,7 +381,7 @@ def test_a_reinstall_of_the_same_vendor_build_is_not_damage(
 
 
 def test_pyc_files_are_derived_but_a_planted_one_is_damage(env: Guarded) -> None:
-    from dtkguard.guard.baseline import compare, load
+    from dtkguard.env.baseline import compare, load
 
     data = load(env.venv.path / "dtkguard" / "baseline.json")
     assert data is not None

@@ -90,7 +90,7 @@ def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     g = fresh
     before = files(g)
     code = (
-        "import os,subprocess,sys;from dtkguard.recover import journal;"
+        "import os,subprocess,sys;from dtkguard.guard import journal;"
         "cm=journal.transaction(sys.argv[1],'test',['kill-me']);cm.__enter__();"
         "subprocess.run([sys.argv[1],'-m','pip','uninstall','-y','filelock'],check=True);"
         "os.kill(os.getpid(),9)"

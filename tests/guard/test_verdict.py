@@ -5,7 +5,7 @@ from __future__ import annotations
 from dtkguard.env.environment import from_paths
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.verdict import judge
-from dtkguard.policy.load import load_policy
+from tests.support.policies import load_policy
 from tests.support.sitetree import add_dist, vendor_site
 
 

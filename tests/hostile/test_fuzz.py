@@ -145,8 +145,8 @@ def test_fuzz_long(fmt, tmp_path, monkeypatch):
 
 def _run_cache(cases: int, tmp: Path, monkeypatch) -> None:
     """Mutated cache entries are misses: the policy served is always the one on disk."""
-    from dtkguard.policy.compile import compile_policy
-    from dtkguard.policy.load import _cache_file, load_policy
+    from dtkguard.policy.load import _cache_file
+    from tests.support.policies import compile_policy, load_policy
 
     monkeypatch.setenv("DTKGUARD_CACHE_DIR", str(tmp / "cache"))
     policy = tmp / "site.toml"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.policy.compile import compile_policy
-from dtkguard.policy.load import _cache_file, load_policy
+from dtkguard.policy.load import _cache_file
+from tests.support.policies import compile_policy, load_policy
 
 STRICT = '[policy]\nname = "strict"\n[fp8]\nweights = "deny"\n'
 LOOSE = '[policy]\nname = "loose"\n[fp8]\nweights = "allow"\n'  # same length as STRICT

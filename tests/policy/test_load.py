@@ -10,9 +10,8 @@ import pytest
 
 from dtkguard.decision import canonical
 from dtkguard.errors import PolicyError
-from dtkguard.policy.compile import compile_policy
-from dtkguard.policy.load import load_policy
 from dtkguard.policy.locate import bundled_names, resolve_policy_path
+from tests.support.policies import compile_policy, load_policy
 
 #: `pip list | grep dtk` in the DAS 25.04.1 image, verbatim from the vendor's documentation
 SEED_LIST = Path(__file__).parents[1] / "data" / "das-25.04.1-pip-list.txt"
@@ -311,3 +310,40 @@ def test_missing_extends_file(tmp_path):
 def test_unknown_bundled_name_suggests():
     with pytest.raises(PolicyError, match=r"did you mean 'dtk-25\.04\.1'"):
         load_policy("dtk-25.04")
+
+
+UNKNOWN_RULE = """
+    [[exceptions]]
+    rule = "vendor-replace"
+    package = "torch"
+    reason = "r"
+    expires = 2030-01-01
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["policy", "check", "{policy}"],
+        ["policy", "show", "{policy}"],
+        ["policy", "explain", "torch", "--policy", "{policy}"],
+        ["check", "--policy", "{policy}", "--path", "{site}"],
+        ["scan-model", "--policy", "{policy}", "{site}"],
+    ],
+    ids=["policy-check", "policy-show", "policy-explain", "check", "scan-model"],
+)
+def test_commands_check_exception_rule_ids_against_the_catalog(tmp_path, argv):
+    """The policy layer takes the rule ids from its caller: every command passes the catalog's,
+    so a typo'd id is bad input naming FILE:LINE:COL and field, and a third-party id passes."""
+    from tests.support.cli import run_in_process
+
+    site = tmp_path / "site"
+    site.mkdir()
+    bad = write(tmp_path, UNKNOWN_RULE, "bad.toml")
+    args = [a.format(policy=bad, site=site) for a in argv]
+    result = run_in_process(*args)
+    assert result.code == 2, result.err
+    assert f"{bad.resolve()}:2:" in result.err and "exceptions[0].rule" in result.err
+    assert "unknown rule id 'vendor-replace'" in result.err
+    plugin = write(tmp_path, UNKNOWN_RULE.replace("vendor-replace", "acme.no-foo"), "ok.toml")
+    assert run_in_process("policy", "check", str(plugin)).code == 0

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from dtkguard.policy.load import load_policy
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.resolver import Unsatisfiable, build_sources, resolve
 from dtkguard.resolve.target import TargetEnv
+from tests.support.policies import load_policy
 from tests.support.wheels import build_wheel
 
 POLICY = load_policy("dtk-25.04.1", cache=False)

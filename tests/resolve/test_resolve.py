@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from dtkguard.policy.load import load_policy
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.resolver import Unsatisfiable, build_sources, resolve
 from dtkguard.resolve.target import TargetEnv, expand_platform, target_from
 from tests.support.index import JSON_TYPE, write_static_index
+from tests.support.policies import load_policy
 from tests.support.wheels import build_wheel
 
 POLICY = load_policy("dtk-25.04.1", cache=False)

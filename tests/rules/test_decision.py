@@ -9,7 +9,7 @@ import pytest
 from packaging.version import Version
 
 from dtkguard import decision as d
-from dtkguard.policy.load import load_policy
+from tests.support.policies import load_policy
 
 POLICY = load_policy("dtk-25.04.1").decision_json()
 TORCH = "2.4.1+das.opt1.dtk25041"

@@ -7,9 +7,9 @@ import sys
 
 from dtkguard.env.environment import from_paths
 from dtkguard.findings import Finding, Severity
-from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import plugin_checks, run_checks
+from tests.support.policies import load_policy
 from tests.support.sitetree import add_dist
 
 

@@ -9,10 +9,9 @@ import pytest
 
 from dtkguard.env.environment import from_paths
 from dtkguard.findings import Severity
-from dtkguard.policy.compile import compile_policy
-from dtkguard.policy.load import load_policy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import run_checks
+from tests.support.policies import compile_policy, load_policy
 from tests.support.sitetree import COMMUNITY_TORCH_VERSION_PY, add_dist, vendor_site
 
 

@@ -1,0 +1,321 @@
+"""The baseline `guard install` records: what the env held, and the vendor builds byte for byte.
+
+``<prefix>/dtkguard/baseline.json`` (listed in the guard's manifest with its own sha256, so
+`guard status` reports it tampered or missing and `guard remove` removes it). JSON, one object:
+
+``format``
+    ``"dtkguard-baseline/1"``.
+``created``, ``python``, ``prefix``, ``policy``
+    When (UTC, ISO 8601), for which interpreter (as given to `guard install`) and prefix, and
+    the name of the policy whose vendor builds were recorded.
+``restore``
+    The one command that puts the vendor builds back: ``dtkguard restore --python <python>``.
+``dists``
+    Every distribution installed at that time: ``{canonical name: {"name", "version",
+    "site", "dist_info"}}`` (``site``: the absolute site directory as the interpreter sees it;
+    ``dist_info``: the metadata directory's name inside it).
+``vendor``
+    Every vendor build of the policy that was installed (name and exact version as pinned):
+    ``{canonical name: {"name", "version", "site", "dist_info", "top_level": [module, ...],
+    "record": {"sha256", "digest", "size", "mtime_ns"}, "files": {path: {"sha256", "size",
+    "mtime_ns"[, "pyc": true]}}}}``. ``record.sha256`` is the hex sha256 of the installed RECORD
+    file; ``record.digest`` is `record_digest` of it (the build's identity: the same for the
+    wheel's RECORD and any install of it by pip or uv). ``files`` holds every RECORD row with a
+    hash, keyed by the row's path as written in RECORD (relative to ``site``; scripts start with
+    ``../``), each verified against RECORD while recording (a vendor build whose files differ
+    from its RECORD is refused: no baseline of damage), plus the ``.pyc`` files pip lists
+    without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the 16-byte header.
+    ``direct_url``: the build's ``direct_url.json`` (PEP 610) as a dict, or null: where pip
+    installed it from (a path or URL), so that a restore can install it the same way.
+``lock``
+    ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
+    "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.
+
+`is_baseline_build` answers "is this (name, version, RECORD digest or file digests) the
+vendor build of the baseline?"; `compare` finds what changed (a fast size/mtime pass, then
+hashing only the files whose stat changed). `dtkguard.guard.baseline` records it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dtkguard.env.root import Root
+from dtkguard.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FORMAT = "dtkguard-baseline/1"
+FILE_NAME = "baseline.json"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def restore_command(python: str) -> str:
+    """The one command that restores a guarded env's vendor builds."""
+    return f"dtkguard restore --python {python}"
+
+
+def baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    from dtkguard.env.interpreter import STATE_DIR
+
+    return Path(prefix) / STATE_DIR / FILE_NAME
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str | None:
+    """Hex sha256 of a regular file (verify's reader: no FIFOs, no devices); None if unreadable."""
+    from dtkguard.env.record import hash_file
+
+    status, digest, _, _ = hash_file(os.fspath(path), "sha256", False)
+    return digest.hex() if status == "ok" else None
+
+
+def size_mtime(path: str) -> tuple[int, int] | None:
+    """(size, mtime_ns) of ``path``; None when it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def pyc_body_sha256(path: str | os.PathLike[str]) -> str | None:
+    """Hex sha256 of a ``.pyc`` after its 16-byte header (which holds the source's mtime and
+    size): the same for every compile of the same source by the same Python, so a pyc that
+    Python or an installer wrote again is told from a planted one."""
+    from dtkguard.env.root import read_capped
+
+    try:
+        data = read_capped(Path(path), 64 << 20)
+    except OSError:
+        return None
+    return hashlib.sha256(data[16:]).hexdigest()
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """A baseline file; None when there is none; `InputError` when it is not a baseline."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable baseline: {exc}", file=str(path)) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"not a dtkguard baseline (format {FORMAT})", file=str(path))
+    if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("dists"), dict):
+        raise InputError("not a dtkguard baseline: no 'vendor' or 'dists' table", file=str(path))
+    return data
+
+
+def tampered(inner: str, host: Path) -> bool:
+    """The baseline's digest differs from the one the guard's manifest holds (its paths are
+    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
+    try:
+        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
+        entry = manifest["files"][inner]
+        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no manifest (a copied baseline): it stands on its own
+
+
+# --- identity -------------------------------------------------------------------------------
+
+
+#: dist-info files that come from the wheel itself; the others (INSTALLER, REQUESTED,
+#: direct_url.json, uv_cache.json, RECORD ...) each installer writes in its own way, so they
+#: differ between two installs of the very same build
+WHEEL_METADATA = ("METADATA", "WHEEL", "entry_points.txt", "top_level.txt")
+
+
+def _installer_written(rel: str) -> bool:
+    head, _, base = rel.rpartition("/")
+    return head.endswith(".dist-info") and "/" not in head and base not in WHEEL_METADATA
+
+
+def record_digest(text: str) -> str:
+    """The identity of a build from its RECORD: hex sha256 over the sorted ``path,sha256``
+    rows of the files the wheel itself ships (not what the installer writes: INSTALLER,
+    REQUESTED, direct_url.json, uv_cache.json, ``.pyc``, scripts). The same for the wheel's
+    RECORD and for any installed copy of it, by pip or uv."""
+    from dtkguard.env.record import decode_digest, rows_of
+
+    lines = []
+    for row in rows_of(text):
+        if row is None or len(row) != 3 or not row[1] or _installer_written(row[0]):
+            continue
+        if not comparable(row[0]):
+            continue
+        algo, _, value = row[1].partition("=")
+        decoded = decode_digest("sha256", value) if algo.lower() == "sha256" else None
+        lines.append(f"{row[0]},{decoded[0].hex() if decoded else row[1]}")
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+
+
+def comparable(rel: str) -> bool:
+    """Files a wheel and its installed copy share (`dtkguard.decision` decides)."""
+    from dtkguard.decision import comparable as shared
+
+    return shared(rel)
+
+
+def is_baseline_build(
+    baseline: dict[str, Any],
+    name: str,
+    version: str,
+    *,
+    record_sha256: str | None = None,
+    files: dict[str, str] | None = None,
+    wheel_sha256: str | None = None,
+) -> bool | None:
+    """Is (name, version) with these digests the vendor build the baseline recorded?
+    `dtkguard.decision.baseline_build` decides, as it does inside the pip hook."""
+    from dtkguard.decision import baseline_build
+
+    return baseline_build(baseline, name, version, record_sha256, files, wheel_sha256)
+
+
+# --- comparing -------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    """What happened to one vendor build of the baseline."""
+
+    key: str
+    name: str
+    version: str
+    #: the dist-info as the target sees it
+    dist_info: str
+    #: "missing" (dist-info gone), "record" (RECORD differs) or "files"
+    kind: str
+    #: (RECORD path, "modified" | "missing") for kind "files"
+    files: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class CompareStats:
+    """How much work a comparison did: files stat'ed and files hashed."""
+
+    stated: int = 0
+    hashed: int = 0
+
+
+def _host(root: Root, inner: str) -> str:
+    if root.is_host:
+        return inner
+    try:
+        return str(root.resolve(inner))
+    except OSError:
+        return os.path.join(str(root.path), inner.lstrip("/"))
+
+
+def _changed(
+    root: Root,
+    path: str,
+    recorded: dict[str, Any],
+    stats: CompareStats,
+    confined: bool,
+    fresh: dict[str, tuple[int, int]] | None = None,
+) -> str | None:
+    """None when the file is as recorded; else "missing" or "modified". Hashes only when the
+    size is equal and the mtime is not; a file found equal that way goes into ``fresh``
+    (path -> its new size and mtime)."""
+    from dtkguard.env.record import hash_file
+
+    stats.stated += 1
+    host = _host(root, path) if confined else path
+    st = size_mtime(host)
+    if st is None:
+        return "missing"
+    if st == (recorded.get("size"), recorded.get("mtime_ns")):
+        return None
+    if st[0] != recorded.get("size"):
+        return "modified"
+    stats.hashed += 1
+    if recorded.get("pyc"):
+        same = pyc_body_sha256(host) == recorded.get("sha256")
+    else:
+        status, digest, _, _ = hash_file(host, "sha256", confined)
+        same = status == "ok" and digest.hex() == recorded.get("sha256")
+    if same:
+        if fresh is not None:
+            fresh[path] = st
+        return None
+    return "modified"
+
+
+def _record_changed(
+    root: Root,
+    inner: str,
+    recorded: dict[str, Any],
+    stats: CompareStats,
+    confined: bool,
+    fresh: dict[str, tuple[int, int]] | None = None,
+) -> bool:
+    """The RECORD is another build's: its `record_digest` differs (a reinstall of the same
+    build by another installer rewrites the file, not the digest)."""
+    if _changed(root, inner, recorded, stats, confined, fresh) is None:
+        return False
+    if "digest" not in recorded:
+        return True
+    from dtkguard.env.root import read_capped
+
+    host = Path(_host(root, inner))
+    try:
+        text = read_capped(host, 64 << 20).decode("utf-8", "replace")
+    except OSError:
+        return True
+    if record_digest(text) != recorded["digest"]:
+        return True
+    st = size_mtime(str(host))
+    if fresh is not None and st is not None:
+        fresh[inner] = st
+    return False
+
+
+def compare(
+    baseline: dict[str, Any],
+    root: Root | None = None,
+    stats: CompareStats | None = None,
+    fresh: dict[str, tuple[int, int]] | None = None,
+) -> list[Change]:
+    """Every vendor build of the baseline that is gone, not the recorded build, or changed.
+
+    Files the installer writes itself (INSTALLER, REQUESTED, direct_url.json, ...) are not
+    compared. A ``.pyc`` is derived: a missing one is not a change (Python writes it again);
+    one whose code (all but the header) differs is (a planted ``.pyc``)."""
+    root = root or Root()
+    stats = stats if stats is not None else CompareStats()
+    confined = not root.is_host
+    out: list[Change] = []
+    for key, entry in sorted(baseline.get("vendor", {}).items()):
+        site = entry["site"]
+        dist_info = os.path.join(site, entry["dist_info"])
+        label = (key, entry["name"], entry["version"], dist_info)
+        if not os.path.isdir(_host(root, dist_info)):
+            out.append(Change(*label, "missing"))
+            continue
+        record = f"{dist_info}/RECORD"
+        if _record_changed(root, record, entry["record"], stats, confined, fresh):
+            out.append(Change(*label, "record"))
+        files = []
+        for rel, recorded in sorted(entry["files"].items()):
+            if _installer_written(rel):
+                continue
+            inner = os.path.normpath(os.path.join(site, rel))
+            what = _changed(root, inner, recorded, stats, confined, fresh)
+            if what == "missing" and rel.endswith(".pyc"):
+                continue  # derived: Python writes it again from the source
+            if what is not None:
+                files.append((rel, what))
+        if files:
+            out.append(Change(*label, "files", files))
+    return out
