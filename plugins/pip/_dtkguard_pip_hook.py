@@ -42,13 +42,6 @@ _state = {
 }
 
 
-def activate(policy_path):
-    """Watch for pip's modules (the .pth line does the same without importing this module)."""
-    _state["policy_path"] = policy_path
-    if not any(getattr(f, "_dtkguard", 0) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
-
-
 def find_spec(fullname, path, target, policy_path):
     """Called by the .pth line's finder for the two pip modules only: pip's own spec, with a
     loader that patches the module once pip's code has run."""
@@ -66,17 +59,6 @@ def find_spec(fullname, path, target, policy_path):
     if spec.loader is not None and hasattr(spec.loader, "exec_module"):
         spec.loader = _Loader(spec.loader, fullname)
     return spec
-
-
-class _Finder:
-    """The same finder as the .pth line's, for callers of :func:`activate`."""
-
-    _dtkguard = 1
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _MODULES:
-            return None
-        return find_spec(fullname, path, target, _state["policy_path"])
 
 
 class _Loader:
