@@ -241,11 +241,8 @@ def _exception(e: PolicyExceptionModel) -> PolicyException:
 
 
 def _joined(lists: Iterable[list[str]]) -> tuple[str, ...]:
-    """Each file's entries in chain order, less those an earlier file already listed."""
-    out: list[str] = []
-    for items in lists:
-        out += [a for a in items if a not in out]
-    return tuple(out)
+    """Each file's entries in chain order, each once (the first place it is listed)."""
+    return tuple(dict.fromkeys(a for items in lists for a in items))
 
 
 def _stack(models: list[PolicyFile]) -> StackRule:

@@ -103,6 +103,24 @@ def test_extends_merges_parent_first(tmp_path):
     assert len(policy.files) == 2
 
 
+def test_joined_lists_hold_each_entry_once_within_a_file_and_across_the_chain(tmp_path):
+    write(tmp_path, '[policy]\nname = "base"\ndtk-allow = ["24.04", "24.04"]\n', "base.toml")
+    write(
+        tmp_path,
+        """
+        [policy]
+        extends = ["base.toml"]
+        dtk-allow = ["25.04", "24.04", "25.04"]
+        [guard]
+        startup-allow = ["a.pth", "a.pth"]
+    """,
+        "site.toml",
+    )
+    policy = load_policy(str(tmp_path / "site.toml"))
+    assert policy.dtk_allow == ("24.04", "25.04")
+    assert policy.startup_allow == ("a.pth",)
+
+
 def test_cache_is_used_and_invalidated(tmp_path):
     path = write(tmp_path, '[policy]\nname = "one"\n')
     assert load_policy(str(path)).name == "one"
