@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtkguard.env.open import TargetSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.environment import Environment
+    from dtkguard.lock.read import Lock
+    from dtkguard.policy.compiled import CompiledPolicy
+    from dtkguard.report import Report
 
 
 @dataclass
@@ -33,9 +39,9 @@ class Request:
 class Opened:
     """The inputs of a request, read."""
 
-    env: Any
-    policy: Any
-    lock: Any = None
+    env: Environment
+    policy: CompiledPolicy
+    lock: Lock | None = None
 
 
 def open_request(request: Request) -> Opened:
@@ -58,7 +64,7 @@ def open_request(request: Request) -> Opened:
 
 
 def stack_inputs(
-    env: Any, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
+    env: Environment, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
 ) -> dict:
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
     from dtkguard.audit.stack import stack_facts
@@ -78,7 +84,7 @@ def evaluate(
     facts: dict,
     inventory: list | None = None,
     target: dict | None = None,
-) -> Any:
+) -> Report:
     """The `Report` of running the rule ``families`` on the opened target (``rules``: the ids it
     lists as checked; ``target``: the printed target, default the target's own keys)."""
     from dtkguard.report import Report
