@@ -287,3 +287,25 @@ def test_a_stale_import_is_found(tmp_path):
     pkg.mkdir()
     (pkg / "late.py").write_text("def f():\n    from dtkguard.errors import NoSuchError\n")
     assert unresolved_imports(tmp_path) == ["dtkguard/late.py:2 dtkguard.errors.NoSuchError"]
+
+
+def private_imports(root: Path) -> list[str]:
+    """``file:line module.name`` of each ``from dtkguard.X import _name`` in dtkguard: a private
+    name used outside its module (make it public where it belongs, or keep it at home)."""
+    bad = []
+    for path in sorted((root / "dtkguard").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dtkguard"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        where = f"{path.relative_to(root)}:{node.lineno}"
+                        bad.append(f"{where} {node.module}.{alias.name}")
+    return bad
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path):
+    assert private_imports(REPO) == []
+    pkg = tmp_path / "dtkguard"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from dtkguard.env.environment import _collect, __doc__\n")
+    assert private_imports(tmp_path) == ["dtkguard/a.py:1 dtkguard.env.environment._collect"]

@@ -47,7 +47,8 @@ class Dist:
         """The dist-info path as the target sees it."""
         return self.root.inner(self.path)
 
-    def _small(self, name: str) -> str | None:
+    def small_file(self, name: str) -> str | None:
+        """The text of the small metadata file ``name`` of this dist (None: absent, unreadable)."""
         if not self.path.is_dir():
             return None
         try:
@@ -59,7 +60,7 @@ class Dist:
 
     @cached_property
     def installer(self) -> str | None:
-        text = self._small("INSTALLER")
+        text = self.small_file("INSTALLER")
         return text.strip() or None if text is not None else None
 
     @cached_property
@@ -68,7 +69,7 @@ class Dist:
 
     @cached_property
     def direct_url(self) -> dict | None:
-        text = self._small("direct_url.json")
+        text = self.small_file("direct_url.json")
         try:
             data = json.loads(text) if text else None
         except ValueError:

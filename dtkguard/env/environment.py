@@ -77,7 +77,8 @@ def _scan(root: Root, site: Path, group: str) -> tuple[list[Dist], list[str]]:
     return scan_site(root, site, group)
 
 
-def _collect(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
+def collect_sites(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
+    """``env`` with the distributions of ``sites`` ((path, how found)), first on the path wins."""
     seen: set[tuple[str, str]] = set()
     paths: set[str] = set()
     for site, group in sites:
@@ -111,7 +112,7 @@ def from_paths(paths: Iterable[str | os.PathLike[str]]) -> Environment:
         path=os.pathsep.join(str(p) for p, _ in sites),
         python_version=first_site_python(p for p, _ in sites),
     )
-    return _collect(Environment(target, Root(), []), sites)
+    return collect_sites(Environment(target, Root(), []), sites)
 
 
 def _run_in(python: str, code: str, what: str) -> bytes:
@@ -207,7 +208,7 @@ def from_python(python: str | None = None) -> Environment:
     """The environment of an interpreter; None means the running one."""
     paths, target = describe_python(python)
     sites = [(Path(p), "") for p in paths if os.path.isdir(p) or p.endswith(".egg")]
-    return _collect(Environment(target, Root(), []), sites)
+    return collect_sites(Environment(target, Root(), []), sites)
 
 
 def active_python() -> str | None:
@@ -266,7 +267,7 @@ def from_root(path: str | os.PathLike[str]) -> Environment:
     target = TargetIdentity(
         "root", root=str(root.path), python_version=first_site_python(p for p, _ in sites)
     )
-    return _collect(Environment(target, root, []), sites)
+    return collect_sites(Environment(target, root, []), sites)
 
 
 def prefix_of(site_inner: str) -> str:

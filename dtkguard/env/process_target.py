@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from dtkguard.env import procfiles
-from dtkguard.env.environment import Environment, _collect
+from dtkguard.env.environment import Environment, collect_sites
 from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
@@ -113,7 +113,7 @@ def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
         python_version=version or libver or first_site_python(host for host, _ in found),
         platform="linux",
     )
-    return _collect(Environment(target, root, []), found)
+    return collect_sites(Environment(target, root, []), found)
 
 
 def _pid(pid: int | str) -> int:

@@ -50,7 +50,7 @@ class BaselineError(DtkguardError):
 
 def _top_level(dist: Dist, rels: list[str]) -> list[str]:
     """Importable top-level names: ``top_level.txt`` when present, else from RECORD paths."""
-    text = dist._small("top_level.txt")
+    text = dist.small_file("top_level.txt")
     names = {n.strip() for n in text.splitlines() if n.strip()} if text else set()
     if not names:
         for rel in rels:

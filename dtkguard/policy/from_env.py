@@ -38,7 +38,7 @@ def _releases(builds: dict[str, str]) -> list[DtkRelease]:
     counts = Counter(
         label.dtk for v in builds.values() if (label := label_of(v)) and label.dtk is not None
     )
-    return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r._key())))
+    return sorted(counts, key=lambda r: (-counts[r], tuple(-x for x in r.sort_key())))
 
 
 def policy_from_env(

@@ -44,13 +44,14 @@ class DtkRelease:
         """The release series (year, month): 25.04.1 and 25.04 share series (25, 4)."""
         return (self.year, self.month)
 
-    def _key(self) -> tuple[int, int, int]:
+    def sort_key(self) -> tuple[int, int, int]:
+        """(year, month, patch), a missing patch as 0: the order of releases."""
         return (self.year, self.month, self.patch or 0)
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, DtkRelease):
             return NotImplemented
-        return self._key() < other._key()
+        return self.sort_key() < other.sort_key()
 
     def __str__(self) -> str:
         base = f"{self.year:02d}.{self.month:02d}"

@@ -23,7 +23,7 @@ from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.plan import Install, RestorePlan
-from dtkguard.recover.sources import _ONE_SOURCE
+from dtkguard.recover.sources import ONE_SOURCE_ENV
 from dtkguard.recover.wanted import Wanted
 
 ARCHIVED_OVERRIDES = "overrides.jsonl"
@@ -160,7 +160,7 @@ def put_back(
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
     for b in builds:
         shutil.copyfile(b.wheel, flat / b.wheel.name)
-    one_source = {**env, **_ONE_SOURCE}
+    one_source = {**env, **ONE_SOURCE_ENV}
     if direct:
         lines = []
         for b in direct:

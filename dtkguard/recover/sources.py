@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: environment for `pip download` from one named source only (no pip.conf find-links,
 #: extra indexes or constraints mixed in)
-_ONE_SOURCE = {"PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_CONSTRAINT": ""}
+ONE_SOURCE_ENV = {"PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_CONSTRAINT": ""}
 
 
 @dataclass
@@ -140,7 +140,7 @@ class Sources:
         from dtkguard.guard.plan import run_pip
 
         dest = Path(tempfile.mkdtemp(prefix="dl-", dir=self.stage))
-        env = {**os.environ, **_ONE_SOURCE}
+        env = {**os.environ, **ONE_SOURCE_ENV}
         proc = run_pip(
             self.python,
             ["download", "--no-deps", "--only-binary", ":all:", "-q", "-d", str(dest), *args],

@@ -71,7 +71,7 @@ def _why_community(provider: PolicyProvider, req: Req) -> list[str]:
     meta = provider.metadata(link)
     pname = _policy_name(provider)
     for dep in meta.requires_dist:
-        if dep.marker is not None and not provider._marker_ok(dep.marker, ""):
+        if dep.marker is not None and not provider.marker_ok(dep.marker, ""):
             continue
         name = provider.make_req(dep, None).name
         vendor = provider.policy.vendor_build(name)

@@ -314,7 +314,7 @@ class PolicyProvider(AbstractProvider):
             deps = [
                 canonical(r.name)
                 for r in meta.requires_dist
-                if r.marker is None or self._marker_ok(r.marker, "")
+                if r.marker is None or self.marker_ok(r.marker, "")
             ]
             self.warm(deps)
         except Exception:  # surfaces again when the resolver asks
@@ -330,7 +330,7 @@ class PolicyProvider(AbstractProvider):
                 source.prefetch(name)
             self._pool.submit(self._warm, name)
 
-    def _marker_ok(self, marker: Marker, extra: str) -> bool:
+    def marker_ok(self, marker: Marker, extra: str) -> bool:
         key = (str(marker), extra)
         hit = self._markers_cache.get(key)
         if hit is None:
@@ -524,12 +524,12 @@ class PolicyProvider(AbstractProvider):
         for req in meta.requires_dist:
             if candidate.extras:
                 if req.marker is None or not any(
-                    self._marker_ok(req.marker, e) for e in candidate.extras
+                    self.marker_ok(req.marker, e) for e in candidate.extras
                 ):
                     continue
-                if self._marker_ok(req.marker, ""):
+                if self.marker_ok(req.marker, ""):
                     continue  # the base candidate brings it already
-            elif req.marker is not None and not self._marker_ok(req.marker, ""):
+            elif req.marker is not None and not self.marker_ok(req.marker, ""):
                 continue
             out.append(self.make_req(req, candidate))
         self._deps[candidate] = out
