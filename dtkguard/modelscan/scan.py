@@ -27,6 +27,7 @@ from dtkguard.modelscan.index import IndexInfo, read_index
 from dtkguard.modelscan.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
 from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals
 from dtkguard.modelscan.safetensors_header import HeaderError, SafetensorsHeader, read_header
+from dtkguard.util.safe_read import reason
 
 MARKER_TENSORS = ("scaled_fp8",)
 
@@ -120,7 +121,7 @@ def _read_safetensors(scan: ModelScan, path: str) -> None:
     try:
         header = read_header(path)
     except (HeaderError, OSError) as exc:
-        scan.problems.append((path, str(exc) if isinstance(exc, HeaderError) else _os(exc)))
+        scan.problems.append((path, _why(exc)))
         return
     scan.shards += 1
     scan.bytes_read += header.bytes_read
@@ -131,7 +132,7 @@ def _read_pickle(scan: ModelScan, path: str) -> None:
     try:
         found = read_globals(path)
     except (PickleScanError, OSError) as exc:
-        scan.problems.append((path, str(exc) if isinstance(exc, PickleScanError) else _os(exc)))
+        scan.problems.append((path, _why(exc)))
         return
     scan.pickles += 1
     for dotted, count in found.globals.items():
@@ -144,14 +145,15 @@ def _read_gguf(scan: ModelScan, path: str) -> None:
     try:
         header = read_gguf(path)
     except (GgufError, OSError) as exc:
-        scan.problems.append((path, str(exc) if isinstance(exc, GgufError) else _os(exc)))
+        scan.problems.append((path, _why(exc)))
         return
     scan.ggufs += 1
     scan.gguf_types.update(header.types)
 
 
-def _os(exc: OSError) -> str:
-    return exc.strerror or str(exc)
+def _why(exc: Exception) -> str:
+    """Why a file could not be read: a format error's text, else the OS's reason."""
+    return reason(exc) if isinstance(exc, OSError) else str(exc)
 
 
 def scan_source(src: ModelSource) -> ModelScan:
@@ -172,7 +174,7 @@ def scan_source(src: ModelSource) -> ModelScan:
                 scan.index = read_index(path)
                 scan.problems.extend((path, p) for p in scan.index.problems)
         except (ConfigError, OSError) as exc:
-            scan.problems.append((path, str(exc) if isinstance(exc, ConfigError) else _os(exc)))
+            scan.problems.append((path, _why(exc)))
     readers = {"safetensors": _read_safetensors, "pickle": _read_pickle, "gguf": _read_gguf}
     for path in src.files:
         fmt = weight_format(path)
