@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.audit.request import Opened
+    from dtkguard.policy.compiled import CompiledPolicy
+    from dtkguard.report import Report
 
 
 @dataclass
@@ -24,7 +29,7 @@ class AuditRequest(Request):
     inventory: bool = False  # list every component (an SBOM)
 
 
-def audit(request: AuditRequest) -> Any:
+def audit(request: AuditRequest) -> Report:
     """The `Report` of auditing ``request``'s target under its policy."""
     from dtkguard.errors import InputError
     from dtkguard.rules.engine import CHECKS
@@ -68,7 +73,7 @@ def rules_run(request: AuditRequest) -> list[str]:
     return checked_by(families)
 
 
-def _inputs(opened: Any, request: AuditRequest) -> tuple[dict, dict]:
+def _inputs(opened: Opened, request: AuditRequest) -> tuple[dict, dict]:
     """(``ctx.extra`` for the rules, the report's facts)."""
     from dtkguard.audit.facts import device_facts, process_environ
 
@@ -102,7 +107,9 @@ def _inputs(opened: Any, request: AuditRequest) -> tuple[dict, dict]:
     return extra, facts
 
 
-def fp8_inputs(request: AuditRequest, policy: Any, facts: dict) -> tuple[list, str | None]:
+def fp8_inputs(
+    request: AuditRequest, policy: CompiledPolicy, facts: dict
+) -> tuple[list, str | None]:
     """The scans of ``models`` and ``processes`` and the card that sets their severity."""
     from dtkguard.errors import InputError
     from dtkguard.rules.fp8 import pick_card, problem_lines

@@ -4,12 +4,14 @@ lock."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report import Report
 
-def check(request: Request) -> Any:
+
+def check(request: Request) -> Report:
     """The `Report` of checking ``request``'s target."""
     from dtkguard.rules.catalog import checked_by
     from dtkguard.rules.engine import ENVIRONMENT_CHECKS

@@ -8,11 +8,16 @@ problem the environment and stack rules find, most severe first. The facts go in
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
 from dtkguard.env.stack_facts import StackFacts
 from dtkguard.policy.labels import label_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from dtkguard.report import Report
 
 #: the check families doctor runs (no drift: doctor takes no lock)
 FAMILIES = ("vendor", "deny", "dtk", "torch-build", "override", "stack")
@@ -63,7 +68,7 @@ def doctor_facts(env, policy, facts: StackFacts) -> dict[str, Any]:
     }
 
 
-def doctor(request: Request) -> Any:
+def doctor(request: Request) -> Report:
     """The `Report` of verifying ``request``'s target: hy-smi runs on a live target (not on an
     image root), which is expected to reach DCUs."""
     from dtkguard.rules.catalog import checked_by

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report import Report
 
 
 @dataclass
@@ -18,7 +21,7 @@ class ModelScanRequest:
     inventory: bool = False  # list every model (an SBOM)
 
 
-def scan_models(request: ModelScanRequest) -> Any:
+def scan_models(request: ModelScanRequest) -> Report:
     """The `Report` of scanning ``request.paths``; its warnings are the files that could not be
     read (problems: the command exits 2 on them even without findings)."""
     import os

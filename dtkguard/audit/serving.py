@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.findings import Finding, Severity
 
 
 @dataclass
@@ -23,7 +26,7 @@ class ServingRequest:
 class ServingCheck:
     """The findings on a serving command, and why its model could not be checked (if so)."""
 
-    findings: list[Any]
+    findings: list[Finding]
     problems: list[str] = field(default_factory=list)  # model files that could not be read
     unresolved: str | None = None  # why the model was not checked; None: it was
     unresolved_action: str = "deny"  # the policy's [fp8] unresolved-model
@@ -32,7 +35,7 @@ class ServingCheck:
     def denied_unresolved(self) -> bool:
         return self.unresolved is not None and self.unresolved_action == "deny"
 
-    def veto(self, threshold: Any) -> str | None:
+    def veto(self, threshold: Severity) -> str | None:
         """Why the command must not start (None: it may)."""
         if self.denied_unresolved:
             return "its model could not be checked"
