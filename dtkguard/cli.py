@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from dtkguard import __version__
-from dtkguard.errors import DtkguardError
+from dtkguard.errors import DtkguardError, refuse_empty
 
 #: subcommand -> module in dtkguard.commands
 COMMANDS: dict[str, str] = {
@@ -61,11 +61,26 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+#: argument values that are not names of anything (passed on to pip or uv as they are)
+_PASSED_ON = ("argv", "command", "run")
+
+
+def _given(args: argparse.Namespace) -> dict[str, object]:
+    """{option as typed (``--root``, ``TARGET``): value} of every parsed argument."""
+    out = {}
+    for dest, value in vars(args).items():
+        if dest not in _PASSED_ON:
+            name = dest.upper() if dest == "target" else "--" + dest.replace("_", "-")
+            out[name] = value
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
         args = build_parser(argv).parse_args(argv)
+        refuse_empty(_given(args))
         return int(args.run(args))
     except DtkguardError as exc:
         if debug:

@@ -54,3 +54,15 @@ class TargetError(DtkguardError):
     """The target (environment, root, process, container) could not be read. Exit 3."""
 
     exit_code = 3
+
+
+def refuse_empty(options: dict[str, object]) -> None:
+    """`InputError` for the first option given an empty value (``--root "$VAR"`` with VAR
+    unset): an empty path, interpreter, PID or name never means "the default". The one check
+    every command and dtkpip/dtkuv run on what they were given (None: not given)."""
+    for name, value in options.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise InputError(
+                "empty value (an unset variable?); name it or leave the option out", field=name
+            )

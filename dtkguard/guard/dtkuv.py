@@ -69,14 +69,16 @@ def main(argv: list[str]) -> int:
 def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
     """The interpreter uv will act on, chosen the way dtkpip chooses, and uv told so."""
     # dtkuv passes --python to uv, which beats UV_PYTHON: it counts only when nothing else names one
-    given = sub.option_values("-p", "--python") or [("" if own else os.environ.get("UV_PYTHON"))]
+    given = sub.option_values("-p", "--python") or [
+        None if own else (os.environ.get("UV_PYTHON") or None)
+    ]
     if sub.has("--system") and not (own or given[-1]):
         raise InputError(
             "dtkuv judges the environment uv would change: name it with --python PATH "
             "instead of --system",
             field="--system",
         )
-    return choose_python(own, "dtkuv", fallback=shim_of, given=given[-1] or None)
+    return choose_python(own, "dtkuv", fallback=shim_of, given=given[-1])
 
 
 def _inside(path: str, folder: str) -> bool:

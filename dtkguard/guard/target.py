@@ -40,8 +40,9 @@ def choose_python(
     (``given``: their own ``--python``), else the active venv/conda env, else ``fallback`` (the
     env of the `uv` shim that ran), else the one interpreter `guard install` guarded; never
     dtkguard's own by accident."""
-    from dtkguard.errors import InputError
+    from dtkguard.errors import InputError, refuse_empty
 
+    refuse_empty({"--python": explicit, f"{tool[3:]} --python": given})
     told = interpreter_path(given) if given else None
     if explicit and told and not _same_env(explicit, told):
         raise InputError(
