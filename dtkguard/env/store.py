@@ -96,6 +96,13 @@ class Identity:
     site_ino: int
     #: realpaths of the install roots a transaction covers (purelib, platlib, scripts)
     roots: list[str] = field(default_factory=list)
+    #: the interpreter file as given (``bin/python``, a symlink in a venv): ``ino`` or, for a
+    #: symlink, ``ino:ctime_ns`` (re-creating the env makes a new one; a freed inode number
+    #: can come back, a ctime cannot be set back)
+    python_file: str = ""
+    #: ``<prefix>/pyvenv.cfg`` as ``ino:ctime_ns`` ("" when there is none): written again by
+    #: every ``venv --clear``, ``virtualenv --clear``, ``uv venv --clear``
+    cfg: str = ""
 
     def differences(self, now: Identity) -> list[str]:
         """What changed from this (recorded) identity to ``now``, in words; [] when none."""
@@ -109,7 +116,21 @@ class Identity:
             out.append(f"site-packages is {now.purelib}, not {self.purelib}")
         elif (self.site_dev, self.site_ino) != (now.site_dev, now.site_ino):
             out.append(f"{now.purelib} is a new folder (inode {now.site_ino}, was {self.site_ino})")
+        if self.python_file and self.python_file != now.python_file:
+            out.append(f"{now.python} is a new file (the env was created again)")
+        if self.cfg and self.cfg != now.cfg:
+            gone = not now.cfg
+            out.append(f"{now.prefix}/pyvenv.cfg was {'removed' if gone else 'written again'}")
         return out
+
+
+def _file_mark(path: str | os.PathLike[str]) -> str:
+    """``ino:ctime_ns`` of ``path`` itself (not what a symlink names); "" when there is none."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    return f"{st.st_ino}:{st.st_ctime_ns}"
 
 
 def _roots(interp: Interpreter) -> list[str]:
@@ -142,7 +163,16 @@ def current_identity(interp: Interpreter) -> Identity:
         site_dev=dev,
         site_ino=ino,
         roots=_roots(interp),
+        python_file=_python_mark(interp.python),
+        cfg=_file_mark(interp.prefix / "pyvenv.cfg"),
     )
+
+
+def _python_mark(python: str | os.PathLike[str]) -> str:
+    """`_file_mark` of a symlink; of a regular interpreter file its inode only (it may lie in
+    the scripts folder, which the journal hard-links)."""
+    mark = _file_mark(python)
+    return mark if os.path.islink(python) else mark.partition(":")[0]
 
 
 @dataclass(frozen=True)
