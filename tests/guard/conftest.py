@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.env.store import EnvStore, env_store
 from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, find_wheel
 from tests.support.cli import dtkguard_in
 from tests.support.reports import DAS_25041
@@ -53,6 +54,11 @@ class Guarded:
         return subprocess.run(
             [*map(str, cmd), *args], env=env or hermetic_env(), capture_output=True, text=True
         )
+
+    @property
+    def store(self) -> EnvStore:
+        """The env's folder in the guard's store (the test's ``DTKGUARD_STORE``)."""
+        return env_store(self.venv.path)
 
     def dtkguard(self, *args: str, env: dict[str, str] | None = None):
         """``python -m dtkguard ARGS`` from this checkout (the dev interpreter)."""
