@@ -115,15 +115,42 @@ def from_paths(paths: Iterable[str | os.PathLike[str]]) -> Environment:
     return collect_sites(Environment(target, Root(), []), sites)
 
 
+#: the head of every snippet run in a target: ``-I -S`` leaves ``sys.prefix`` at the base
+#: interpreter's in a venv (``site`` sets it), so the snippet finds ``pyvenv.cfg`` as ``site``
+#: does and sets the prefix itself; ``V`` is the venv's prefix ('' outside one), ``SYS`` its
+#: ``include-system-site-packages``
+_VENV_HEAD = (
+    "import os,sys\n"
+    "def _venv():\n"
+    " d=os.path.dirname(os.path.abspath(sys.executable));p=os.path.dirname(d)\n"
+    " for c in (os.path.join(d,'pyvenv.cfg'),os.path.join(p,'pyvenv.cfg')):\n"
+    "  if os.path.isfile(c):\n"
+    "   s='true'\n"
+    "   with open(c,encoding='utf-8',errors='replace') as f:\n"
+    "    for l in f:\n"
+    "     k,e,v=l.partition('=')\n"
+    "     if e and k.strip().lower()=='include-system-site-packages':s=v.strip().lower()\n"
+    "   return p,s=='true'\n"
+    " return '',True\n"
+    "V,SYS=_venv()\n"
+    "if V:sys.prefix=sys.exec_prefix=V\n"
+)
+
+
 def _run_in(python: str, code: str, what: str) -> bytes:
-    """stdout of ``python -c code``; the only thing dtkguard runs of a target is a short
-    snippet of its own (without ``PYTHONPATH``/``PYTHONHOME``)."""
+    """stdout of ``python -I -S -c code``; the only thing dtkguard runs of a target is a short
+    snippet of its own: isolated (no ``PYTHON*`` variables, no user site) and without ``site``,
+    so no ``.pth`` line and no ``sitecustomize`` of the target runs (`dtkguard.env.pth`)."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
         return subprocess.run(
-            [python, "-c", code], capture_output=True, timeout=60, env=env, check=True
+            [python, "-I", "-S", "-c", _VENV_HEAD + code],
+            capture_output=True,
+            timeout=60,
+            env=env,
+            check=True,
         ).stdout
     except FileNotFoundError:
         raise TargetError(f"no such interpreter: {python}") from None
@@ -162,9 +189,18 @@ def ask_interpreter_fields(python: str, code: str, what: str) -> list[str]:
 
 
 #: what `describe_python` asks: sys.prefix, the marker values of the interpreter, sys.path
+#: without site (its length first), then the site directories ``site`` would add, in order
+#: (the venv's, the user's when ``site`` would enable it, the prefixes')
 _DESCRIBE = (
+    "import site\n"
+    "u=(not V or SYS) and not os.environ.get('PYTHONNOUSERSITE') and os.getuid()==os.geteuid()"
+    " and os.getgid()==os.getegid()\n"
+    "b=[V,sys.base_prefix,sys.base_exec_prefix] if V and SYS else [V] if V else "
+    "[sys.prefix,sys.exec_prefix]\n"
+    "s=(site.getsitepackages([V]) if V else [])+([site.getusersitepackages()] if u else [])"
+    "+site.getsitepackages(b)\n"
     "put([sys.prefix,'%d.%d'%sys.version_info[:2],sys.implementation.name,sys.platform,"
-    "os.uname().machine,*sys.path])"
+    "os.uname().machine,str(len(sys.path)),*sys.path,*s])"
 )
 
 
@@ -183,6 +219,7 @@ def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentit
         python = sys.executable
     else:
         facts = ask_interpreter_fields(python, _DESCRIBE, "its sys.path")
+        facts = facts[:5] + _site_path(python, facts[5:])
     if len(facts) < 5:
         raise TargetError(f"{python} did not report its sys.path: {len(facts)} values")
     prefix, version, implementation, platform, machine, *paths = facts
@@ -196,6 +233,18 @@ def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentit
         machine=machine,
     )
     return [p for p in paths if p], target
+
+
+def _site_path(python: str, values: list[str]) -> list[str]:
+    """``sys.path`` from what `_DESCRIBE` reported: its path without site, then the site
+    directories with their ``.pth`` path lines added by dtkguard (`dtkguard.env.pth`)."""
+    from dtkguard.env.pth import site_path
+
+    try:
+        count = int(values[0])
+    except (IndexError, ValueError):
+        raise TargetError(f"{python} did not report its sys.path") from None
+    return site_path(values[1 : 1 + count], values[1 + count :])
 
 
 def python_sys_path(python: str) -> tuple[list[str], str]:

@@ -485,7 +485,7 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
     code = "import py_compile,sys;print(py_compile.compile(sys.argv[1],doraise=True))"
     try:
         out = subprocess.run(
-            [interp.python, "-I", "-c", code, str(module)],
+            [interp.python, "-I", "-S", "-c", code, str(module)],
             capture_output=True,
             text=True,
             check=True,

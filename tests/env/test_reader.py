@@ -90,22 +90,27 @@ def test_missing_interpreter_is_a_target_error(tmp_path):
 
 
 def test_the_query_survives_start_up_noise_and_odd_paths(tmp_path):
-    """What a .pth prints on stdout around the answer is ignored; a sys.path entry that is not
-    UTF-8 comes back as the file system's bytes; an interpreter that does not answer is a
-    TargetError, not a wrong environment."""
+    """A .pth's import lines never run (no noise, no path they would add); a .pth path line
+    that is not UTF-8 comes back as the file system's bytes; an interpreter that does not
+    answer is a TargetError, not a wrong environment."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
-    odd = os.fsencode(str(tmp_path)) + b"/caf\xe9-\n-dir"
+    odd = os.fsencode(str(tmp_path)) + b"/caf\xe9-dir"
     os.mkdir(odd)
-    (site / "noise.pth").write_text(
-        "import os, sys; print('<dtkguard> noise'); sys.stdout.flush(); "
-        f"sys.path.append(os.fsdecode({odd!r}))\n"
+    ran = os.fsencode(str(tmp_path)) + b"/ran-dir"
+    os.mkdir(ran)
+    (site / "noise.pth").write_bytes(
+        b"import os, sys; print('<dtkguard> noise'); sys.stdout.flush(); "
+        + f"sys.path.append(os.fsdecode({ran!r}))\n".encode()
+        + odd
+        + b"\n"
     )
     (site / "zz-exit.pth").write_text("import atexit; atexit.register(print, 'bye')\n")
     paths, prefix = envs.python_sys_path(str(venv / "bin" / "python"))
     assert prefix == str(venv)
     assert os.fsdecode(odd) in paths and str(site) in paths
+    assert os.fsdecode(ran) not in paths
     silent = tmp_path / "silent"
     silent.write_text("#!/bin/sh\necho '{}'\n")
     silent.chmod(0o755)
