@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
@@ -99,7 +100,8 @@ def _uninstall(
             "dtkpip",
         )
         env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
-    return _journalled(interp, pip_args, lambda: _run_once(interp, pip_args, env))
+    touches = [canonical(n) for n in uninstall_names(cmd) if n]
+    return _journalled(interp, pip_args, lambda: _run_once(interp, pip_args, env), touches)
 
 
 def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> int:
@@ -157,7 +159,8 @@ def _install(
                 env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
         if _externally_managed_by_us(interp):
             real_args.append("--break-system-packages")
-        return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env))
+        touches = [p.key for p in plan.install]
+        return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env), touches)
 
 
 def _plan(
@@ -188,11 +191,14 @@ def _record_override(
     _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
 
 
-def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
-    """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
+def _journalled(
+    interp: Interpreter, pip_args: list[str], run: Callable[[], int], touches: list[str]
+) -> int:
+    """The real pip run as one transaction of the environment's journal (`dtkguard history`);
+    ``touches``: the names its plan installs or removes (only their files are snapshotted)."""
     from dtkguard.guard.journal import journalled
 
-    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
+    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run, touches or None)
 
 
 def _satisfied(plan: Plan) -> str:

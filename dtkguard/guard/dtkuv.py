@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dtkguard.decision import canonical
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.errors import InputError
@@ -123,6 +124,8 @@ class _Run:
         self.args = [*self.head, str(sub.command), *python, *sub.args]
         self.command = shlex.join(["uv", *top.global_args, "pip", *top.args])
         self.env = dict(os.environ)
+        #: canonical names the plan installs or removes (the journal snapshots only these)
+        self.touches: list[str] | None = None
         self.env.pop(overrides.ENV_VAR, None)
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
         # folder (from the command line or, for a refusal, from uv's config: site-packages)
@@ -205,6 +208,7 @@ class _Run:
         elif not plan.install and not plan.remove:
             _say(quiet_output(plan))
             return self.untouched(0)
+        self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
         return self.real([*self.args, *pins])
 
     def _uninstall(self) -> int:
@@ -222,6 +226,7 @@ class _Run:
             return self.untouched(1)
         if vendor:
             self.record([f"remove {v}" for v in vendor])
+        self.touches = [canonical(r) for r in plan.remove]
         return self.real(self.args)
 
     def same_environment(self, plan: Plan) -> None:
@@ -274,4 +279,5 @@ class _Run:
         def run() -> int:
             return run_uv(self.uv, args, self.env, capture=False).returncode
 
-        return journalled(str(self.interp.python), "dtkuv", ["dtkuv", *args], run)
+        argv = ["dtkuv", *args]
+        return journalled(str(self.interp.python), "dtkuv", argv, run, self.touches or None)

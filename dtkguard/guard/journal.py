@@ -35,6 +35,8 @@ from dtkguard.util.atomic import atomic_write_text
 JOURNAL_DIR = "journal"
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
 KEPT_LIST = "kept.list"
+#: stamped every second while a transaction runs: the end of a killed one's time window
+HEARTBEAT = "heartbeat"
 _CODE = (
     "import json,sys,sysconfig;p=sysconfig.get_paths();print(json.dumps({'prefix':sys.prefix,"
     "'roots':[p['purelib'],p['platlib'],p['scripts']]}))"
@@ -98,6 +100,14 @@ class Transaction:
     kept_files: int = 0
     kept_bytes: int = 0
     note: str = ""
+    #: canonical names of the distributions the change will install, upgrade or remove (its
+    #: plan); None: unknown (every file is snapshotted, and a deferred rollback keeps what it
+    #: cannot account for)
+    touches: list[str] | None = None
+    #: when the change started (ns since the epoch): a new file created since is the change's
+    started_ns: int = 0
+    #: paths a rollback found changed but could not account for: kept as they are
+    unaccounted: list[str] = field(default_factory=list)
     _kept: dict[tuple[int, str], Path] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -124,6 +134,9 @@ class Transaction:
             "kept_files": self.kept_files,
             "kept_bytes": self.kept_bytes,
             "note": self.note,
+            "touches": self.touches,
+            "started_ns": self.started_ns,
+            "unaccounted": self.unaccounted,
         }
 
     def save(self) -> None:
@@ -148,6 +161,9 @@ class Transaction:
             kept_files=int(data.get("kept_files") or 0),
             kept_bytes=int(data.get("kept_bytes") or 0),
             note=str(data.get("note") or ""),
+            touches=_names(data.get("touches")),
+            started_ns=data["started_ns"] if isinstance(data.get("started_ns"), int) else 0,
+            unaccounted=_names(data.get("unaccounted")) or [],
         )
 
     def changes(self) -> list[tuple[str, str | None, str | None]]:
@@ -177,6 +193,13 @@ class Transaction:
                 rel = Path(original).relative_to(root).as_posix()
                 return kept.get((i, rel))
         return None
+
+
+def _names(value: object) -> list[str] | None:
+    """A list of strings of ``txn.json``; None when it is not one."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
 
 
 def installed_versions(roots: list[Path]) -> tuple[dict[str, str], dict[str, str]]:
@@ -245,31 +268,53 @@ class Entry:
 
     n: int
     root: int
-    kind: str  # "f" file, "d" folder, "l" symlink
+    #: "f" file kept in ``pre/``, "F" file outside the change (only its ``sig`` is kept),
+    #: "d" folder, "l" symlink
+    kind: str
     rel: str
     link: str = ""
+    #: "inode:size:mtime_ns" of an "F" file: a rollback tells it changed
+    sig: str = ""
 
 
 def _write_entries(path: Path, entries: list[Entry]) -> None:
-    lines = [f"{e.n}\t{e.root}\t{e.kind}\t{e.rel}\t{e.link}" for e in entries]
+    lines = [f"{e.n}\t{e.root}\t{e.kind}\t{e.rel}\t{e.link}\t{e.sig}" for e in entries]
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def _read_entries(path: Path) -> list[Entry]:
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
         parts = line.split("\t")
-        if len(parts) == 5:
-            out.append(Entry(int(parts[0]), int(parts[1]), parts[2], parts[3], parts[4]))
+        if len(parts) in (5, 6) and parts[0].isdigit() and parts[1].isdigit():
+            sig = parts[5] if len(parts) == 6 else ""
+            out.append(Entry(int(parts[0]), int(parts[1]), parts[2], parts[3], parts[4], sig))
     return out
 
 
+def _sig(st: os.stat_result) -> str:
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _owned_now(txn: Transaction):
+    """The files of the distributions the change touches (None: unknown, every file)."""
+    if txn.touches is None:
+        return None
+    from dtkguard.guard.owned import owned
+
+    return owned(txn.roots, txn.touches)
+
+
 def _snapshot(txn: Transaction) -> None:
-    """``pre/<n>``: a hard link of every file of the roots (a copy where no link can be made),
-    in one flat folder; ``pre.list``: every path with its kind, to know later what was added."""
+    """``pre/<n>``: a hard link (a copy where no link can be made: another file system) of
+    every file of the distributions the change touches (of every file when its plan is
+    unknown), in one flat folder; ``pre.list``: every path with its kind (and of a file not
+    kept, its inode, size and mtime), to know later what was added or changed."""
     entries: list[Entry] = []
     txn.pre.mkdir(parents=True, exist_ok=True)
     store = str(txn.pre)
+    mine = _owned_now(txn)
+    budget = _Budget()
     for i, raw in enumerate(txn.roots):
         for rel, st in _walk(Path(raw)):
             n = len(entries)
@@ -278,13 +323,42 @@ def _snapshot(txn: Transaction) -> None:
                 entries.append(Entry(n, i, "d", rel))
             elif stat.S_ISLNK(st.st_mode):
                 entries.append(Entry(n, i, "l", rel, os.readlink(full)))
+            elif stat.S_ISREG(st.st_mode) and mine is not None and full not in mine:
+                entries.append(Entry(n, i, "F", rel, sig=_sig(st)))
             elif stat.S_ISREG(st.st_mode):
-                try:
-                    os.link(full, os.path.join(store, str(n)))
-                except OSError:
-                    shutil.copy2(full, os.path.join(store, str(n)))
+                _keep(full, os.path.join(store, str(n)), st, budget)
                 entries.append(Entry(n, i, "f", rel))
     _write_entries(txn.dir / "pre.list", entries)
+
+
+#: bytes a snapshot may copy (where no hard link can be made), ``$DTKGUARD_JOURNAL_BUDGET``
+DEFAULT_BUDGET = 8 << 30
+
+
+class _Budget:
+    def __init__(self) -> None:
+        raw = os.environ.get("DTKGUARD_JOURNAL_BUDGET", "")
+        self.left = int(raw) if raw.isdigit() else DEFAULT_BUDGET
+        self.limit = self.left
+
+
+def _keep(full: str, saved: str, st: os.stat_result, budget: _Budget) -> None:
+    """``saved``: a hard link of ``full``, else a copy counted against the budget."""
+    try:
+        os.link(full, saved)
+        return
+    except OSError:
+        pass
+    budget.left -= st.st_size
+    if budget.left < 0:
+        from dtkguard.util.safe_read import human_bytes
+
+        raise OSError(
+            f"the files this change touches need copies over the journal's budget of "
+            f"{human_bytes(budget.limit)} (DTKGUARD_JOURNAL_BUDGET; "
+            "`dtkguard history --prune KEEP` frees older ones)"
+        )
+    shutil.copy2(full, saved)
 
 
 def _same(a: str, b: str) -> bool:
@@ -304,50 +378,104 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-def rollback_files(txn: Transaction) -> int:
-    """Put the roots back exactly as ``pre/`` and ``pre.list`` say they were (idempotent).
-    Returns how many paths it removed or put back (0: nothing had changed)."""
-    fixed = 0
+@dataclass
+class _Rollback:
+    """What a rollback may touch: the change's files, and the time it ran."""
+
+    txn: Transaction
+    mine: object  # Owned | None
+    until_ns: int
+    fixed: int = 0
+    unaccounted: list[str] = field(default_factory=list)
+
+    def ours(self, full: str, st: os.stat_result) -> bool:
+        """Did the change create or write this path (listed by a touched distribution, or
+        created while the transaction ran)?"""
+        if self.mine is None and self.until_ns < 0:
+            return True  # an old transaction without a start time: it owns every change
+        if self.mine is not None and full in self.mine:  # type: ignore[operator]
+            return True
+        return self.txn.started_ns <= st.st_ctime_ns <= self.until_ns
+
+
+def rollback_files(txn: Transaction, until_ns: int | None = None) -> int:
+    """Put back what the change did, as ``pre/`` and ``pre.list`` say it was (idempotent):
+    paths it added go, files it replaced or removed come back. A path it cannot account for
+    (not one of its distributions', not created while it ran: ``until_ns``, default now) is
+    kept and listed in ``txn.unaccounted``. Returns how many paths it removed or put back."""
+    if until_ns is None:
+        until_ns = time.time_ns() + 10**9
+    if not txn.started_ns and txn.touches is None:
+        until_ns = -1
+    rb = _Rollback(txn, _owned_now(txn), until_ns)
     entries = _read_entries(txn.dir / "pre.list")
     known = {(e.root, e.rel): e for e in entries}
     for i, raw in enumerate(txn.roots):
-        # 1. what was not there before goes (deepest first, so folders empty out)
-        for rel, st in sorted(_walk(Path(raw)), key=lambda x: x[0].count("/"), reverse=True):
-            e = known.get((i, rel))
-            is_dir = stat.S_ISDIR(st.st_mode)
-            is_link = stat.S_ISLNK(st.st_mode)
-            if e is None or (e.kind == "d") != is_dir or (e.kind == "l") != is_link:
-                _remove(os.path.join(raw, rel))
-                fixed += 1
-        # 2. what was there comes back, parents first
+        _drop_added(rb, i, raw, known)
         for e in sorted((e for e in entries if e.root == i), key=lambda e: e.rel.count("/")):
-            path = os.path.join(raw, e.rel)
-            if e.kind == "d":
-                if not os.path.isdir(path):
-                    os.makedirs(path)
-                    fixed += 1
-                continue
-            if e.kind == "l":
-                with contextlib.suppress(OSError):
-                    if os.readlink(path) == e.link:
-                        continue
-            saved = os.path.join(str(txn.pre), str(e.n))
-            if e.kind == "f" and (_same(saved, path) or not os.path.lexists(saved)):
-                continue  # in place (or its link was never made: the file was not touched)
-            tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
-            _remove(tmp)
-            if e.kind == "l":
-                os.symlink(e.link, tmp)
-            else:
-                try:
-                    os.link(saved, tmp)
-                except OSError:
-                    shutil.copy2(saved, tmp)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-            fixed += 1
-    return fixed
+            _put_back(rb, e, os.path.join(raw, e.rel))
+    txn.unaccounted = rb.unaccounted
+    return rb.fixed
+
+
+def _drop_added(rb: _Rollback, i: int, raw: str, known: dict[tuple[int, str], Entry]) -> None:
+    """Remove what was not there before and is the change's (deepest first: folders it
+    emptied go too); keep the rest."""
+    for rel, st in sorted(_walk(Path(raw)), key=lambda x: x[0].count("/"), reverse=True):
+        e = known.get((i, rel))
+        is_dir = stat.S_ISDIR(st.st_mode)
+        is_link = stat.S_ISLNK(st.st_mode)
+        if e is not None and (e.kind == "d") == is_dir and (e.kind == "l") == is_link:
+            continue
+        full = os.path.join(raw, rel)
+        if is_dir and e is None:
+            with contextlib.suppress(OSError):
+                os.rmdir(full)  # only when empty: what stays in it was not the change's
+                rb.fixed += 1
+            continue
+        if rb.ours(full, st) or (e is not None and e.kind in ("f", "d", "l")):
+            _remove(full)
+            rb.fixed += 1
+        else:
+            rb.unaccounted.append(full)
+
+
+def _put_back(rb: _Rollback, e: Entry, path: str) -> None:
+    """One path of ``pre.list`` as it was before the change."""
+    if e.kind == "d":
+        if not os.path.isdir(path) and (rb.mine is None or path in rb.mine):
+            os.makedirs(path)
+            rb.fixed += 1
+        return
+    if e.kind == "F":  # not the change's file: only told when it changed anyway
+        try:
+            same = _sig(os.lstat(path)) == e.sig
+        except OSError:
+            same = False
+        if not same:
+            rb.unaccounted.append(path)
+        return
+    if e.kind == "l":
+        with contextlib.suppress(OSError):
+            if os.readlink(path) == e.link:
+                return
+    saved = os.path.join(str(rb.txn.pre), str(e.n))
+    if e.kind == "f" and (_same(saved, path) or not os.path.lexists(saved)):
+        return  # in place (or its link was never made: the file was not touched)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
+    _remove(tmp)
+    if e.kind == "l":
+        os.symlink(e.link, tmp)
+    else:
+        try:
+            os.link(saved, tmp)
+        except OSError:
+            shutil.copy2(saved, tmp)
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+    rb.fixed += 1
 
 
 def _prune_unchanged(txn: Transaction) -> None:
@@ -406,10 +534,28 @@ def recover_open(lay: Layout) -> list[Transaction]:
             )
             txn.state = "rolling-back"
             txn.save()
-            rollback_files(txn)
+            from dtkguard.guard.owned import last_beat_ns
+
+            rollback_files(txn, last_beat_ns(str(txn.dir / HEARTBEAT)) or txn.started_ns)
             _finish_rollback(txn, "interrupted; rolled back by the next transaction")
             done.append(txn)
     return done
+
+
+def _tell_unaccounted(txn: Transaction) -> None:
+    """One line naming what a rollback kept because the change did not make it."""
+    if txn.unaccounted:
+        tops: list[str] = []  # one name a top-level entry of a root (a package, a script)
+        for path in txn.unaccounted:
+            root = next((r for r in txn.roots if path.startswith(r + os.sep)), "")
+            top = os.path.join(root, path[len(root) :].lstrip(os.sep).split(os.sep)[0])
+            if top not in tops:
+                tops.append(top)
+        shown = ", ".join(tops[:8]) + (" ..." if len(tops) > 8 else "")
+        _say(
+            f"dtkguard: rollback of rev {txn.id} kept {len(txn.unaccounted)} path(s) it did not "
+            f"make or cannot put back (changed since, not by it): {shown}\n"
+        )
 
 
 def recover(lay: Layout) -> list[Transaction]:
@@ -421,6 +567,7 @@ def recover(lay: Layout) -> list[Transaction]:
 
 
 def _finish_rollback(txn: Transaction, note: str) -> None:
+    _tell_unaccounted(txn)
     shutil.rmtree(txn.pre, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(txn.dir / "pre.list")
@@ -443,6 +590,7 @@ def transaction(
     reason: str = "",
     undoes: int | None = None,
     lay: Layout | None = None,
+    touches: list[str] | None = None,
 ) -> Iterator[Transaction]:
     """Journal the changes made inside the ``with`` block to ``python``'s environment.
 
@@ -452,7 +600,7 @@ def transaction(
     """
     lay = lay or layout(python)
     with _locked(lay.journal):
-        yield from _run(lay, tool, argv, reason, undoes)
+        yield from _run(lay, tool, argv, reason, undoes, touches)
 
 
 @contextlib.contextmanager
@@ -471,7 +619,12 @@ def _locked(journal: Path) -> Iterator[None]:
 
 
 def _run(
-    lay: Layout, tool: str, argv: list[str], reason: str, undoes: int | None
+    lay: Layout,
+    tool: str,
+    argv: list[str],
+    reason: str,
+    undoes: int | None,
+    touches: list[str] | None,
 ) -> Iterator[Transaction]:
     try:
         recover_open(lay)
@@ -493,9 +646,13 @@ def _run(
         names=names,
         reason=reason,
         undoes=undoes,
+        touches=sorted(set(touches)) if touches is not None else None,
     )
     try:
         txn.save()
+        # the file system's clock (coarser than time.time_ns): what the change creates has a
+        # ctime at or after it
+        txn.started_ns = os.stat(txn.file).st_mtime_ns
         _snapshot(txn)
     except OSError as exc:
         shutil.rmtree(tdir, ignore_errors=True)
@@ -503,7 +660,8 @@ def _run(
     txn.state = "open"
     txn.save()
     try:
-        yield txn
+        with _heartbeat(str(tdir / HEARTBEAT)):
+            yield txn
     except BaseException as exc:
         txn.state = "rolling-back"
         txn.save()
@@ -516,6 +674,31 @@ def _run(
     txn.after = after
     txn.names = {**later_names, **names}
     _commit(txn)
+
+
+@contextlib.contextmanager
+def _heartbeat(path: str) -> Iterator[None]:
+    """Stamp ``path`` every `owned.HEARTBEAT` seconds while the block runs (a thread)."""
+    import threading
+
+    from dtkguard.guard.owned import HEARTBEAT as EVERY
+    from dtkguard.guard.owned import beat
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(EVERY):
+            beat(path)
+
+    beat(path)  # before the block starts: a change killed at once still has its window
+
+    thread = threading.Thread(target=loop, name="dtkguard-journal-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _commit(txn: Transaction) -> None:
@@ -549,17 +732,24 @@ def prune(journal: Path, keep: int) -> list[Transaction]:
 ELSEWHERE = ("--user", "--target", "-t", "--prefix", "--root")
 
 
-def journalled(python: str, tool: str, argv: list[str], run: Callable[[], int]) -> int:
+def journalled(
+    python: str,
+    tool: str,
+    argv: list[str],
+    run: Callable[[], int],
+    touches: list[str] | None = None,
+) -> int:
     """Run ``run()`` (a pip or uv call returning its exit code) as one transaction of
     ``python``'s environment. A non-zero exit rolls the environment back to where it was
     (pip commits each package as it goes: a failure half way would leave it between states).
     Installs into another place (``--user``, ``--target``, ``--prefix``, ``--root``) run as
-    they are. This is the one wrapper dtkpip and dtkuv use."""
+    they are. ``touches``: the canonical names the plan installs, upgrades or removes (only
+    their files are snapshotted). This is the one wrapper dtkpip and dtkuv use."""
     if any(a == opt or a.startswith(opt + "=") for a in argv for opt in ELSEWHERE):
         return run()
     code = 0
     try:
-        with transaction(python, tool, argv) as txn:
+        with transaction(python, tool, argv, touches=touches) as txn:
             code = run()
             if code != 0:
                 raise _Failed(code)
