@@ -108,20 +108,76 @@ def pyc_body_sha256(path: str | os.PathLike[str]) -> str | None:
     return hashlib.sha256(data[16:]).hexdigest()
 
 
+#: a baseline of the 23 DAS vendor builds is about 10 MB (torch's 20,000 files)
+MAX_BASELINE_BYTES = 64 << 20
+
+
 def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """A baseline file; None when there is none; `InputError` when it is not a baseline."""
+    """A baseline file; None when there is none; `InputError` when it is not a baseline: not
+    a regular file, past `MAX_BASELINE_BYTES`, not JSON (nesting, huge integers), or a field
+    of the wrong type (`validate`)."""
+    from dtkguard.util.safe_read import read_capped, reason
+    from dtkguard.util.text import json_loads
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json_loads(read_capped(path, MAX_BASELINE_BYTES, what="baseline"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise InputError(f"not a readable baseline: {reason(exc)}", file=str(path)) from None
+    except ValueError as exc:
         raise InputError(f"not a readable baseline: {exc}", file=str(path)) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InputError(f"not a dtkguard baseline (format {FORMAT})", file=str(path))
-    if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("dists"), dict):
-        raise InputError("not a dtkguard baseline: no 'vendor' or 'dists' table", file=str(path))
+    problem = validate(data)
+    if problem:
+        raise InputError(f"not a dtkguard baseline: {problem}", file=str(path))
     return data
+
+
+def _wrong(value: Any, fields: dict[str, type | tuple[type, ...]], where: str) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where}: not a table"
+    for key, kind in fields.items():
+        if key in value and not isinstance(value[key], kind):
+            return f"{where}.{key}: not a {getattr(kind, '__name__', 'value of its type')}"
+    return None
+
+
+_DIST = {"name": str, "version": str, "site": str, "dist_info": str}
+_FILE = {"sha256": str, "size": int, "mtime_ns": int, "pyc": bool}
+_RECORD = {"sha256": str, "digest": str, "size": int, "mtime_ns": int}
+
+
+def validate(data: dict[str, Any]) -> str | None:
+    """The first field of a baseline that has the wrong type ("vendor.torch.files.X.size: not
+    a int"); None when every field dtkguard reads is as `record` writes it."""
+    for table in ("dists", "vendor"):
+        if not isinstance(data.get(table), dict):
+            return f"no '{table}' table"
+    for key, entry in data["dists"].items():
+        problem = _wrong(entry, _DIST, f"dists.{key}")
+        if problem:
+            return problem
+    for key, entry in data["vendor"].items():
+        where = f"vendor.{key}"
+        problem = _wrong(entry, {**_DIST, "record": dict, "files": dict}, where)
+        if problem or any(k not in entry for k in (*_DIST, "record", "files")):
+            return (
+                problem
+                or f"{where}: a field of name, version, site, dist_info, record, files is missing"
+            )
+        problem = _wrong(entry["record"], _RECORD, f"{where}.record") or next(
+            (
+                p
+                for rel, f in entry["files"].items()
+                if (p := _wrong(f, _FILE, f"{where}.files.{rel}"))
+            ),
+            None,
+        )
+        if problem:
+            return problem
+    return None
 
 
 def tampered(inner: str, host: Path) -> bool:

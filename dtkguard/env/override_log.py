@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-from dtkguard.util.safe_read import read_capped
-
-#: the override log is one short JSON line per override
-MAX_LOG_BYTES = 16 << 20
 
 ENV_VAR = "DTKGUARD_OVERRIDE"
 #: the one-time token dtkpip hands its pip child: the hook does not record the override again
@@ -67,17 +61,47 @@ def record(
     return append(path, entry)  # digest-chained: a removed or edited record is a finding
 
 
-def read(path: Path) -> Iterator[tuple[int, dict | None]]:
-    """(line number, record or None when the line is not a JSON object)."""
+#: a record is one short JSON line; a longer line is not one of ours
+MAX_LINE_BYTES = 64 << 10
+#: the whole log is read line by line (memory bounded by one line); past this it stops
+MAX_READ_BYTES = 256 << 20
+
+
+def read(path: Path) -> Iterator[tuple[int, dict | str | None]]:
+    """(line number, record, or None when the line is not a JSON object of at most
+    `MAX_LINE_BYTES`), streamed; a log that cannot be read, or is read only in part (past
+    `MAX_READ_BYTES`), ends with (0, why): the `override-log-unreadable` finding."""
+    from dtkguard.util.safe_read import human_bytes, open_regular, reason
+    from dtkguard.util.text import json_loads
+
     try:
-        text = read_capped(path, MAX_LOG_BYTES, what="override log").decode("utf-8", "replace")
-    except OSError:
+        fh = open_regular(path, buffering=-1)
+    except FileNotFoundError:
         return
-    for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
+    except OSError as exc:
+        yield 0, f"cannot read the override log: {reason(exc)}"
+        return
+    total = 0
+    with fh:
+        for no, line in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
+            total += len(line)
+            if total > MAX_READ_BYTES:
+                yield (
+                    0,
+                    f"the override log is larger than {human_bytes(MAX_READ_BYTES)}: "
+                    "read only in part",
+                )
+                return
+            if not line.strip():
+                continue
             data = None
-        yield no, data if isinstance(data, dict) else None
+            if len(line) <= MAX_LINE_BYTES:
+                try:
+                    data = json_loads(line)
+                except ValueError:
+                    data = None
+            else:  # the rest of an overlong line is skipped, not parsed as records
+                while line and not line.endswith(b"\n"):
+                    line = fh.readline(MAX_LINE_BYTES)
+                    total += len(line)
+            yield no, data if isinstance(data, dict) else None

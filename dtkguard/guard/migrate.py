@@ -95,6 +95,9 @@ def _overrides(old: Path, es: store.EnvStore) -> bool:
         return False
     es.create()
     for _, entry in read(old):
+        if isinstance(entry, str):  # the rest of the log could not be read: keep the file
+            chain.append(es.overrides, {"unreadable": entry, "migrated": str(old)})
+            return True
         record = entry if entry is not None else {"unreadable": True}
         record = {k: v for k, v in record.items() if k != "prev"}
         chain.append(es.overrides, {**record, "migrated": str(old)})

@@ -86,7 +86,7 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     found: dict[str, tuple[str, Path]] = {}
     for prefix in target_prefixes(env):
         stored = baseline_path(prefix)
-        if root.is_host and stored.is_file():
+        if root.is_host and os.path.lexists(stored):
             found.setdefault(str(stored), (str(stored), stored))
             continue
         inner = str(legacy_baseline_path(prefix))
@@ -94,7 +94,7 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
             host = root.resolve(inner) if not root.is_host else Path(inner)
         except ConfinementError:
             continue
-        if host.is_file() and str(host) not in found:
+        if os.path.lexists(host) and str(host) not in found:  # a FIFO is a finding too
             found[str(host)] = (inner, host)
     return list(found.values())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +23,19 @@ OVERRIDE_USED = RuleInfo(
     family="override",
 )
 
+OVERRIDE_LOG_UNREADABLE = RuleInfo(
+    "override-log-unreadable",
+    Severity.HIGH,
+    "The override log cannot be read",
+    "The guard's override log could not be read whole (not a regular file, unreadable, or "
+    "past its size limit): overrides in it may be unreported. Inspect it; it should only be "
+    "appended to by dtkguard.",
+    family="override",
+)
+
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
-RULES = (OVERRIDE_USED,)
+RULES = (OVERRIDE_USED, OVERRIDE_LOG_UNREADABLE)
 
 _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 
@@ -47,13 +58,13 @@ def _records(ctx: CheckContext) -> list[Path]:
             host = Path(inner) if env.root.is_host else env.root.resolve(inner)
         except ConfinementError:
             continue
-        if host.is_file() and host not in out:
+        if os.path.lexists(host) and host not in out:  # a FIFO there is a finding too
             out.append(host)
         if env.root.is_host:
             from dtkguard.env.store import env_store
 
             stored = env_store(prefix).overrides
-            if stored.is_file() and stored not in out:
+            if os.path.lexists(stored) and stored not in out:
                 out.append(stored)
     return out
 
@@ -62,6 +73,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     for path in _records(ctx):
         where = ctx.env.root.inner(path)
         for no, entry in read(path):
+            if isinstance(entry, str):
+                yield OVERRIDE_LOG_UNREADABLE.finding(
+                    "guard",
+                    f"{where}: {entry}",
+                    "inspect the override log; it should only be appended to by dtkguard",
+                    where,
+                    {},
+                )
+                continue
             if entry is None:
                 yield OVERRIDE_USED.finding(
                     "guard",
