@@ -34,6 +34,7 @@ from dtkguard.guard.hook_policy import constraints_text, hook_json
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.trust import FILE_MODE, make_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -263,9 +264,9 @@ class Manifest:
         return {p: e.get("original") for p, e in self.files.items()}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(self.path.parent)
         data = {"files": self.files, "options": self.options}
-        atomic_write_text(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        atomic_write_text(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n", FILE_MODE)
 
 
 def install(
@@ -311,7 +312,7 @@ def install(
     written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
     try:
         es.create()
-        interp.state_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(interp.state_dir)
         results.append(_write_baseline(manifest, bpath, base_text, base_state, written))
         for layer in layers:
             results.append(_write_layer(manifest, layer, originals, written))
@@ -401,9 +402,11 @@ def _write_layer(
         manifest.files[str(layer.path)] = {"layer": layer.name, "original": original}
     current = _read(layer.path)
     if current != layer.content:
-        layer.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(layer.path.parent)
         written.append((layer.path, current))
-        atomic_write_text(layer.path, layer.content, layer.mode)
+        atomic_write_text(layer.path, layer.content, layer.mode or FILE_MODE)
+    elif layer.path.stat().st_mode & 0o022:  # unchanged, but others could write it: not ours
+        os.chmod(layer.path, layer.mode or FILE_MODE)
     manifest.files[str(layer.path)]["sha256"] = _sha(layer.content)
     return (layer.name, layer.path, "unchanged" if current == layer.content else "written")
 
@@ -486,6 +489,7 @@ def _compile(interp: Interpreter, module: Path) -> Path | None:
     try:
         out = subprocess.run(
             [interp.python, "-I", "-S", "-c", code, str(module)],
+            umask=0o022,  # __pycache__ and the .pyc: no group/other write under umask 000
             capture_output=True,
             text=True,
             check=True,
@@ -532,7 +536,22 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
         else:
             state = "present" if current == layer.content else "stale"
         out.append((layer.name, layer.path, state))
-    return out + _tampered_byte_code(manifest)
+    return _unsafe(interp, out + _tampered_byte_code(manifest))
+
+
+def _unsafe(interp: Interpreter, rows: list[tuple[str, Path, str]]) -> list[tuple[str, Path, str]]:
+    """Rows whose file (or the guard's state folder) someone other than the env's owner could
+    have written are "unsafe": the pip hook refuses such a policy, baseline or decision copy."""
+    from dtkguard.util.trust import env_owner, untrusted
+
+    owner = env_owner(interp.prefix)
+    out = [
+        (name, path, "unsafe" if state == "present" and untrusted(path, owner) else state)
+        for name, path, state in rows
+    ]
+    if untrusted(interp.state_dir, owner):
+        out.append(("state folder", interp.state_dir, "unsafe"))
+    return out
 
 
 def _tampered_byte_code(manifest: Manifest) -> list[tuple[str, Path, str]]:

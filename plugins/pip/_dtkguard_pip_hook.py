@@ -145,6 +145,10 @@ def _load_decision():
     import os
 
     path = os.path.join(_here(), DECISION)
+    unsafe = _untrusted(path, folder=False)  # site-packages: shared group envs are common
+    if unsafe:
+        _changed(f"the guard's decision module {path} cannot be trusted: {unsafe}")
+        return None
     try:
         spec = importlib.util.spec_from_file_location("_dtkguard_decision", path)
         module = importlib.util.module_from_spec(spec)
@@ -158,12 +162,39 @@ def _load_decision():
     return module
 
 
+def _untrusted(path, folder=True):
+    """Why ``path`` (or, with ``folder``, its folder) could have been written by someone other
+    than the environment's owner or root (`dtkguard.util.trust.untrusted`); None if not."""
+    import os
+    import stat
+
+    try:
+        owner = os.stat(sys.prefix).st_uid
+    except OSError:
+        owner = 0
+    for each in (path, os.path.dirname(path)) if folder else (path,):
+        try:
+            st = os.lstat(each)
+        except OSError:
+            continue
+        if st.st_uid not in (owner, 0):
+            return f"{each} is owned by uid {st.st_uid}, not the environment's owner"
+        sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        if st.st_mode & 0o020 or (st.st_mode & 0o002 and not sticky):
+            return f"{each} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def _load_policy():
     if _state["policy"] is not None or _state["error"] is not None:
         return _state["policy"]
     import json
 
     path = _state["policy_path"]
+    unsafe = _untrusted(path)
+    if unsafe:
+        _changed(f"the guard policy {path} cannot be trusted: {unsafe}")
+        return None
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -330,6 +361,11 @@ def _baseline():
         import os
 
         path = os.path.join(os.path.dirname(_state["policy_path"] or "."), "baseline.json")
+        unsafe = _untrusted(path) if os.path.lexists(path) else None
+        if unsafe:
+            _state["baseline_error"] = f"the guard's baseline {path} cannot be trusted: {unsafe}"
+            _state["baseline"] = {}
+            return _state["baseline"]
         try:
             with open(path, encoding="utf-8") as fh:
                 _state["baseline"] = json.load(fh)

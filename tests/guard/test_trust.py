@@ -1,0 +1,68 @@
+"""No world-writable guard: under ``umask 000`` `guard install` makes its folder and files
+without group/other write; a policy another user could have replaced is refused by the pip
+hook (fail closed) and shown ``unsafe`` by `guard status`."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.guard.conftest import Guarded
+from tests.support.cli import REPO
+from tests.support.venvs import hermetic_env
+
+pytestmark = pytest.mark.wheel_cache
+
+
+def _umask_000() -> None:
+    os.umask(0)
+
+
+def test_umask_000_install_leaves_nothing_writable_by_others(
+    tmp_path: Path, build_guarded: Callable[..., Guarded]
+) -> None:
+    import subprocess
+    import sys
+
+    old = os.umask(0)  # the venv and the guard are made under umask 000
+    try:
+        g = build_guarded(tmp_path / "venv")
+    finally:
+        os.umask(old)
+    # install again under umask 000 in a subprocess too (what a user's shell would do)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtkguard", "guard", "install", "--python", str(g.venv.python),
+         "--policy", str(g.policy)],
+        env=hermetic_env(PYTHONPATH=str(REPO)), capture_output=True, text=True,
+        preexec_fn=_umask_000,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    state = g.venv.path / "dtkguard"
+    guard_files = [state, *state.iterdir()]
+    guard_files += [p for p in g.venv.site_packages.iterdir() if "dtkguard" in p.name]
+    guard_files += list((g.venv.site_packages / "__pycache__").glob("_dtkguard*"))
+    loose = {str(p): oct(stat.S_IMODE(p.lstat().st_mode)) for p in guard_files
+             if not p.is_symlink() and p.lstat().st_mode & 0o022}  # fmt: skip
+    assert loose == {}
+    status = g.dtkguard("guard", "status", "--python", str(g.venv.python))
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+@pytest.mark.parametrize("what", ["policy-file", "state-folder"])
+def test_a_policy_others_could_write_is_refused(
+    tmp_path: Path, build_guarded: Callable[..., Guarded], what: str
+) -> None:
+    g = build_guarded(tmp_path / "venv")
+    state = g.venv.path / "dtkguard"
+    target = state / "policy.json" if what == "policy-file" else state
+    target.chmod(0o777 if target.is_dir() else 0o666)
+    status = g.dtkguard("guard", "status", "--python", str(g.venv.python))
+    assert status.returncode == 1 and "unsafe" in status.stdout, status.stdout
+    proc = g.pip("install", "--no-index", "-f", str(g.extra), "pins-torch==1.0")
+    assert proc.returncode != 0
+    assert "cannot be trusted" in proc.stderr and "writable by others" in proc.stderr
+    assert "pins-torch" not in g.venv.installed()
