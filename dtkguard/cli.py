@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full or read-only disk, a folder gone: one line, never a traceback
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dtkguard: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 def dtkpip_main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ there before.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -140,7 +141,15 @@ class Transaction:
         }
 
     def save(self) -> None:
-        atomic_write_text(self.file, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        """Write ``txn.json``; on a full disk, free the transaction's reserve and try again
+        (a rollback must be able to record itself when the change filled the disk)."""
+        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
+        try:
+            atomic_write_text(self.file, text)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not _free_reserve(self.dir):
+                raise
+            atomic_write_text(self.file, text)
 
     @classmethod
     def load(cls, path: Path) -> Transaction:
@@ -193,6 +202,35 @@ class Transaction:
                 rel = Path(original).relative_to(root).as_posix()
                 return kept.get((i, rel))
         return None
+
+
+#: bytes set aside in every open transaction's folder, freed when a full disk would stop the
+#: rollback from recording itself
+RESERVE = "reserve"
+RESERVE_BYTES = 1 << 20
+
+
+def _reserve(tdir: Path) -> None:
+    """Set `RESERVE_BYTES` aside (really allocated, not a sparse file)."""
+    fd = os.open(tdir / RESERVE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            os.write(fd, b"\0" * RESERVE_BYTES)
+    finally:
+        os.close(fd)
+
+
+def _free_reserve(tdir: Path) -> bool:
+    """Delete the reserve; False when there was none."""
+    try:
+        os.unlink(tdir / RESERVE)
+    except OSError:
+        return False
+    return True
 
 
 def _names(value: object) -> list[str] | None:
@@ -532,8 +570,7 @@ def recover_open(lay: Layout) -> list[Transaction]:
                 f"dtkguard: transaction {txn.id} ({' '.join(txn.argv)}) did not finish; "
                 "rolling the environment back to where it started\n"
             )
-            txn.state = "rolling-back"
-            txn.save()
+            _mark_rolling_back(txn)
             from dtkguard.guard.owned import last_beat_ns
 
             rollback_files(txn, last_beat_ns(str(txn.dir / HEARTBEAT)) or txn.started_ns)
@@ -559,15 +596,26 @@ def _tell_unaccounted(txn: Transaction) -> None:
 
 
 def recover(lay: Layout) -> list[Transaction]:
-    """`recover_open` under the journal's lock (waits for a transaction still running)."""
+    """`recover_open` under the journal's lock (waits for a transaction still running); a
+    rollback that cannot be finished now (a full or read-only disk) is said in one line and
+    left for the next command: the history stays readable."""
     if not lay.journal.is_dir():
         return []
     with _locked(lay.journal):
-        return recover_open(lay)
+        try:
+            return recover_open(lay)
+        except OSError as exc:
+            _say(
+                f"dtkguard: cannot finish rolling back an interrupted transaction yet: "
+                f"{exc.filename or lay.journal}: {exc.strerror or exc}; free space (or make it "
+                "writable) and run `dtkguard history` again\n"
+            )
+            return []
 
 
 def _finish_rollback(txn: Transaction, note: str) -> None:
     _tell_unaccounted(txn)
+    _free_reserve(txn.dir)
     shutil.rmtree(txn.pre, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(txn.dir / "pre.list")
@@ -649,6 +697,7 @@ def _run(
         touches=sorted(set(touches)) if touches is not None else None,
     )
     try:
+        _reserve(tdir)
         txn.save()
         # the file system's clock (coarser than time.time_ns): what the change creates has a
         # ctime at or after it
@@ -657,23 +706,48 @@ def _run(
     except OSError as exc:
         shutil.rmtree(tdir, ignore_errors=True)
         raise JournalError(f"cannot snapshot the environment into {tdir}: {exc}") from None
-    txn.state = "open"
-    txn.save()
+    try:
+        txn.state = "open"
+        txn.save()
+    except OSError as exc:  # still "preparing" on disk: discarded, nothing changed
+        shutil.rmtree(tdir, ignore_errors=True)
+        raise JournalError(f"cannot write the journal in {tdir}: {exc.strerror or exc}") from None
     try:
         with _heartbeat(str(tdir / HEARTBEAT)):
             yield txn
     except BaseException as exc:
-        txn.state = "rolling-back"
-        txn.save()
-        fixed = rollback_files(txn)
-        _finish_rollback(txn, f"failed: {exc}".strip())
-        if not fixed:  # nothing had changed: no history to keep
-            shutil.rmtree(tdir, ignore_errors=True)
+        _roll_back_now(txn, exc)
         raise
     after, later_names = installed_versions(lay.roots)
     txn.after = after
     txn.names = {**later_names, **names}
     _commit(txn)
+
+
+def _mark_rolling_back(txn: Transaction) -> None:
+    """Say so in ``txn.json`` when the disk lets us (``open`` means the same to the next
+    command: the rollback itself frees the space a full disk lacks)."""
+    txn.state = "rolling-back"
+    with contextlib.suppress(OSError):
+        txn.save()
+
+
+def _roll_back_now(txn: Transaction, exc: BaseException) -> None:
+    """The change failed: put the environment back now. When even that fails (a read-only
+    or full disk), the transaction stays ``rolling-back`` for the next command to finish,
+    and one line says so."""
+    try:
+        _mark_rolling_back(txn)
+        fixed = rollback_files(txn)
+        _finish_rollback(txn, f"failed: {exc}".strip())
+    except OSError as err:
+        _say(
+            f"dtkguard: could not roll back rev {txn.id} yet: {err.filename or txn.dir}: "
+            f"{err.strerror or err}; the next dtkpip, dtkuv or `dtkguard history` finishes it\n"
+        )
+        return
+    if not fixed:  # nothing had changed: no history to keep
+        shutil.rmtree(txn.dir, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -712,6 +786,7 @@ def _commit(txn: Transaction) -> None:
         return
     txn.state = "committed"
     txn.save()
+    _free_reserve(txn.dir)
 
 
 def prune(journal: Path, keep: int) -> list[Transaction]:
