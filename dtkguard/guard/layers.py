@@ -567,8 +567,13 @@ def _tampered_byte_code(manifest: Manifest) -> list[tuple[str, Path, str]]:
 
 
 def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
-    """Undo `install`: delete what it created, restore what it edited (unless edited since)."""
+    """Undo `install`: delete what it created, restore what it edited (unless edited since).
+    Every path is checked writable first: on a read-only file system nothing is removed (a
+    guard half removed would guard nothing and could not be removed again)."""
     manifest = Manifest(interp)
+    present = [Path(p) for p in manifest.files if os.path.lexists(p)]
+    paths = [*present, *([manifest.path] if manifest.exists else [])]
+    require_writable(paths, "cannot remove the guard", "nothing was removed")
     results = []
     for path_text, entry in sorted(
         manifest.files.items(), key=lambda kv: kv[1].get("layer") == "policy"

@@ -27,12 +27,14 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def require_writable(paths: Iterable[Path]) -> None:
+def require_writable(
+    paths: Iterable[Path], doing: str = "cannot guard", done: str = "nothing was written"
+) -> None:
     """`TargetError` (exit 3) naming the first path that cannot be written; nothing is written."""
     for path in paths:
         why = _unwritable(path)
         if why:
-            raise TargetError(f"cannot guard: {path}: {why}; nothing was written")
+            raise TargetError(f"{doing}: {path}: {why}; {done}")
 
 
 def roll_back(written: list[tuple[Path, str | None]]) -> list[str]:
