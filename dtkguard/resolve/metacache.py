@@ -3,8 +3,8 @@
 Entries live in ``<cache root>/metadata-v1/`` (see :mod:`dtkguard.util.cache_dir`), one file
 each, named by the sha256 of their key:
 
-- a find-links wheel: its real path, size, mtime, inode and device (a rewritten or replaced
-  file is a new key);
+- a find-links wheel: the sha256 of its bytes (size, mtime and inode are not trusted: a wheel
+  rewritten in place with all three kept is a new key);
 - an index wheel: the sha256 of its metadata file when the index lists one, else the sha256 of
   the wheel (content addressed; an index that lists neither is not cached).
 
@@ -34,12 +34,8 @@ MAX_ENTRY = 8 << 20
 def link_key(link: Any) -> tuple[str, str | None] | None:
     """(key, expected sha256 of the metadata or None) for a link, or None: do not cache."""
     if link.path is not None:
-        try:
-            st = os.stat(link.path)
-        except OSError:
-            return None
-        real = os.path.realpath(link.path)
-        return f"file\0{real}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}", None
+        digest = file_sha256(link.path)
+        return (f"wheel-sha256\0{digest}", None) if digest else None
     want = (link.metadata_hashes or {}).get("sha256") if link.metadata_url else None
     if want:
         return f"metadata-sha256\0{want.lower()}", want.lower()
@@ -47,6 +43,21 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
     if wheel:
         return f"wheel-sha256\0{wheel.lower()}", None
     return None
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str | None:
+    """Hex sha256 of a local wheel's bytes (the lock hashes it anyway): a wheel rewritten in
+    place with the same size, mtime and inode is another key. None when it cannot be read."""
+    from dtkguard.util.safe_read import open_regular
+
+    h = hashlib.sha256()
+    try:
+        with open_regular(path) as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 class MetadataCache:

@@ -138,3 +138,37 @@ def test_a_fifo_a_folder_or_a_huge_file_in_place_of_an_entry_is_a_miss(tmp_path)
     # and a put over a folder fails quietly
     cache.put("file\0/x/1", b"Name: x\n\n")
     assert cache.get("file\0/x/1") is None
+
+
+def _pad(path, size):
+    """Give a wheel exactly ``size`` bytes with a zip comment (the archive stays valid)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.comment = b" " * (size - path.stat().st_size)
+    assert path.stat().st_size == size
+
+
+def test_a_wheel_rewritten_with_the_same_size_mtime_and_inode_is_a_new_key(tmp_path):
+    """Issue 27 item 9: the key was (path, size, mtime, inode): a wheel rewritten in place
+    keeping all three made `lock` take the old wheel's dependencies."""
+    wheels = _wheels(tmp_path)
+    build_wheel(wheels, "gamma", "3")
+    build_wheel(wheels, "delta", "3")
+    target = wheels / "alpha-1.0-py3-none-any.whl"
+    other = build_wheel(tmp_path / "other", "alpha", "1.0", requires_dist=["beta>=1", "delta"])
+    size = max(target.stat().st_size, other.stat().st_size) + 64
+    _pad(target, size)
+    _pad(other, size)
+    st = target.stat()
+    assert _lock(wheels, MetadataCache(tmp_path / "c")) == [("alpha", "1.0"), ("beta", "1.1")]
+    with open(target, "r+b") as fh:  # the same inode, the same size
+        fh.write(other.read_bytes())
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = target.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+    )
+    assert ("delta", "3") in _lock(wheels, MetadataCache(tmp_path / "c"))
