@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dtkguard.env.store import overrides_log
 from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
@@ -194,6 +195,11 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
         txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
         txn.save()
     os.unlink(overrides_file)
+    from dtkguard.env.chain import head_path
+
+    head = head_path(overrides_file)
+    if head.is_file():  # the chain's head goes with the records it counts
+        os.replace(head, txn.dir / head.name)
     return count
 
 
@@ -239,9 +245,9 @@ def restore(
         if plan.removals or plan.installs:
             interp = interpreter(python)
             with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
-                execute(python, plan, policy, txn, Path(tmp), interp.overrides_file)
+                execute(python, plan, policy, txn, Path(tmp), overrides_log(interp))
                 if not plan.missing:
-                    archive_overrides(interp.overrides_file, txn)
+                    archive_overrides(overrides_log(interp), txn)
             say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
     return final_check(python, wanted, policy, lay)
 
