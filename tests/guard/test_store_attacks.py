@@ -171,3 +171,103 @@ def test_the_finder_deleted_is_guard_missing(env: Guarded) -> None:
     code, found = check(g)
     assert code == 1 and "guard-missing" in rules(found), found
     assert TORCH
+
+
+def _forge(journal: Path, victim: Path) -> None:
+    """An open transaction whose txn.json names ``victim`` as a root and nothing before it:
+    rolling it back would delete everything under ``victim``."""
+    txn = journal / "0001"
+    txn.mkdir(parents=True)
+    data = {"id": 1, "tool": "dtkpip", "argv": ["x"], "time": "", "state": "open"}
+    (txn / "txn.json").write_text(json.dumps({**data, "roots": [str(victim)]}))
+    (txn / "pre.list").write_text("")
+
+
+@pytest.mark.parametrize("where", ["store", "env"])
+def test_a_forged_open_transaction_deletes_nothing(
+    env: Guarded, tmp_path: Path, where: str
+) -> None:
+    """A forged open transaction makes the next journal command roll back `/elsewhere`: it is
+    refused (never acted on) and `check` reports it. In the env's old journal folder it is
+    moved into the store by the next `guard install`, and refused there too."""
+    g = env
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    py = str(g.venv.python)
+    if where == "store":
+        _forge(g.store.journal, victim)
+    else:
+        _forge(g.venv.path / "dtkguard" / "journal", victim)
+        proc = g.dtkguard("guard", "install", "--python", py, "--policy", str(g.policy))
+        assert proc.returncode == 0, proc.stderr
+        assert not (g.venv.path / "dtkguard" / "journal").exists()
+    proc = g.dtkguard("history", "--python", py)
+    assert (victim / "precious.txt").read_text() == "keep me\n"
+    assert "refusing journal transaction 0001" in proc.stderr, proc.stderr
+    assert "not the env's folders" in proc.stderr
+    _, found = check(g)
+    bad = [f for f in found if f["rule"] == "guard-state-tampered"]
+    assert bad and "transaction 0001" in bad[0]["message"], found
+    # dtkpip journals a real change in spite of it, and still leaves the victim alone
+    proc = g.dtkpip("install", *g.index_args, "--no-deps", "pins-torch==1.0")
+    assert proc.returncode == 0, proc.stderr
+    assert (victim / "precious.txt").is_file()
+
+
+def test_an_edited_transaction_is_reported(env: Guarded) -> None:
+    g = env
+    proc = g.dtkpip("install", *g.index_args, "--no-deps", "pins-torch==1.0")
+    assert proc.returncode == 0, proc.stderr
+    assert check(g)[0] == 0
+    txn = next(g.store.journal.glob("0*/txn.json"))
+    data = json.loads(txn.read_text())
+    data["argv"] = ["something else"]
+    txn.write_text(json.dumps(data))
+    _, found = check(g)
+    assert "guard-state-tampered" in rules(found), found
+
+
+def test_check_all_guarded_checks_every_env_of_the_store(
+    env: Guarded, build_guarded, tmp_path: Path
+) -> None:
+    g = env
+    other = build_guarded(tmp_path / "other")
+    proc = g.dtkguard("check", "--all-guarded", "-f", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shutil.rmtree(next(other.venv.site_packages.glob("torch-*.dist-info")))
+    shutil.rmtree(g.venv.path)
+    proc = g.dtkguard("check", "--all-guarded")
+    assert proc.returncode == 1
+    assert "env-replaced" in proc.stdout and "vendor-missing" in proc.stdout
+    assert str(g.venv.path) in proc.stdout and str(other.venv.path) in proc.stdout
+    bad = g.dtkguard("check", "--all-guarded", "--python", str(other.venv.python))
+    assert bad.returncode == 2 and "give no target" in bad.stderr
+
+
+def test_an_in_env_guard_is_moved_into_the_store(env: Guarded) -> None:
+    """A guard from before the store (its state in <prefix>/dtkguard/) moves on the next
+    `guard install`: baseline, manifest, override log, journal."""
+    g = env
+    state = g.venv.path / "dtkguard"
+    # make it look like a guard from before the store
+    manifest = json.loads(g.store.manifest.read_text())
+    entry = manifest["files"].pop(str(g.store.baseline))
+    manifest["files"][str(state / "baseline.json")] = entry
+    shutil.copyfile(g.store.baseline, state / "baseline.json")
+    (state / "manifest.json").write_text(json.dumps(manifest))
+    record = {"user": "old", "reason": "before the store", "allowed": [], "time": "t"}
+    (state / "overrides.jsonl").write_text(json.dumps(record) + "\n")
+    shutil.rmtree(g.store.dir)
+    proc = g.dtkguard("guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy))
+    assert proc.returncode == 0, proc.stderr
+    assert "unchanged  baseline" in proc.stdout  # the same baseline, carried over
+    assert sorted(p.name for p in state.iterdir()) == [
+        "constraints.txt",
+        "policy.json",
+        "store.json",
+        "tripwire.txt",
+    ]
+    assert g.store.baseline.is_file() and g.store.overrides.is_file()
+    _, found = check(g)
+    assert rules(found) == {"override-used"}, found
