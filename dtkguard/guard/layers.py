@@ -304,11 +304,8 @@ def install(
     )
     results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
     _list_compiled_hooks(interp, manifest)
-    es, _ = store.record_env(interp, guarded=True)
-    from dtkguard.env import protected_copy
-    from dtkguard.guard.protected import protected_paths
-
-    protected_copy.record(es, protected_paths(interp, GUARD_MODULES))
+    store.record_env(interp, guarded=True)
+    refresh_protected(interp)
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -594,3 +591,26 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
     with contextlib.suppress(OSError):
         interp.state_dir.rmdir()  # only when empty
     return results
+
+
+def save_baseline(interp: Interpreter, data: dict) -> Path:
+    """Replace the store's baseline of ``interp``'s env with ``data`` and its digest in the
+    store's manifest (for a baseline that moves forward on an approved transaction); returns
+    its path. Nothing inside the env is written."""
+    manifest = Manifest(interp)
+    bpath = baseline_path(interp.prefix)
+    text = baselines.dumps(data)
+    store.env_store(interp.prefix).create()
+    atomic_write_text(bpath, text, 0o600)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(text)}
+    manifest.save()
+    return bpath
+
+
+def refresh_protected(interp: Interpreter) -> None:
+    """Record the protected files of ``interp``'s env as they are now (after an approved
+    change to them, such as a pip upgrade through dtkpip)."""
+    from dtkguard.env import protected_copy
+    from dtkguard.guard.protected import protected_paths
+
+    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp, GUARD_MODULES))

@@ -474,7 +474,7 @@ def _token_recorded():
 
 def _override_dir():
     """Where the override log is: the guard's store folder the env's pointer (``store.json``
-    beside the policy) names, else the folder of the policy."""
+    beside the policy) names when this user may write it, else the folder of the policy."""
     import json
     import os
 
@@ -482,7 +482,7 @@ def _override_dir():
     try:
         with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
             store = json.load(fh).get("store")
-        if isinstance(store, str) and os.path.isdir(store):
+        if isinstance(store, str) and os.path.isdir(store) and os.access(store, os.W_OK):
             return store
     except (OSError, ValueError, AttributeError):
         pass

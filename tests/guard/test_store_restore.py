@@ -106,7 +106,8 @@ def test_a_wiped_env_is_rebuilt_from_the_store(env: Guarded, how: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "is clean" in proc.stdout
     assert g.venv.installed() == before_set
-    assert guard_files(g) == before
+    # every protected file is back byte for byte (uv's own extra activate scripts may stay)
+    assert before.items() <= guard_files(g).items()
     verify_clean(g)
     assert status(g).returncode == 0
     check_clean(g)
