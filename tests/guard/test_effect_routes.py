@@ -172,7 +172,7 @@ def test_unsupported_pip_is_refused(guarded: Guarded, tmp_path: Path) -> None:
 
 def _plant_egg_info(g: Guarded, name: str, top: str) -> Path:
     """A legacy egg-info dist whose top_level.txt names ``top`` (pip deletes that folder)."""
-    info = g.venv.site_packages / f"{name}-1.0-py3.11.egg-info"
+    info = g.venv.site_packages / f"{name.replace('-', '_')}-1.0-py3.11.egg-info"
     info.mkdir()
     (info / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     (info / "top_level.txt").write_text(f"{top}\n")
