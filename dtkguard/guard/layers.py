@@ -43,6 +43,8 @@ HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
 #: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
 HOOK_DECISION = "_dtkguard_decision.py"
+#: the copy of `dtkguard.protected` (the protected set) beside the hook
+HOOK_PROTECTED = "_dtkguard_protected.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -60,9 +62,10 @@ def hook_source(name: str) -> str:
         return src.read_text(encoding="utf-8")
 
 
-def decision_source() -> str:
-    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
-    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
+def decision_source(module: str = "decision.py") -> str:
+    """The source of `dtkguard.decision` (or of another stdlib module of the hook's, such as
+    ``protected.py``), copied beside the hook as ``_dtkguard_<module>``."""
+    return resources.files("dtkguard").joinpath(module).read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -193,6 +196,7 @@ def planned_layers(
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
+        Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -444,6 +448,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
     for module, layer_name in (
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
+        (HOOK_PROTECTED, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -457,6 +462,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
 _OWN_FILES = (
     "hook",
     "decision",
+    "protected",
     "finder",
     "hook.pth",
     "externally-managed",
