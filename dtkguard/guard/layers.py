@@ -49,8 +49,6 @@ MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
 FINDER_MODULE = "_dtkguard_finder.py"
-#: the guard's own files in site-packages (protected: `dtkguard.guard.protected`)
-GUARD_MODULES = (HOOK_PTH, HOOK_MODULE, HOOK_DECISION, FINDER_MODULE, TRIPWIRE_MODULE)
 
 
 def hook_source(name: str) -> str:
@@ -619,4 +617,4 @@ def refresh_protected(interp: Interpreter) -> None:
     from dtkguard.env import protected_copy
     from dtkguard.guard.protected import protected_paths
 
-    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp, GUARD_MODULES))
+    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp))
