@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dtkguard.env.journal_chain import CHAIN, txn_digest
 from dtkguard.errors import DtkguardError
 from dtkguard.util.atomic import atomic_write_text
 
@@ -38,10 +39,6 @@ JOURNAL_DIR = "journal"
 KEPT_LIST = "kept.list"
 #: stamped every second while a transaction runs: the end of a killed one's time window
 HEARTBEAT = "heartbeat"
-_CODE = (
-    "import json,sys,sysconfig;p=sysconfig.get_paths();print(json.dumps({'prefix':sys.prefix,"
-    "'roots':[p['purelib'],p['platlib'],p['scripts']]}))"
-)
 
 
 class JournalError(DtkguardError):
@@ -67,18 +64,43 @@ class Layout:
         return env_store(self.prefix).journal
 
 
-def layout(python: str) -> Layout:
-    """Ask ``python`` for its prefix and install roots (purelib, platlib, scripts)."""
-    from dtkguard.env.environment import ask_interpreter
+def layout(python: str, *, adopt: bool = False) -> Layout:
+    """``python``'s prefix and the install roots (purelib, platlib, scripts) a transaction
+    covers: the ones the guard's store recorded for the env, never what a file inside the env
+    says. An env the store does not know yet is recorded now. An interpreter that reports other
+    roots than the record is refused (the env is not the one recorded), unless ``adopt``
+    (`restore` rebuilding it: the record follows the env)."""
+    from dtkguard.env import store
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.errors import InputError
 
-    data = ask_interpreter(python, _CODE, "its install paths")
-    roots: list[Path] = []
-    for raw in data["roots"]:
-        path = Path(os.path.realpath(raw))
-        if path not in roots and path.is_dir():
-            roots.append(path)
-    purelib, _, scripts = (Path(os.path.realpath(p)) for p in data["roots"])
-    return Layout(Path(data["prefix"]), roots, scripts, purelib)
+    interp = interpreter(python)
+    es = store.env_store(interp.prefix)
+    try:
+        rec = es.record()
+    except InputError as exc:
+        raise JournalError(f"cannot read the guard's record of {interp.prefix}: {exc}") from None
+    now = store.current_identity(interp).roots
+    if rec is not None and rec.identity.roots != now and not adopt:
+        raise JournalError(
+            f"{python} installs into {', '.join(now)}, not into the folders the guard's store "
+            f"recorded for {interp.prefix} ({', '.join(rec.identity.roots)}): the environment "
+            "was replaced; `dtkguard restore` rebuilds it"
+        )
+    if rec is None or adopt:
+        _, rec = store.record_env(interp)
+    roots = [Path(r) for r in rec.identity.roots if Path(r).is_dir()]
+    scripts = Path(rec.identity.roots[-1])
+    return Layout(interp.prefix, roots, scripts, Path(rec.identity.purelib))
+
+
+def untrusted(txn: Transaction, lay: Layout) -> str | None:
+    """Why the journal may not act on ``txn`` (None: it may): it names other roots than the
+    store's record of the env, or its ``txn.json`` is not one the journal wrote (its digest is
+    not in the journal's chain, `dtkguard.env.journal_chain`)."""
+    from dtkguard.env.journal_chain import untrusted as why
+
+    return why(txn.dir, [str(r) for r in lay.roots])
 
 
 @dataclass
@@ -141,15 +163,26 @@ class Transaction:
         }
 
     def save(self) -> None:
-        """Write ``txn.json``; on a full disk, free the transaction's reserve and try again
-        (a rollback must be able to record itself when the change filled the disk)."""
+        """Write ``txn.json``, its digest first into the journal's chain (`untrusted`); on a
+        full disk, free the transaction's reserve and try again (a rollback must be able to
+        record itself when the change filled the disk)."""
+        from dtkguard.env.chain import append
+
         text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
-        try:
+
+        def write() -> None:
+            append(
+                self.dir.parent / CHAIN,
+                {"id": self.id, "state": self.state, "sha256": txn_digest(text)},
+            )
             atomic_write_text(self.file, text)
+
+        try:
+            write()
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not _free_reserve(self.dir):
                 raise
-            atomic_write_text(self.file, text)
+            write()
 
     @classmethod
     def load(cls, path: Path) -> Transaction:
@@ -557,10 +590,18 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+#: states after which a transaction changes nothing by itself
+_FINAL = ("committed", "rolled-back", "undone", "pruned")
+
+
 def recover_open(lay: Layout) -> list[Transaction]:
     """Roll back every transaction a killed process left ``open``; discard ``preparing`` ones."""
     done = []
     for txn in transactions(lay.journal):
+        why = untrusted(txn, lay) if txn.state not in _FINAL else None
+        if why:
+            _say(f"dtkguard: refusing journal transaction {txn.dir.name}: {why}; left as it is\n")
+            continue
         if txn.state == "preparing":
             shutil.rmtree(txn.dir, ignore_errors=True)
         elif txn.state == "committing":

@@ -44,6 +44,8 @@ HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
 #: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
 HOOK_DECISION = "_dtkguard_decision.py"
+#: the copy of `dtkguard.protected` (the protected set) beside the hook
+HOOK_PROTECTED = "_dtkguard_protected.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -59,9 +61,10 @@ def hook_source(name: str) -> str:
         return src.read_text(encoding="utf-8")
 
 
-def decision_source() -> str:
-    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
-    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
+def decision_source(module: str = "decision.py") -> str:
+    """The source of `dtkguard.decision` (or of another stdlib module of the hook's, such as
+    ``protected.py``), copied beside the hook as ``_dtkguard_<module>``."""
+    return resources.files("dtkguard").joinpath(module).read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -192,6 +195,7 @@ def planned_layers(
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
+        Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -301,6 +305,28 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=json.loads(base_text),
     )
+    results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
+    _list_compiled_hooks(interp, manifest)
+    store.record_env(interp, guarded=True)
+    refresh_protected(interp)
+    manifest.options = {
+        "policy": policy.name,
+        "uv_config": str(uv_config) if uv_config else None,
+        "externally_managed": externally_managed,
+        "uv_shim": uv_shim_too,
+    }
+    manifest.save()
+    return results
+
+
+def _write_all(
+    interp: Interpreter,
+    manifest: Manifest,
+    layers: list[Layer],
+    originals: dict[str, str | None],
+    base: tuple[str, str],
+) -> list[tuple[str, Path, str]]:
+    """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
     bpath = baseline_path(interp.prefix)
     es = store.env_store(interp.prefix)
     copies = _store_copies(es, layers)
@@ -313,7 +339,7 @@ def install(
     try:
         es.create()
         make_dir(interp.state_dir)
-        results.append(_write_baseline(manifest, bpath, base_text, base_state, written))
+        results.append(_write_baseline(manifest, bpath, *base, written))
         for layer in layers:
             results.append(_write_layer(manifest, layer, originals, written))
             manifest.save()  # after every file: a crash never leaves an unlisted file behind
@@ -325,15 +351,6 @@ def install(
         if isinstance(exc, InputError):
             raise
         raise _install_error(exc, written, results, left) from None
-    _list_compiled_hooks(interp, manifest)
-    store.record_env(interp, guarded=True)
-    manifest.options = {
-        "policy": policy.name,
-        "uv_config": str(uv_config) if uv_config else None,
-        "externally_managed": externally_managed,
-        "uv_shim": uv_shim_too,
-    }
-    manifest.save()
     return results
 
 
@@ -432,6 +449,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
     for module, layer_name in (
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
+        (HOOK_PROTECTED, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -445,6 +463,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
 _OWN_FILES = (
     "hook",
     "decision",
+    "protected",
     "finder",
     "hook.pth",
     "externally-managed",
@@ -600,3 +619,26 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
     with contextlib.suppress(OSError):
         interp.state_dir.rmdir()  # only when empty
     return results
+
+
+def save_baseline(interp: Interpreter, data: dict) -> Path:
+    """Replace the store's baseline of ``interp``'s env with ``data`` and its digest in the
+    store's manifest (for a baseline that moves forward on an approved transaction); returns
+    its path. Nothing inside the env is written."""
+    manifest = Manifest(interp)
+    bpath = baseline_path(interp.prefix)
+    text = baselines.dumps(data)
+    store.env_store(interp.prefix).create()
+    atomic_write_text(bpath, text, 0o600)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(text)}
+    manifest.save()
+    return bpath
+
+
+def refresh_protected(interp: Interpreter) -> None:
+    """Record the protected files of ``interp``'s env as they are now (after an approved
+    change to them, such as a pip upgrade through dtkpip)."""
+    from dtkguard.env import protected_copy
+    from dtkguard.guard.protected import protected_paths
+
+    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp))
