@@ -172,6 +172,10 @@ def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
     return _from_metadata(data, egg, site, root, group, root.inner(egg))
 
 
+#: a path line of a ``.pth`` or ``.egg-link`` longer than PATH_MAX is no path
+MAX_PATH_LINE = 4096
+
+
 def _confined(root: Root, base: Path, text: str) -> Path | None:
     """A path written in a ``.pth`` or ``.egg-link`` (relative to ``base``), inside the root."""
     from dtkguard.env.root import ConfinementError
@@ -199,6 +203,9 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
     targets = lines[:1] if entry.endswith(".egg-link") else lines
     for line in targets:
         if not line or line.startswith(("#", "import ", "import\t")):
+            continue
+        if "\0" in line or len(line) > MAX_PATH_LINE:  # no path: Python skips it too
+            out.append(f"{root.inner(path)}: a line that is no path (a NUL, or over 4 KiB)")
             continue
         where = _confined(root, site, line)
         if where is None:
