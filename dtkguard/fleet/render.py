@@ -66,7 +66,7 @@ def render_markdown(fleet: Fleet) -> str:
         lines += ["### Most common findings", "", "| nodes | severity | rule | subject | example |"]
         lines.append("|---|---|---|---|---|")
         lines += [
-            f"| {c['nodes']} | {c['severity']} | `{c['rule']}` | {_cell(c['subject'])} "
+            f"| {c['nodes']} | {_cell(c['severity'])} | {_cell(c['rule'])} | {_cell(c['subject'])} "
             f"| {_cell(c['example'])} |"
             for c in fleet.common
         ]
@@ -89,7 +89,7 @@ def render_markdown(fleet: Fleet) -> str:
         if n.status == "new-schema":
             verdict += " (newer schema)"
         lines.append(
-            f"| {_cell(n.name)} | {verdict} | {counts_text(n)} | {_cell(n.lock or '-')} "
-            f"| {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
+            f"| {_cell(n.name)} | {_cell(verdict)} | {_cell(counts_text(n))} "
+            f"| {_cell(n.lock or '-')} | {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
         )
     return "\n".join(lines) + "\n"

@@ -68,8 +68,11 @@ def _snapshot(repo_dir: str) -> tuple[str | None, str | None]:
     """The snapshot folder of a ``models--org--name`` cache repo: refs/main, else the newest."""
     snaps = os.path.join(repo_dir, "snapshots")
     try:
-        with open(os.path.join(repo_dir, "refs", "main"), encoding="utf-8") as fh:
-            rev = fh.read(100).strip()
+        from dtkguard.util.safe_read import read_head
+
+        # non-blocking, regular files only: a FIFO there must not hang scan-model or exec
+        ref = read_head(os.path.join(repo_dir, "refs", "main"), 100)
+        rev = ref.decode("utf-8", "replace").strip()
         if rev and "/" not in rev and os.path.isdir(os.path.join(snaps, rev)):
             return os.path.join(snaps, rev), rev
     except OSError:

@@ -1,0 +1,40 @@
+"""Issue 27 item 10: an HF cache ``refs/main`` that is a FIFO does not hang `scan-model`; a
+rule id with backticks and markup is escaped in the markdown fleet view."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.fleet.factory import finding, node_report, write
+from tests.hostile.conftest import HANG, run
+from tests.modelscan.modelkit import deepseek_model
+
+
+def test_a_fifo_refs_main_does_not_hang(tmp_path: Path, cache: Path) -> None:
+    hub = tmp_path / "hub"
+    repo = hub / "models--org--clean"
+    deepseek_model(repo / "snapshots" / ("a" * 40), layers=1, shards=1, fp8=False)
+    (repo / "refs").mkdir()
+    os.mkfifo(repo / "refs" / "main")
+    proc = run(
+        "scan-model", str(repo), "-f", "json", cache=cache, env={"HF_HUB_CACHE": str(hub)}
+    )  # fmt: skip  (run's timeout: HANG seconds)
+    assert HANG and proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_hostile_rule_id_is_escaped_in_the_markdown_fleet_view(
+    tmp_path: Path, cache: Path
+) -> None:
+    rule = "x`<script>alert(1)</script>`<img src=x onerror=alert(1)>"
+    paths = []
+    for host in ("n1", "n2"):
+        data = node_report(host, [finding(rule, "torch", "high")])
+        paths.append(str(write(tmp_path / f"{host}.json", data)))
+    proc = run("report", "merge", *paths, "-f", "markdown", cache=cache)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "<script" not in proc.stdout and "<img" not in proc.stdout, proc.stdout
+    assert "&lt;script" in proc.stdout
+    json.dumps(proc.stdout)
