@@ -225,6 +225,8 @@ def dumps(doc: Mapping[str, Any]) -> str:
     """TOML text: top-level keys, then ``[[packages]]`` with ``[[packages.wheels]]`` and
     ``[packages.tool.dtkguard]``, then ``[tool.dtkguard]``. Same document, same bytes."""
     out = [f"{_key(k)} = {_inline(v)}" for k, v in doc.items() if k not in ("packages", "tool")]
+    if not doc.get("packages"):  # PEP 751 requires the key: a lock of nothing says so
+        out.append("packages = []")
     for pkg in doc.get("packages", []):
         _table(out, "packages", pkg, aot=True)
     for name, section in doc.get("tool", {}).items():

@@ -38,3 +38,20 @@ def test_a_hostile_rule_id_is_escaped_in_the_markdown_fleet_view(
     assert "<script" not in proc.stdout and "<img" not in proc.stdout, proc.stdout
     assert "&lt;script" in proc.stdout
     json.dumps(proc.stdout)
+
+
+def test_a_lock_from_env_without_wheel_sources_is_readable(tmp_path: Path, cache: Path) -> None:
+    """No wheel source matched anything: the lock still has PEP 751's ``packages`` (empty),
+    so `check --lock` and `export` read it instead of rejecting dtkguard's own lock."""
+    from tests.support.sitetree import add_dist
+
+    site = tmp_path / "lib" / "python3.10" / "site-packages"
+    add_dist(site, "six", "1.16.0")
+    lock = tmp_path / "pylock.env.toml"
+    proc = run("lock", "--from-env", "--path", str(site), "-o", str(lock), "--no-index",
+               cache=cache)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    check = run("check", "--path", str(site), "--lock", str(lock), cache=cache)
+    assert check.returncode in (0, 1) and "not a valid PEP 751 lock" not in check.stderr
+    export = run("export", "requirements", str(lock), cache=cache)
+    assert export.returncode == 0, export.stderr
