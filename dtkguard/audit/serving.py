@@ -28,6 +28,7 @@ class ServingCheck:
 
     findings: list[Finding]
     problems: list[str] = field(default_factory=list)  # model files that could not be read
+    notes: list[str] = field(default_factory=list)  # what the verdict rests on (no weights)
     unresolved: str | None = None  # why the model was not checked; None: it was
     unresolved_action: str = "deny"  # the policy's [fp8] unresolved-model
 
@@ -48,7 +49,7 @@ def check_serving(request: ServingRequest) -> ServingCheck:
     """Scan the model ``request.cmd`` would serve and judge its flags under the policy."""
     from dtkguard.env.device import read_card_series
     from dtkguard.findings import sort_key
-    from dtkguard.modelscan.scan import scan
+    from dtkguard.modelscan.scan import scan, unread_paths
     from dtkguard.modelscan.serving import ServingProcess, parse_command, resolve_model, unresolved
     from dtkguard.policy.load import load_policy
     from dtkguard.rules.catalog import is_known
@@ -61,11 +62,17 @@ def check_serving(request: ServingRequest) -> ServingCheck:
     model_path = resolve_model(command.model, request.cwd, request.environ)
     models = scan([model_path]) if model_path else []
     reason = unresolved(command, model_path)
-    if reason is None and model_path and not any(m.weight_files or m.config.source for m in models):
-        reason = f"{model_path}: no weight file and no quantisation config could be read"
+    if reason is None and model_path and unread_paths([model_path], models):
+        reason = f"{model_path}: no config, index or weight header could be read"
     proc = ServingProcess(pid=0, command=command, cwd=request.cwd, model_path=model_path)
     findings = sorted(
         apply_exceptions(policy, serving_findings(proc, policy, card, models), housekeeping=False),
         key=sort_key,
     )
-    return ServingCheck(findings, problem_lines(models), reason, policy.fp8.unresolved_model)
+    return ServingCheck(
+        findings,
+        problem_lines(models),
+        [n for m in models for n in m.notes],
+        reason,
+        policy.fp8.unresolved_model,
+    )

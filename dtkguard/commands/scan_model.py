@@ -48,5 +48,8 @@ def run(args: argparse.Namespace) -> int:
     report = scan_models(request)
     for line in report.warnings:  # files that could not be read
         print(f"dtkguard: error: {line}", file=sys.stderr)
+    for model in report.facts.get("models", ()):  # what a verdict without weights rests on
+        for note in model["notes"]:
+            print(f"dtkguard: note: {note}", file=sys.stderr)
     code = emit(report, args.format, args.output, fail_on=threshold)
     return 2 if report.warnings and code == 0 else code
