@@ -15,6 +15,10 @@ read are the ``rchar`` delta of ``/proc/self/io`` around the work (mmap page-ins
 few hundred KB on disk.
 
     python benchmarks/bench_scan_model.py [--safetensors-python PY] [--repeat N] [--dir DIR]
+    python benchmarks/bench_scan_model.py --smoke   # 2 shards of 4 layers, 2 snapshots: a run check
+
+Every run also checks that the library read headers only: its ``bytes_read`` must equal the
+safetensors headers plus the index and config.json, byte for byte.
 
 ``--safetensors-python`` defaults to this interpreter when it can import safetensors (the
 ``test`` extra installs it).
@@ -49,9 +53,9 @@ def _linear(out: list, name: str, rows: int, cols: int) -> None:
     out.append((f"{name}.weight_scale_inv", "F32", [math.ceil(rows / 128), math.ceil(cols / 128)]))
 
 
-def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
+def deepseek_v3_tensors(layers: int = LAYERS) -> list[tuple[str, str, list[int]]]:
     t: list[tuple[str, str, list[int]]] = [("model.embed_tokens.weight", "BF16", [VOCAB, HIDDEN])]
-    for i in range(LAYERS):
+    for i in range(layers):
         p = f"model.layers.{i}"
         for norm, size in (
             ("input_layernorm", HIDDEN),
@@ -90,14 +94,14 @@ def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
     return t
 
 
-def build(folder: Path) -> int:
-    """Write config, index and 163 sparse shards; returns the apparent size in bytes."""
+def build(folder: Path, shards: int = SHARDS, layers: int = LAYERS) -> int:
+    """Write config, index and ``shards`` sparse shards; returns the apparent size in bytes."""
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = deepseek_v3_tensors()
-    per = math.ceil(len(tensors) / SHARDS)
+    tensors = deepseek_v3_tensors(layers)
+    per = math.ceil(len(tensors) / shards)
     weight_map, total = {}, 0
-    for k in range(SHARDS):
-        name = f"model-{k + 1:05d}-of-{SHARDS:06d}.safetensors"
+    for k in range(shards):
+        name = f"model-{k + 1:05d}-of-{shards:06d}.safetensors"
         header, offset = {"__metadata__": {"format": "pt"}}, 0
         for tname, dtype, shape in tensors[k * per : (k + 1) * per]:
             size = math.prod(shape) * BITS[dtype] // 8
@@ -176,7 +180,7 @@ def worker(method: str, folder: str) -> None:
         target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
     files = sorted(str(p) for p in target.glob("*.safetensors"))
     io0, flt0, t0 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
-    tensors = 0
+    tensors = bytes_read = 0
     if method == "safetensors":
         for path in files:
             with safe_open(path, framework="numpy") as f:
@@ -185,7 +189,9 @@ def worker(method: str, folder: str) -> None:
                     f.get_slice(key).get_dtype()
                     tensors += 1
     elif method == "dtkguard-lib":
-        tensors = sum(s.tensors for s in scan([folder]))
+        scans = scan([folder])
+        tensors = sum(s.tensors for s in scans)
+        bytes_read = sum(s.bytes_read for s in scans)
     else:
         with open(os.devnull, "w") as sink:
             saved, sys.stdout = sys.stdout, sink
@@ -215,6 +221,7 @@ def worker(method: str, folder: str) -> None:
                 "syscr": io1["syscr"] - io0["syscr"],
                 "minflt": flt1 - flt0,
                 "tensors": tensors,
+                "bytes_read": bytes_read,
             }
         )
     )
@@ -242,6 +249,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per method (median); default 1")
     ap.add_argument("--snapshots", type=int, default=50, help="revisions in the hub cache")
     ap.add_argument("--keep", action="store_true", help="keep the built folder")
+    ap.add_argument("--smoke", action="store_true", help="smallest size: 2 shards, 2 snapshots")
     args = ap.parse_args()
     if args.worker:
         worker(*args.worker)
@@ -252,14 +260,22 @@ def main() -> int:
     if free < 1 << 30:
         print(f"need ~1 GiB free for headers, have {free >> 20} MiB", file=sys.stderr)
         return 1
+    shards = 2 if args.smoke else SHARDS
+    if args.smoke:
+        args.snapshots = min(args.snapshots, 2)
     t0 = time.perf_counter()
-    apparent = build(folder)
+    apparent = build(folder, shards, 4 if args.smoke else LAYERS)
     on_disk = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
     headers = sum(
         8 + struct.unpack("<Q", p.open("rb").read(8))[0] for p in folder.glob("*.safetensors")
     )
+    expected_read = (
+        headers
+        + (folder / "model.safetensors.index.json").stat().st_size
+        + (folder / "config.json").stat().st_size
+    )
     print(
-        f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
+        f"built {shards} shards in {time.perf_counter() - t0:.1f}s: apparent "
         f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
         f"headers {headers / 1e6:.2f} MB, index "
         f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB"
@@ -283,6 +299,10 @@ def main() -> int:
         if st_python:
             rows.append(("safetensors.safe_open", st_python, "safetensors"))
         results = [(label, run(py, m, target, args.repeat)) for label, py, m in rows]
+        lib_read = int(dict(results)["dtkguard.modelscan.scan (library)"]["bytes_read"])
+        if lib_read != expected_read:
+            print(f"not headers only: read {lib_read:,}, expected {expected_read:,}")
+            return 1
         ref = results[-1][1] if st_python else results[0][1]
         print(
             f"\n{title}\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
@@ -295,7 +315,8 @@ def main() -> int:
                 f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
             )
     print(
-        f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; "
+        f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; the library "
+        f"read exactly the headers, the index and config.json: {expected_read:,} bytes; "
         f"{'single run' if args.repeat == 1 else f'median of {args.repeat} runs'} per method)"
     )
     if not args.keep and not args.dir:

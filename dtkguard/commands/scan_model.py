@@ -14,11 +14,15 @@ from dtkguard.commands.common import (
 
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
+    from dtkguard.modelscan.reads import help_text
+
     p = subparsers.add_parser(
         name,
         help="find FP8/FP4 weights, scales and KV caches in model folders and files",
         description="Find FP8/FP4 weights, scales and KV caches in model folders, Hugging Face "
         "cache repositories and weight files. Reads headers only; never unpickles.",
+        epilog=help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "paths",

@@ -180,3 +180,23 @@ def test_config_only_folder_is_judged_by_its_config_and_says_so(tmp_path):
     out = dtkguard(*argv)
     assert out.returncode == 0 and marker.exists(), out.stderr
     assert "judged by the config only" in out.stderr
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_help_docs_and_readme_say_what_is_read_per_format():
+    from dtkguard.modelscan.reads import CONFIG_ONLY, WHAT_IS_READ
+
+    out = run_in_process("scan-model", "--help")
+    assert out.code == 0
+    help_text = _flat(out.out)
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "fp8.md").read_text()
+    for reader, files, read, never in WHAT_IS_READ:
+        assert _flat(f"{files} [{reader}]: {read}; never {never}") in help_text
+        assert f"| `{reader}` | {files} | {read} | {never} |" in doc
+    assert _flat(CONFIG_ONLY) in help_text and _flat(CONFIG_ONLY) in _flat(doc)
+    readme = _flat((root / "README.md").read_text())
+    assert "A folder of config files only" in readme and "is exit 3" in readme
