@@ -16,6 +16,11 @@ few hundred KB on disk.
 
     python benchmarks/bench_scan_model.py [--safetensors-python PY] [--repeat N] [--dir DIR]
     python benchmarks/bench_scan_model.py --smoke   # 2 shards of 4 layers, 2 snapshots: a run check
+    python benchmarks/bench_scan_model.py --against ../main --repeat 7   # CPU time A/B
+
+``--against CHECKOUT`` also times the library of another checkout of dtkguard on the same folder,
+runs of the two interleaved, as CPU time (``time.process_time``: less disturbed by other jobs on
+a shared machine than wall time) and prints the ratio of the medians.
 
 Every run also checks that the library read headers only: its ``bytes_read`` must equal the
 safetensors headers plus the index and config.json, byte for byte.
@@ -172,7 +177,7 @@ def worker(method: str, folder: str) -> None:
     if method == "safetensors":
         from safetensors import safe_open
     else:
-        sys.path.insert(0, str(ROOT))
+        sys.path.insert(0, os.environ.get("BENCH_DTKGUARD_ROOT") or str(ROOT))
         import dtkguard.cli
         from dtkguard.modelscan.scan import scan
     target = Path(folder)
@@ -180,6 +185,7 @@ def worker(method: str, folder: str) -> None:
         target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
     files = sorted(str(p) for p in target.glob("*.safetensors"))
     io0, flt0, t0 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
+    cpu0 = time.process_time()
     tensors = bytes_read = 0
     if method == "safetensors":
         for path in files:
@@ -212,11 +218,13 @@ def worker(method: str, folder: str) -> None:
                 sys.stdout = saved
         tensors = -1
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     io1, flt1 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     print(
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu": cpu,
                 "rchar": io1["rchar"] - io0["rchar"],
                 "syscr": io1["syscr"] - io0["syscr"],
                 "minflt": flt1 - flt0,
@@ -227,18 +235,36 @@ def worker(method: str, folder: str) -> None:
     )
 
 
+def _once(python: str, method: str, folder: Path, root: str | None = None) -> dict:
+    env = {**os.environ, "BENCH_DTKGUARD_ROOT": root} if root else None
+    out = subprocess.run(
+        [python, __file__, "--worker", method, str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(python: str, method: str, folder: Path, repeat: int) -> dict[str, float]:
-    results = []
-    for _ in range(repeat):
-        out = subprocess.run(
-            [python, __file__, "--worker", method, str(folder)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    results = [_once(python, method, folder) for _ in range(repeat)]
     best = {k: statistics.median(r[k] for r in results) for k in results[0]}
     return best
+
+
+def against(other: str, folder: Path, repeat: int) -> None:
+    """CPU time of the library here and in the checkout ``other``, runs interleaved."""
+    times: dict[str, list[float]] = {"this": [], "other": []}
+    for _ in range(repeat):
+        times["this"].append(_once(sys.executable, "dtkguard-lib", folder, str(ROOT))["cpu"])
+        times["other"].append(_once(sys.executable, "dtkguard-lib", folder, other)["cpu"])
+    this, base = (statistics.median(times[k]) for k in ("this", "other"))
+    print(
+        f"\nCPU time of dtkguard.modelscan.scan, median of {repeat} interleaved runs "
+        f"(Python {sys.version.split()[0]}): this checkout {this:.3f} s, {other} {base:.3f} s, "
+        f"ratio {this / base:.3f}"
+    )
 
 
 def main() -> int:
@@ -250,6 +276,7 @@ def main() -> int:
     ap.add_argument("--snapshots", type=int, default=50, help="revisions in the hub cache")
     ap.add_argument("--keep", action="store_true", help="keep the built folder")
     ap.add_argument("--smoke", action="store_true", help="smallest size: 2 shards, 2 snapshots")
+    ap.add_argument("--against", metavar="CHECKOUT", help="also time another checkout's library")
     args = ap.parse_args()
     if args.worker:
         worker(*args.worker)
@@ -319,6 +346,8 @@ def main() -> int:
         f"read exactly the headers, the index and config.json: {expected_read:,} bytes; "
         f"{'single run' if args.repeat == 1 else f'median of {args.repeat} runs'} per method)"
     )
+    if args.against:
+        against(args.against, folder, args.repeat)
     if not args.keep and not args.dir:
         shutil.rmtree(base)
     return 0

@@ -149,6 +149,20 @@ def _file(build: Callable[[Path, str], Path], pattern: str) -> Callable[[Path, s
     return single
 
 
+def symlinked(inner: Callable[[Path, str], Path]) -> Callable[[Path, str], Path]:
+    """A symlink to the model folder, as the path given (another alias of the same model)."""
+
+    def build(d: Path, v: str) -> Path:
+        real = d / "real"
+        real.mkdir()
+        inner(real, v)
+        link = d / "current"
+        link.symlink_to(real, target_is_directory=True)
+        return link
+
+    return build
+
+
 def hf_cache(inner: Callable[[Path, str], Path]) -> Callable[[Path, str], Path]:
     """``models--org--NAME`` of a hub cache: blobs, a snapshot of symlinks, ``refs/main``."""
 
@@ -202,6 +216,8 @@ def _rows() -> list[Row]:
     pickle_zip, pickle_legacy = _pickle(True), _pickle(False)
     one_pt = _file(_pickle(True, "model.pt"), "*.pt")
     one_st = _file(_safetensors, "*.safetensors")
+    one_pth = _file(_pickle(False, "model.pth"), "*.pth")
+    one_ckpt = _file(_pickle(True, "last.ckpt"), "*.ckpt")
     cache = hf_cache(_config_and(_safetensors))
     torch, hub = {"torch": True}, {"hub": True}
     table: list[tuple[str, Callable[[Path, str], Path], dict, set[str], dict]] = [
@@ -215,7 +231,10 @@ def _rows() -> list[Row]:
         ("gguf", _gguf, DECLARED, {"gguf"}, {}),
         ("file-safetensors", one_st, WITH_TENSORS, {"safetensors"}, {}),
         ("file-pickle", one_pt, DECLARED, {"pickle"}, torch),
+        ("file-pth-legacy", one_pth, DECLARED, {"pickle"}, torch),
+        ("file-ckpt", one_ckpt, DECLARED, {"pickle"}, torch),
         ("file-gguf", _file(_gguf, "*.gguf"), DECLARED, {"gguf"}, {}),
+        ("symlinked-folder", symlinked(_sharded), WITH_TENSORS, {"index", "safetensors"}, {}),
         ("hf-cache", cache, WITH_TENSORS, {"config", "safetensors"}, hub),
         ("hf-cache-config-only", hf_cache(_config_only), DECLARED, {"config"}, hub),
     ]  # fmt: skip

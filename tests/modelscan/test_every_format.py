@@ -82,7 +82,7 @@ def _files_of(facts: list[dict]):
         "sidecar": ("hf_quant_config.json",),
         "index": (".index.json",),
         "safetensors": (".safetensors",),
-        "pickle": (".bin", ".pt"),
+        "pickle": (".bin", ".pt", ".pth", ".ckpt"),
         "gguf": (".gguf",),
     }
 

@@ -3,6 +3,7 @@ keys of a vLLM or SGLang ``--config`` YAML file as if they were flags."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,22 @@ def test_an_unreadable_config_file_is_a_warning(tmp_path, models):
     )
     assert out.returncode == 0 and marker.exists(), out.stderr
     assert f"warning: {tmp_path / 'missing.yaml'}: No such file" in out.stderr
+
+
+def test_a_hostile_config_file_is_one_warning_line(tmp_path, models):
+    """A FIFO, a directory or a 2 MiB file named as --config is refused, never read or hung on."""
+    vllm, marker = _server(tmp_path)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    (tmp_path / "dir.yaml").mkdir()
+    (tmp_path / "big.yaml").write_text("quantization: fp8\n" + "#" * (2 << 20))
+    for name, why in (
+        ("fifo.yaml", "not a regular file (a FIFO)"),
+        ("dir.yaml", "not a regular file (a directory)"),
+        ("big.yaml", "serving config larger than the limit of 1 MiB"),
+    ):
+        argv = (vllm, "serve", str(models["clean"]), "--config", name)
+        out = dtkguard(*BASE, *argv, cwd=tmp_path, timeout=60)
+        assert out.returncode == 0 and marker.exists(), out.stderr
+        assert f"warning: {tmp_path / name}: {why}" in out.stderr
+        assert "Traceback" not in out.stderr
+        marker.unlink()
