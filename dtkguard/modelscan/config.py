@@ -324,9 +324,8 @@ def _torchao(d: dict[str, Any], out: QuantConfig) -> None:
     (``Float8DynamicActivationInt4WeightConfig``: FP8 activations over int4 weights), the
     serialised ``weight_dtype``/``activation_dtype`` say it for the MX configs."""
     name = d["_type"]
-    act_part, sep, weight_part = name.partition("DynamicActivation")
-    if not sep:
-        act_part, weight_part = "", name
+    split = re.match(r"(.*?)(?:Dynamic|Static)Activation(.*)", name)
+    act_part, weight_part = split.groups() if split else ("", name)
     weights, acts = _torchao_part(weight_part), _torchao_part(act_part)
     data = d.get("_data")
     if isinstance(data, dict):
