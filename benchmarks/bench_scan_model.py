@@ -278,6 +278,8 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="smallest size: 2 shards, 2 snapshots")
     ap.add_argument("--against", metavar="CHECKOUT", help="also time another checkout's library")
     args = ap.parse_args()
+    if args.smoke:
+        args.snapshots, args.repeat = 2, 1
     if args.worker:
         worker(*args.worker)
         return 0
@@ -288,8 +290,6 @@ def main() -> int:
         print(f"need ~1 GiB free for headers, have {free >> 20} MiB", file=sys.stderr)
         return 1
     shards = 2 if args.smoke else SHARDS
-    if args.smoke:
-        args.snapshots = min(args.snapshots, 2)
     t0 = time.perf_counter()
     apparent = build(folder, shards, 4 if args.smoke else LAYERS)
     on_disk = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
