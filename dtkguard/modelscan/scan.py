@@ -245,8 +245,9 @@ def _read_config_file(scan: ModelScan, src: ModelSource, path: str) -> None:
 
 
 def _top(path: str, src: ModelSource) -> bool:
-    """``path`` lies in the model folder itself (not in ``original/`` or the like)."""
-    return os.path.dirname(path) == src.path.rstrip(os.sep)
+    """``path`` lies in the model folder itself (not in ``original/`` or the like), or is the
+    file the user named."""
+    return path == src.path or os.path.dirname(path) == src.path.rstrip(os.sep)
 
 
 def _check_index(scan: ModelScan, src: ModelSource) -> None:

@@ -234,6 +234,7 @@ def _rows() -> list[Row]:
         ("file-pth-legacy", one_pth, DECLARED, {"pickle"}, torch),
         ("file-ckpt", one_ckpt, DECLARED, {"pickle"}, torch),
         ("file-gguf", _file(_gguf, "*.gguf"), DECLARED, {"gguf"}, {}),
+        ("file-config", _file(_config_only, "config.json"), DECLARED, {"config"}, {}),
         ("symlinked-folder", symlinked(_sharded), WITH_TENSORS, {"index", "safetensors"}, {}),
         ("hf-cache", cache, WITH_TENSORS, {"config", "safetensors"}, hub),
         ("hf-cache-config-only", hf_cache(_config_only), DECLARED, {"config"}, hub),
