@@ -4,7 +4,9 @@ judged instead of the shell.
 The script is split with ``shlex`` (POSIX rules, ``;`` ``&&`` ``||`` ``|`` ``&`` and newlines
 between commands); each simple command loses its ``VAR=value`` assignments (they join its
 environment), ``exec``, ``env``, ``nohup`` and ``command`` prefixes, and ``cd DIR`` moves the
-folder later commands resolve paths from. Nothing is expanded or run: ``$VAR`` stays as written.
+folder later commands resolve paths from. ``$NAME``/``${NAME}`` take the value of the variable in
+the environment the shell starts with (not of assignments inside the script); nothing else is
+expanded, and nothing is run.
 """
 
 from __future__ import annotations
@@ -56,10 +58,41 @@ def shell_script(argv: list[str]) -> str | None:
     return None
 
 
-def _simple_commands(script: str) -> list[list[str]]:
+_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+def _expand(script: str, environ: Mapping[str, str]) -> str:
+    """``$NAME`` and ``${NAME}`` replaced from ``environ`` (unset: empty), as the shell would,
+    except inside single quotes; ``$(...)``, ``$1`` and other expansions stay as written."""
+    out: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(script):
+        ch = script[i]
+        if ch == "\\" and quote != "'":
+            out.append(script[i : i + 2])
+            i += 2
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote == ch else ch
+        elif ch == "$" and quote != "'" and (m := _VARIABLE.match(script, i)):
+            value = environ.get(m.group(1) or m.group(2), "")
+            # the value is data, never quotes: split into words unquoted, one word in "..."
+            if quote:
+                out.append(value.replace("\\", "\\\\").replace('"', '\\"'))
+            else:
+                out.append(" ".join(shlex.quote(w) for w in value.split()))
+            i = m.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _simple_commands(script: str, environ: Mapping[str, str]) -> list[list[str]]:
     if len(script) > MAX_SCRIPT:
         raise ShellError("shell script larger than 1 MiB")
-    text = script.replace("\\\n", " ").replace("\n", " ; ")
+    text = _expand(script, environ).replace("\\\n", " ").replace("\n", " ; ")
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -101,7 +134,7 @@ def expand(argv: list[str], environ: Mapping[str, str], cwd: str, depth: int = 0
         return [Inner(list(argv), dict(environ), cwd)]
     out: list[Inner] = []
     env = dict(environ)
-    for words in _simple_commands(script):
+    for words in _simple_commands(script, environ):
         own = dict(env)
         words = _strip(words, own)
         if not words:

@@ -156,3 +156,19 @@ def test_a_hostile_config_file_is_one_warning_line(tmp_path, models):
         assert f"warning: {tmp_path / name}: {why}" in out.stderr
         assert "Traceback" not in out.stderr
         marker.unlink()
+
+
+def test_variables_of_the_environment_are_expanded_as_the_shell_would(tmp_path, models):
+    """``sh -c 'vllm serve "$MODEL" --quantization $QUANT'`` in a container: the values come
+    from the environment the shell starts with; single quotes keep ``$`` literal."""
+    vllm, marker = _server(tmp_path)
+    script = f'{vllm} serve "$MODEL" --quantization ${{QUANT}}'
+    env = {"MODEL": str(models["clean"]), "QUANT": "fp8"}
+    out = dtkguard(*BASE, "sh", "-c", script, env=env)
+    assert out.returncode == 1 and not marker.exists(), out.stderr
+    assert "--quantization fp8" in out.stderr
+    out = dtkguard(*BASE, "sh", "-c", f'{vllm} serve "$MODEL"', env={"MODEL": str(models["fp8"])})
+    assert out.returncode == 1 and "fp8-weights" in out.stderr, out.stderr
+    # '$QUANT' in single quotes is not expanded (the server gets the literal text): no request
+    out = dtkguard(*BASE, "sh", "-c", f"{vllm} serve \"$MODEL\" -q '$QUANT'", env=env)
+    assert out.returncode == 0 and marker.exists(), out.stderr
