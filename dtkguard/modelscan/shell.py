@@ -100,9 +100,16 @@ def _simple_commands(script: str, environ: Mapping[str, str]) -> list[list[str]]
     except ValueError as exc:
         raise ShellError(f"shell script: {exc}") from None
     out: list[list[str]] = [[]]
+    skip = False
     for token in tokens:
-        if token in _SEPARATORS:
+        if skip:  # the file of a redirection
+            skip = False
+        elif token in _SEPARATORS:
             out.append([])
+        elif token.strip("<>&|") == "" and token[:1] in "<>&":
+            skip = True
+            if out[-1] and out[-1][-1].isdigit():  # the 2 of 2>&1
+                out[-1].pop()
         else:
             out[-1].append(token)
     return [c for c in out if c]

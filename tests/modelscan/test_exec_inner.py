@@ -41,8 +41,10 @@ def models(tmp_path: Path) -> dict[str, Path]:
         ("bash", "-o pipefail -c", "env A=1 {vllm} serve {fp8} | tee log", "fp8-weights"),
         ("sh", "-c", "QUANTIZE=fp8 {tgi} --model-id {clean}", "fp8-serving"),
         ("sh", "-c", "sh -c '{vllm} serve {fp8}'", "fp8-weights"),
+        ("sh", "-c", "{vllm} serve >log 2>&1 {fp8} </dev/null &", "fp8-weights"),
     ],
-    ids=["sh-c", "bash-lc-cd-exec", "dash-ec-model", "pipefail-env-pipe", "assignment", "nested"],
+    ids=["sh-c", "bash-lc-cd-exec", "dash-ec-model", "pipefail-env-pipe", "assignment", "nested",
+         "redirects"],
 )  # fmt: skip
 def test_the_inner_command_of_a_shell_is_judged(tmp_path, models, shell, flags, script, rule):
     vllm, marker = _server(tmp_path)
