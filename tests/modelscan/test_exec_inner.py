@@ -50,7 +50,7 @@ def test_the_inner_command_of_a_shell_is_judged(tmp_path, models, shell, flags, 
     vllm, marker = _server(tmp_path)
     tgi, _ = _server(tmp_path, "text-generation-launcher")
     text = script.format(vllm=vllm, tgi=tgi, tmp=tmp_path, **models)
-    out = dtkguard(*BASE, shell, *flags.split(), text)
+    out = dtkguard(*BASE, shell, *flags.split(), text, cwd=tmp_path)  # a started script writes here
     assert out.returncode == 1 and not marker.exists(), out.stderr
     assert rule in out.stderr and f"veto: not starting {shell}" in out.stderr
 
