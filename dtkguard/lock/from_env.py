@@ -57,7 +57,7 @@ def lock_installed(
     """Match every installed dist of ``env`` to a wheel in ``sources`` (see the module)."""
     from dtkguard.lock.build import entry_for, match_installed, record_digest
     from dtkguard.lock.write import LockEntry, closure_problems
-    from dtkguard.resolve.provider import Metadata
+    from dtkguard.resolve.metadata import Metadata
     from dtkguard.resolve.sources import InstalledEnv
 
     found = InstalledLock()

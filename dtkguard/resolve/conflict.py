@@ -17,7 +17,8 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from dtkguard.resolve.provider import PYTHON, Candidate, PolicyProvider, Req
+from dtkguard.resolve.candidates import PYTHON, Candidate, Req
+from dtkguard.resolve.provider import PolicyProvider
 
 #: a trial resolution: (provider, requirements, deadline, rounds budget) -> resolves? (None:
 #: the budget ran out)

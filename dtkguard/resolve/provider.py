@@ -9,156 +9,27 @@ the pseudo-package ``<python>``, so conflicts can name it.
 
 from __future__ import annotations
 
-import re
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from packaging.markers import InvalidMarker, Marker
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.markers import Marker
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
-from resolvelib import AbstractProvider, BaseReporter
+from resolvelib import AbstractProvider
 
 from dtkguard.decision import canonical
-from dtkguard.env.dist import parse_headers
 from dtkguard.errors import InputError
+from dtkguard.resolve.candidates import PYTHON, Candidate, Req
 from dtkguard.resolve.metacache import MetadataCache, link_key
+from dtkguard.resolve.metadata import BadMetadata, Metadata
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
-PYTHON = "<python>"
-
-_EXTRA_IN_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
-
 #: a name that is among a conflict's causes this often while still unpinned is decided first
 PROMOTE_AFTER = 5
-
-
-class Req:
-    """A requirement as the resolver sees it (identity-hashed, interned per parent)."""
-
-    __slots__ = ("exact", "extras", "key", "marker", "name", "parent", "specifier", "text")
-
-    def __init__(
-        self,
-        name: str,
-        specifier: SpecifierSet,
-        extras: frozenset[str] = frozenset(),
-        parent: Candidate | None = None,
-        text: str = "",
-        exact: Version | None = None,
-    ) -> None:
-        self.name = name
-        self.extras = extras
-        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
-        self.specifier = specifier
-        self.parent = parent
-        self.text = text or f"{self.key}{specifier}"
-        self.exact = exact
-        self.marker: str | None = None
-
-    @property
-    def pinned(self) -> bool:
-        if self.exact is not None:
-            return True
-        return any(s.operator in ("==", "===") and "*" not in s.version for s in self.specifier)
-
-    @property
-    def upper_bounded(self) -> bool:
-        return any(
-            s.operator in ("<", "<=", "~=") or (s.operator == "==" and "*" in s.version)
-            for s in self.specifier
-        )
-
-    def __repr__(self) -> str:
-        return f"Req({self.text!r})"
-
-
-class Candidate:
-    """One version of one project (``extras`` set: the extras view of that version)."""
-
-    __slots__ = ("extras", "key", "link", "name", "version")
-
-    def __init__(
-        self, name: str, version: Version, link: FileLink | None, extras: frozenset[str]
-    ) -> None:
-        self.name = name
-        self.version = version
-        self.link = link
-        self.extras = extras
-        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
-
-    def __repr__(self) -> str:
-        return f"{self.key} {self.version}"
-
-
-class BadMetadata(InputError):
-    """A wheel's core metadata is unusable (wrong name, unparsable requirement): like pip and
-    uv, the resolver skips that candidate and says so; it is never used."""
-
-
-class Metadata:
-    """What the resolver needs from core metadata."""
-
-    __slots__ = ("name", "provides_extra", "requires_dist", "requires_python", "version")
-
-    def __init__(self, raw: bytes, link: FileLink) -> None:
-        headers = parse_headers(raw)
-        self.name = (headers.get("name") or [link.project])[0]
-        self.version = (headers.get("version") or [str(link.version)])[0]
-        if canonical(self.name) != link.project:
-            raise BadMetadata(
-                f"metadata names {self.name!r}, the file name says {link.project!r}",
-                link.url or str(link.path),
-            )
-        try:
-            self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
-            self.provides_extra = frozenset(
-                canonical(e) for e in headers.get("provides-extra", [])
-            ) | frozenset(
-                canonical(m)
-                for r in self.requires_dist
-                if r.marker is not None
-                for m in _EXTRA_IN_MARKER.findall(str(r.marker))
-            )
-            rp = (headers.get("requires-python") or [""])[0].strip()
-            self.requires_python = SpecifierSet(rp) if rp else None
-        except (InvalidRequirement, InvalidSpecifier, InvalidMarker) as exc:
-            raise BadMetadata(
-                f"bad metadata in {link.filename}: {exc}", link.url or str(link.path)
-            ) from None
-
-
-class OutOfTime(Exception):
-    """The resolution passed its deadline (raised from the reporter, between rounds)."""
-
-    def __init__(self, rounds: int) -> None:
-        super().__init__(rounds)
-        self.rounds = rounds
-
-
-class CountingReporter(BaseReporter):
-    """Counts rounds, backtracks and rejected candidates; stops at ``deadline`` (monotonic)."""
-
-    def __init__(self, deadline: float | None = None) -> None:
-        self.rounds = 0
-        self.backtracks = 0
-        self.rejected = 0
-        self.deadline = deadline
-
-    def starting_round(self, index: int) -> None:
-        self.rounds = index + 1
-        if self.deadline is not None and index % 64 == 0 and time.monotonic() > self.deadline:
-            raise OutOfTime(self.rounds)
-
-    def resolving_conflicts(self, causes: Any) -> None:
-        self.backtracks += 1
-
-    def rejecting_candidate(self, criterion: Any, candidate: Any) -> None:
-        self.rejected += 1
 
 
 class PolicyProvider(AbstractProvider):

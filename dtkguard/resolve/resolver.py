@@ -13,15 +13,11 @@ from typing import Any
 from packaging.requirements import Requirement
 
 from dtkguard.errors import DtkguardError, InputError
+from dtkguard.resolve.candidates import PYTHON, Candidate
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.metacache import MetadataCache
-from dtkguard.resolve.provider import (
-    PYTHON,
-    Candidate,
-    CountingReporter,
-    OutOfTime,
-    PolicyProvider,
-)
+from dtkguard.resolve.provider import PolicyProvider
+from dtkguard.resolve.reporter import CountingReporter, OutOfTime
 from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
 from dtkguard.resolve.target import TargetEnv
 
