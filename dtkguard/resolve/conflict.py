@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from dtkguard.resolve.candidates import PYTHON, Candidate, Req
+from dtkguard.resolve.excluded import describe, matching
 from dtkguard.resolve.provider import PolicyProvider
 
 #: a trial resolution: (provider, requirements, deadline, rounds budget) -> resolves? (None:
@@ -139,16 +141,34 @@ def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str]
     rule = policy.deny_rule(req.name) if policy is not None else None
     if rule is not None and not provider.candidates_for(req.name):
         return [f"{who} requires {req.text}; policy {pname} denies {req.name}: {rule.reason}"], True
+    reasons = excluded_reasons(provider, req)
+    if reasons:
+        return [f"{who} requires {req.text}; {'; '.join(reasons)}"], False
     if not provider.candidates_for(req.name):
-        return [f"{who} requires {req.text}; no source has a wheel of {req.name} for the target"], (
-            False
-        )
+        return [f"{who} requires {req.text}; {nothing_for(provider, req.name)}"], False
     broken = [lk.filename for lk in provider.unusable if lk.project == req.name]
     if broken:
         return [
             f"{who} requires {req.text}; unusable metadata in {', '.join(sorted(broken)[:3])}"
         ], False
     return [f"{who} requires {req.text}"], False
+
+
+def nothing_for(provider: PolicyProvider, name: str) -> str:
+    """Why ``name`` has no candidate at all: what was excluded, else that nothing is listed."""
+    provider.candidates_for(name)
+    reasons = describe(name, provider.excluded.get(name, []), provider.target)
+    return "; ".join(reasons) if reasons else f"no source has a wheel of {name} for the target"
+
+
+def excluded_reasons(provider: PolicyProvider, req: Req) -> list[str]:
+    """Why versions ``req`` admits are not candidates (Requires-Python, yanked, wheel tags)."""
+    if req.name == PYTHON:
+        return []
+    provider.candidates_for(req.name)
+    spec = SpecifierSet(f"=={req.exact}") if req.exact is not None else req.specifier
+    hits = matching(provider.excluded.get(req.name, []), spec)
+    return describe(req.name, hits, provider.target)
 
 
 def _chain(provider: PolicyProvider, parent: Candidate | None) -> list[str]:
@@ -199,9 +219,7 @@ def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> l
         text = reqs[0].text
         chain = _chain(provider, max(parents, key=lambda c: c.version))
         lead = f"because {' and '.join(chain)}, " if chain else ""
-        out.append(
-            f"also: {lead}{who} {verb} {text}; no source has a wheel of {name} for the target"
-        )
+        out.append(f"also: {lead}{who} {verb} {text}; {nothing_for(provider, name)}")
         if len(out) >= MAX_ALSO:
             break
     return out

@@ -23,6 +23,7 @@ from resolvelib import AbstractProvider
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.resolve.candidates import PYTHON, Candidate, Req
+from dtkguard.resolve.excluded import REQUIRES_PYTHON, TAGS, YANKED, Excluded
 from dtkguard.resolve.metacache import MetadataCache, link_key
 from dtkguard.resolve.metadata import BadMetadata, Metadata
 from dtkguard.resolve.sources import FileLink, Source
@@ -50,6 +51,8 @@ class PolicyProvider(AbstractProvider):
         #: the persistent METADATA cache (None: read every source afresh)
         self.cache = cache
         self.unusable: dict[FileLink, str] = {}
+        #: per project, the files left out for the target and why (for explanations)
+        self.excluded: dict[str, list[Excluded]] = {}
         self._conflicts: dict[str, int] = {}
         self._promoted: set[str] = set()
         self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
@@ -88,6 +91,7 @@ class PolicyProvider(AbstractProvider):
         self._markers_cache = like._markers_cache
         self._warmed = like._warmed
         self.unusable = like.unusable
+        self.excluded = like.excluded
 
     def conflict_counts(self) -> dict[str, int]:
         """How often each identifier was among a conflict's causes while unpinned."""
@@ -122,21 +126,36 @@ class PolicyProvider(AbstractProvider):
             links = vendor_links or self.all_links(name)
         if policy is not None:
             links = [lk for lk in links if _allowed(policy, name, lk.version)]
-        best: dict[Version, tuple[int, int, FileLink]] = {}
+        return self._best(name, links)
+
+    def _best(self, name: str, links: list[FileLink]) -> list[tuple[Version, FileLink]]:
+        """The best file of each version for the target, newest first; what is left out and
+        why goes to :attr:`excluded`. A yanked file is kept only when its version has nothing
+        else (it is a candidate only for an exact pin, see :meth:`allowed_versions`)."""
+        best: dict[Version, tuple[int, int, int, FileLink]] = {}
         order = {id(s): i for i, s in enumerate(self.sources)}
+        dropped: list[Excluded] = []
         for link in links:
-            if link.yanked:
-                continue
             rank = self.target.wheel_rank(link.tags)
             if rank is None:
+                dropped.append(Excluded(link.version, link.filename, TAGS))
                 continue
             if link.requires_python and not _python_ok(link.requires_python, self.python_version):
+                dropped.append(
+                    Excluded(link.version, link.filename, REQUIRES_PYTHON, link.requires_python)
+                )
                 continue
-            key = (order.get(id(link.source), 0), rank, link)
+            key = (int(link.yanked), order.get(id(link.source), 0), rank, link)
             cur = best.get(link.version)
-            if cur is None or key[:2] < cur[:2]:
+            if cur is None or key[:3] < cur[:3]:
                 best[link.version] = key
-        return sorted(((v, k[2]) for v, k in best.items()), key=lambda x: x[0], reverse=True)
+        for version, key in best.items():
+            if key[3].yanked:
+                dropped.append(Excluded(version, key[3].filename, YANKED, key[3].yank_reason))
+        dropped = [d for d in dropped if d.version not in best or d.why == YANKED]
+        with self._lock:
+            self.excluded[name] = dropped
+        return sorted(((v, k[3]) for v, k in best.items()), key=lambda x: x[0], reverse=True)
 
     def candidates_for(self, name: str) -> list[tuple[Version, FileLink]]:
         """Versions allowed for ``name`` (newest first) with the wheel chosen for each."""
@@ -314,6 +333,9 @@ class PolicyProvider(AbstractProvider):
             combined &= spec
         pre = True if (self.pre or exact) else None
         allowed = set(combined.filter(versions, prereleases=pre))
+        yanked = {v for v, link in cands if link.yanked and v in allowed}
+        if yanked:  # PEP 592: a yanked release only for a requirement that pins it
+            allowed -= {v for v in yanked if not any(_pins(r, v) for r in reqs)}
         hit = self._allowed[key] = [(v, link) for v, link in cands if v in allowed]
         return hit
 
@@ -409,6 +431,18 @@ class PolicyProvider(AbstractProvider):
 
     def get_dependencies(self, candidate: Candidate) -> list[Req]:
         return self.dependencies_of(candidate)
+
+
+def _pins(req: Req, version: Version) -> bool:
+    """Does ``req`` pin exactly ``version`` (``==V`` without a wildcard, ``===V``)?"""
+    if req.exact is not None:
+        return req.exact == version
+    for spec in req.specifier:
+        if spec.operator == "===" and spec.version == str(version):
+            return True
+        if spec.operator == "==" and "*" not in spec.version and Version(spec.version) == version:
+            return True
+    return False
 
 
 def _python_ok(spec: str, version: Version) -> bool:

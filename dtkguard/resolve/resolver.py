@@ -260,6 +260,13 @@ def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Re
         for extra in provider.missing_extras(cand)
     ]
     warnings += [
+        f"{p.name} {p.version} is yanked"
+        + (f" ({p.link.yank_reason})" if p.link.yank_reason else "")
+        + "; taken because a requirement pins it exactly (PEP 592)"
+        for p in out
+        if p.link.yanked
+    ]
+    warnings += [
         f"skipped {link.filename}: {why}"
         for link, why in sorted(provider.unusable.items(), key=lambda kv: kv[0].filename)
     ]

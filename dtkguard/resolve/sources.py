@@ -48,6 +48,8 @@ class FileLink:
     metadata_url: str | None = None
     metadata_hashes: dict[str, str] | None = None
     yanked: bool = False
+    #: PEP 592: the reason the index gave for the yank ("" when none)
+    yank_reason: str = ""
 
     @property
     def vendor(self) -> bool:
@@ -254,6 +256,7 @@ class SimpleIndex(Source):
             if link.metadata_hashes is not None:
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
             link.yanked = "data-yanked" in attrs
+            link.yank_reason = (attrs.get("data-yanked") or "").strip()
             out.append(link)
         return out
 
@@ -275,7 +278,9 @@ class SimpleIndex(Source):
             if meta:
                 link.metadata_hashes = meta if isinstance(meta, dict) else {}
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
-            link.yanked = bool(item.get("yanked"))
+            yanked = item.get("yanked")
+            link.yanked = bool(yanked)
+            link.yank_reason = yanked.strip() if isinstance(yanked, str) else ""
             out.append(link)
         return out
 
