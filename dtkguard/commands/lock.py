@@ -125,11 +125,17 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def _sources(args: argparse.Namespace, policy, fetcher):
-    from dtkguard.resolve.resolver import build_sources, default_index_url
+    from dtkguard.resolve.auth import redact
+    from dtkguard.resolve.indexes import default_index_credentials, default_index_url
+    from dtkguard.resolve.resolver import build_sources
 
-    index = None if args.no_index else (args.index_url or default_index_url(args.python))
-    if index and not args.index_url and not args.quiet:
-        print(f"dtkguard: public index (from pip's configuration): {index}", file=sys.stderr)
+    index = args.index_url
+    if index is None and not args.no_index:
+        index, origin = default_index_url(args.python)
+        if origin.startswith("$UV_DEFAULT_INDEX"):
+            fetcher.credentials.add(index.split("=", 1)[-1], default_index_credentials())
+        if not args.quiet:
+            print(f"dtkguard: public index (from {origin}): {redact(index)}", file=sys.stderr)
     sources = build_sources(
         policy,
         fetcher,
@@ -138,19 +144,26 @@ def _sources(args: argparse.Namespace, policy, fetcher):
         find_links=args.find_links,
         index_url=index,
         extra_index_urls=[] if args.no_index else args.extra_index_url,
+        env_extras=not args.no_index and not args.extra_index_url,
     )
-    return sources, index
+    return sources, None if index is None else fetcher.credentials.add(index)
 
 
 def _inputs(args: argparse.Namespace, reqs, index) -> dict:
+    """What the lock was made from, as given, credentials taken out of every URL."""
+    from dtkguard.resolve.auth import split_userinfo
+
+    def clean(urls) -> list[str]:
+        return [split_userinfo(u)[0] for u in urls]
+
     return {
         "requirements": [str(r) for r in reqs],
         "requirement-files": list(args.requirement),
         "vendor-find-links": list(args.vendor_find_links),
-        "vendor-indexes": list(args.vendor_index_url),
+        "vendor-indexes": clean(args.vendor_index_url),
         "find-links": list(args.find_links),
         "index-url": index or "none",
-        "extra-index-urls": [] if args.no_index else list(args.extra_index_url),
+        "extra-index-urls": [] if args.no_index else clean(args.extra_index_url),
         "from-env": bool(args.from_env),
         **({"pre": True} if getattr(args, "pre", False) else {}),
     }

@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
 from dtkguard.errors import InputError
+from dtkguard.resolve.auth import Credentials, redact
 
 JSON_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
@@ -43,6 +44,8 @@ class Fetcher:
 
     def __init__(self, workers: int = 8, timeout: float = 30.0) -> None:
         self.timeout = timeout
+        #: Basic credentials by origin (URL userinfo, uv's variables, netrc)
+        self.credentials = Credentials()
         self._pool: ThreadPoolExecutor | None = None
         self._workers = workers
         self._futures: dict[tuple[str, str], Future[Response]] = {}
@@ -83,7 +86,16 @@ class Fetcher:
             fut = self._submit(url, accept)
         return fut.result()
 
+    def headers(self, url: str, accept: str = "*/*", **extra: str) -> dict[str, str]:
+        """Request headers for ``url``: Accept, User-Agent, its origin's credentials."""
+        out = {"Accept": accept, "User-Agent": USER_AGENT, **extra}
+        auth = self.credentials.header(url)
+        if auth:
+            out["Authorization"] = auth
+        return out
+
     def _fetch(self, url: str, accept: str) -> Response:
+        url = self.credentials.add(url)
         if url.startswith("file:"):
             return _fetch_file(url)
         parts = urlsplit(url)
@@ -92,7 +104,7 @@ class Fetcher:
                 return self._fetch_keepalive(url, parts, accept)
             except (OSError, http.client.HTTPException):
                 self._drop_connection(parts)  # stale keep-alive connection: retry plainly
-        req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
+        req = urllib.request.Request(url, headers=self.headers(url, accept))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 body = resp.read()
@@ -136,7 +148,7 @@ class Fetcher:
         for _ in range(5):
             conn = self._connection(parts)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            conn.request("GET", path or "/", headers={"Accept": accept, "User-Agent": USER_AGENT})
+            conn.request("GET", path or "/", headers=self.headers(url, accept))
             resp = conn.getresponse()
             body = resp.read()
             if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
@@ -163,7 +175,7 @@ def _proxied(host: str) -> bool:
 
 def _origin(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return redact(f"{parts.scheme}://{parts.netloc}{parts.path}")
 
 
 def file_path(url: str) -> Path:

@@ -186,9 +186,16 @@ def _hash_attr(value: str | None) -> dict[str, str] | None:
 class SimpleIndex(Source):
     """A PEP 503/691 simple index over http(s) or ``file://`` (PEP 658/714 metadata files)."""
 
-    def __init__(self, url: str, fetcher: Fetcher, vendor: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        fetcher: Fetcher,
+        vendor: bool = False,
+        credentials: tuple[str, str] | None = None,
+    ) -> None:
         if "://" not in url:
             url = Path(url).absolute().as_uri()
+        url = fetcher.credentials.add(url, credentials)  # never kept in a URL
         self.url = url if url.endswith("/") else url + "/"
         self.index_url = self.url
         self.label = self.url
@@ -215,6 +222,14 @@ class SimpleIndex(Source):
         resp = self.fetcher.get(self._page_url(project), self._accept())
         if resp.status == 404 or resp.status == 410:
             links: list[FileLink] = []
+        elif resp.status in (401, 403):
+            raise InputError(
+                f"index answered HTTP {resp.status} for {project}: it needs credentials that "
+                "work (in the URL as https://USER:PASSWORD@HOST/..., in $NETRC or ~/.netrc, or "
+                "uv's UV_INDEX_<NAME>_USERNAME/_PASSWORD)",
+                self.url,
+                field="index",
+            )
         elif resp.status != 200:
             raise InputError(
                 f"index answered HTTP {resp.status} for {project}", self.url, field="index"
@@ -228,7 +243,7 @@ class SimpleIndex(Source):
             return self._pages.setdefault(project, links)
 
     def _link(self, page: str, href: str, filename: str | None) -> FileLink | None:
-        url, frag = urldefrag(urljoin(page, href))
+        url, frag = urldefrag(self.fetcher.credentials.add(urljoin(page, href)))
         filename = filename or url.rsplit("/", 1)[-1]
         parsed = _parse_wheel(filename)
         if parsed is None:
