@@ -10,8 +10,9 @@ import http.client
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
@@ -35,6 +36,36 @@ class Response:
     body: bytes
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """A response whose body is read in pieces: ``read(n)``; ``headers`` lower-cased."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    read: Callable[[int], bytes]
+
+
+class _UrllibResponse:
+    """http.client's interface over what urllib returns (the proxied path of :meth:`stream`)."""
+
+    def __init__(self, resp) -> None:
+        self._resp = resp
+        self.status = getattr(resp, "status", None) or resp.code
+
+    def getheader(self, name: str) -> str | None:
+        return self._resp.headers.get(name)
+
+    def getheaders(self):
+        return list(self._resp.headers.items())
+
+    def read(self, n: int = -1) -> bytes:
+        return self._resp.read(n)
+
+    def close(self) -> None:
+        self._resp.close()
+
+
 class Unreachable(InputError):
     """A source could not be reached at all (connection refused, DNS, timeout): exit 2."""
 
@@ -49,6 +80,7 @@ class Fetcher:
         self._pool: ThreadPoolExecutor | None = None
         self._workers = workers
         self._futures: dict[tuple[str, str], Future[Response]] = {}
+        self._released: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._local = threading.local()
         self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
@@ -73,7 +105,76 @@ class Fetcher:
     def prefetch(self, urls: Iterable[str], accept: str = "*/*") -> None:
         """Start fetching ``urls`` in the background (errors surface on :meth:`get`)."""
         for url in urls:
-            self._submit(url, accept)
+            if (url, accept) not in self._released:
+                self._submit(url, accept)
+
+    def release(self, url: str, accept: str = "*/*") -> None:
+        """Free the body of ``url`` once parsed; it is never fetched again in this run."""
+        with self._lock:
+            self._futures.pop((url, accept), None)
+            self._released.add((url, accept))
+
+    @contextmanager
+    def stream(self, url: str, **headers: str) -> Iterator[Streamed]:
+        """A response read in pieces (wheels: never the whole body in memory), with
+        ``headers`` (``Range``) added; redirects followed, credentials sent to their origin."""
+        url = self.credentials.add(url)
+        if url.startswith("file:"):
+            path = file_path(url)
+            try:
+                fh = path.open("rb")
+            except OSError as exc:
+                raise Unreachable(f"cannot read {path}: {exc.strerror or exc}") from None
+            with fh:
+                yield Streamed(url, 200, {"content-length": str(path.stat().st_size)}, fh.read)
+            return
+        for _ in range(5):
+            conn, resp = self._open(url, headers)
+            try:
+                location = resp.getheader("Location")
+                if resp.status in (301, 302, 303, 307, 308) and location:
+                    url = urljoin(url, location)
+                    continue
+                got = {k.lower(): v for k, v in resp.getheaders()}
+                with self._lock:
+                    self.stats["requests"] += 1
+                yield Streamed(url, resp.status, got, self._counting(resp.read))
+                return
+            finally:
+                resp.close()
+                conn.close()
+        raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
+
+    def _counting(self, read):
+        def counted(n: int = -1) -> bytes:
+            data = read(n)
+            with self._lock:
+                self.stats["bytes"] += len(data)
+            return data
+
+        return counted
+
+    def _open(self, url: str, headers: dict[str, str]):
+        parts = urlsplit(url)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        if _proxied(parts.hostname or ""):
+            req = urllib.request.Request(url, headers=self.headers(url, **headers))
+            try:
+                resp = urllib.request.urlopen(req, timeout=self.timeout)
+            except urllib.error.HTTPError as exc:
+                resp = exc
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise Unreachable(f"cannot reach {_origin(url)}: {reason}", field="index") from None
+            return resp, _UrllibResponse(resp)
+        conn = cls(parts.hostname or "", parts.port, timeout=self.timeout)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request("GET", path or "/", headers=self.headers(url, **headers))
+            return conn, conn.getresponse()
+        except OSError as exc:
+            conn.close()
+            raise Unreachable(f"cannot reach {_origin(url)}: {exc}", field="index") from None
 
     def get(self, url: str, accept: str = "*/*") -> Response:
         """The response for ``url`` (404 and other HTTP errors are responses, not raised)."""

@@ -17,7 +17,7 @@ import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urldefrag, urljoin
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -67,8 +67,8 @@ def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
     return str(name), version, frozenset(str(t) for t in tags)
 
 
-def read_zip_metadata(data: bytes | Path) -> bytes:
-    """The ``*.dist-info/METADATA`` of a wheel given as bytes or a path."""
+def read_zip_metadata(data: bytes | Path | BinaryIO) -> bytes:
+    """The ``*.dist-info/METADATA`` of a wheel given as bytes, a path or a seekable file."""
     src = io.BytesIO(data) if isinstance(data, bytes) else data
     with zipfile.ZipFile(src) as zf:
         names = [n for n in zf.namelist() if _METADATA.fullmatch(n)]
@@ -203,6 +203,8 @@ class SimpleIndex(Source):
         self.fetcher = fetcher
         self._pages: dict[str, list[FileLink]] = {}
         self._lock = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}
+        self._read: dict[str, bytes] = {}
 
     def _page_url(self, project: str) -> str:
         return urljoin(self.url, f"{project}/")
@@ -239,6 +241,7 @@ class SimpleIndex(Source):
         else:
             links = self._parse_html(resp.url, resp.body, project)
         links = [link for link in links if link.project == project]
+        self.fetcher.release(self._page_url(project), self._accept())
         with self._lock:  # a page parsed twice (prefetch race): the first list wins
             return self._pages.setdefault(project, links)
 
@@ -302,6 +305,7 @@ class SimpleIndex(Source):
     def metadata(self, link: FileLink) -> bytes:
         if link.metadata_url:
             resp = self.fetcher.get(link.metadata_url)
+            self.fetcher.release(link.metadata_url)
             if resp.status == 200:
                 want = (link.metadata_hashes or {}).get("sha256")
                 if want and hashlib.sha256(resp.body).hexdigest() != want:
@@ -310,27 +314,37 @@ class SimpleIndex(Source):
                         link.metadata_url,
                     )
                 return resp.body
-        return read_zip_metadata(self._wheel_bytes(link))
+        return self._lazy_metadata(link)
 
-    def _wheel_bytes(self, link: FileLink) -> bytes:
+    def _lazy_metadata(self, link: FileLink) -> bytes:
+        """From the wheel itself, once per file even when threads ask together."""
+        from dtkguard.resolve.lazywheel import read_metadata
+
+        assert link.url is not None
+        with self._lock:
+            gate = self._reading.setdefault(link.url, threading.Lock())
+        with gate:
+            hit = self._read.get(link.url)
+            if hit is None:
+                hit = self._read[link.url] = read_metadata(self.fetcher, link)
+                with self._lock:
+                    self.fetcher.stats["wheels"] += 1
+        return hit
+
+    def complete(self, link: FileLink) -> None:
+        """Only a listing without a sha256 makes dtkguard download the wheel (streamed)."""
+        if not link.hashes.get("sha256"):
+            from dtkguard.resolve.lazywheel import sha256_of
+
+            link.hashes["sha256"], size = sha256_of(self.fetcher, link)
+            link.size = link.size or size
+
+    def wheel_bytes(self, link: FileLink) -> bytes:
         assert link.url is not None
         resp = self.fetcher.get(link.url)
         if resp.status != 200:
             raise InputError(f"cannot download {link.filename}: HTTP {resp.status}", link.url)
-        if not link.hashes:
-            link.hashes = {"sha256": hashlib.sha256(resp.body).hexdigest()}
-        if link.size is None:
-            link.size = len(resp.body)
         return resp.body
-
-    def complete(self, link: FileLink) -> None:
-        """Only a listing without a sha256 makes dtkguard download the wheel (size is optional)."""
-        if not link.hashes.get("sha256"):
-            body = self._wheel_bytes(link)
-            link.hashes["sha256"] = hashlib.sha256(body).hexdigest()
-
-    def wheel_bytes(self, link: FileLink) -> bytes:
-        return self._wheel_bytes(link)
 
 
 class InstalledEnv(Source):

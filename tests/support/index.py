@@ -66,6 +66,7 @@ class _Options:
     metadata: bool = True
     yanked: Mapping[str, str | bool] = field(default_factory=dict)
     requires_python: Mapping[str, str] = field(default_factory=dict)
+    ranges: bool = True
 
     def python(self, f: _File) -> str | None:
         return self.requires_python.get(f.filename, f.requires_python)
@@ -432,8 +433,8 @@ def _make_handler(
         def _stream(self, entry: _File) -> None:
             """The file, or the one byte range asked for (206), read in chunks."""
             header = self.headers.get("Range")
-            span = _byte_range(header, entry.size)
-            extra = {"Accept-Ranges": "bytes"}
+            span = _byte_range(header, entry.size) if opts.ranges else None
+            extra = {"Accept-Ranges": "bytes" if opts.ranges else "none"}
             status, start, end = 200, 0, entry.size - 1
             if span is not None:
                 state.ranges.append(header or "")
@@ -464,6 +465,7 @@ def serve_index(
     yanked: Mapping[str, str | bool] | None = None,
     requires_python: Mapping[str, str] | None = None,
     auth: tuple[str, str] | None = None,
+    ranges: bool = True,
 ) -> Iterator[IndexServer]:
     """Serve ``wheel_dir`` as a simple index on 127.0.0.1 (a free port) until the block ends.
 
@@ -472,10 +474,10 @@ def serve_index(
     files always answer) to read their metadata. ``yanked`` marks files yanked (PEP 592:
     ``{filename: reason}``, ``True`` for no reason), ``requires_python`` sets a file's
     ``data-requires-python``, ``auth=(user, password)`` makes every request need HTTP Basic
-    credentials (401 otherwise).
+    credentials (401 otherwise), ``ranges=False`` ignores ``Range`` headers (whole files, 200).
     """
     state = IndexServer(url="", wheel_dir=Path(wheel_dir))
-    opts = _Options(metadata, dict(yanked or {}), dict(requires_python or {}))
+    opts = _Options(metadata, dict(yanked or {}), dict(requires_python or {}), ranges)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, opts, auth))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/simple/"

@@ -26,6 +26,7 @@ from packaging.version import Version
 
 __all__ = [
     "ZIP_TIMESTAMP",
+    "build_big_wheel",
     "build_sdist",
     "build_wheel",
     "canonical",
@@ -172,6 +173,45 @@ def build_wheel(
         _zip_write(zf, record_path, record.encode())
     out.write_bytes(buf.getvalue())
     return out
+
+
+def build_big_wheel(dest: Path, name: str, version: str, size: int, **meta) -> Path:
+    """A valid wheel of about ``size`` bytes (one incompressible stored payload, written in
+    pieces, so that even a multi-hundred-MB wheel never sits in memory), ``dist-info`` last as
+    real build tools write it. ``meta``: ``requires_dist``, ``requires_python``."""
+    import os
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    dist_info = dist_info_name(name, version)
+    out = dest / wheel_filename(name, version)
+    digest = hashlib.sha256()
+    payload = f"{import_name(name)}/blob.bin"
+    with zipfile.ZipFile(out, "w", allowZip64=True) as zf:
+        info = zipfile.ZipInfo(payload, date_time=ZIP_TIMESTAMP)
+        info.compress_type = zipfile.ZIP_STORED
+        block = os.urandom(1 << 20)
+        with zf.open(info, "w", force_zip64=True) as fh:
+            for i in range(max(1, size >> 20)):
+                piece = hashlib.sha256(block + i.to_bytes(8, "little")).digest() * (1 << 15)
+                fh.write(piece)
+                digest.update(piece)
+        written = max(1, size >> 20) << 20
+        rows = [f"{payload},{_record_hash_of(digest)},{written}"]
+        meta_text = metadata_text(name, version, **meta).encode()
+        wheel_text = f"Wheel-Version: 1.0\nGenerator: {_GENERATOR}\nRoot-Is-Purelib: true\n"
+        wheel_text += "Tag: py3-none-any\n"
+        for arc, data in ((f"{dist_info}/METADATA", meta_text),
+                          (f"{dist_info}/WHEEL", wheel_text.encode())):  # fmt: skip
+            _zip_write(zf, arc, data)
+            rows.append(f"{arc},{_record_hash(data)},{len(data)}")
+        rows.append(f"{dist_info}/RECORD,,")
+        _zip_write(zf, f"{dist_info}/RECORD", ("\n".join(rows) + "\n").encode())
+    return out
+
+
+def _record_hash_of(digest) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
 def read_wheel_metadata(wheel: Path) -> bytes:
