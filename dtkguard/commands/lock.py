@@ -102,7 +102,11 @@ def _add_resolver_options(p: argparse.ArgumentParser) -> None:
 
 def _add_image_options(p: argparse.ArgumentParser) -> None:
     """What the lock is for: the image's Python and platforms, or the installed set of a TARGET."""
-    p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
+    p.add_argument(
+        "--python-version",
+        metavar="X.Y[.Z]",
+        help="target Python, e.g. 3.10 or 3.10.12 (default: policy)",
+    )
     p.add_argument(
         "--platform",
         action="append",
@@ -275,7 +279,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
     doc = build_document(
         entries,
-        requires_python=f"=={target.python}.*",
+        requires_python=target.lock_requires_python(),
         environments=[target.environment_marker()],
         tool=tool_table(policy, target, _inputs(args, reqs, index), args.note),
     )
@@ -285,7 +289,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
         took = time.perf_counter() - started
         print(
             f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
-            f"{target.implementation}{target.python} {target.platforms[0]}; "
+            f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
             f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
             f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
             f"{took:.2f}s",

@@ -109,7 +109,7 @@ def installed_document(
         tool["installed"] = found.installed
     return build_document(
         found.entries,
-        requires_python=f"=={target.python}.*",
+        requires_python=target.lock_requires_python(),
         environments=[target.environment_marker()],
         tool=tool,
     )

@@ -110,7 +110,8 @@ def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str]
     policy = provider.policy
     pname = _policy_name(provider)
     if req.name == PYTHON:
-        return [f"{who} requires {req.text}; the target is Python {provider.target.python}"], False
+        shown = provider.target.shown_version
+        return [f"{who} requires {req.text}; the target is Python {shown}"], False
     vendor = policy.vendor_build(req.name) if policy is not None else None
     if vendor is not None:
         v = Version(vendor)

@@ -78,7 +78,7 @@ def describe(name: str, excluded: Sequence[Excluded], target: object) -> list[st
             yanked.setdefault(e.detail, []).append(e.version)
         elif e.why == BINARY:
             binary.setdefault(e.detail, []).append(e.version)
-    full = getattr(target, "full_version", "")
+    full = getattr(target, "shown_version", "")
     for spec, versions in by_python.items():
         which, plural = _versions(versions)
         verb = "require" if plural else "requires"

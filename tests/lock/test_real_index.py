@@ -138,3 +138,23 @@ def test_files_excluded_for_the_target_are_named_with_the_target(tmp_path, pip26
             "uses 1.0 requires mac; mac has wheels only for cp312 macosx/win; the target is "
             f"{tag} manylinux_2_35_x86_64" in proc.stderr
         ), proc.stderr
+
+
+def test_a_patch_level_target_is_accepted_and_used_as_pip_and_uv_use_it(tmp_path, pip263):
+    w = tmp_path / "w"
+    build_wheel(w, "lib", "1.1")
+    build_wheel(w, "lib", "1.2", requires_python=">=3.10.5")
+    with serve_index(w) as server:
+        for python, want in (("3.10", "1.1"), ("3.10.12", "1.2")):
+            out = tmp_path / "pylock.p.toml"
+            proc = run_cli("lock", "lib", "--policy", "dtk-25.04.1", "--index-url", server.url,
+                           "--python-version", python, "-o", out, cwd=tmp_path)  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+            lock = read_lock(out)
+            assert lock.by_name()["lib"].version == want
+            assert _pip(pip263, server.url, ["lib"], tmp_path, python) == (0, {"lib": want})
+            assert _uv(server.url, ["lib"], python) == (0, {"lib": want})
+        assert lock.requires_python == ">=3.10.12,==3.10.*"
+    bad = run_cli("lock", "lib", "--python-version", "3.10.x", "-o", "pylock.p.toml",
+                  cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2 and "--python-version" in bad.stderr
