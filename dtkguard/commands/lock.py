@@ -84,6 +84,19 @@ def _add_resolver_options(p: argparse.ArgumentParser) -> None:
         help="consider pre-releases and dev releases (default: only when a specifier names "
         "one or nothing else satisfies)",
     )
+    for flag, kind, what in (
+        ("--only-binary", "only", "never an sdist for these projects"),
+        ("--no-binary", "no", "never a wheel for these projects"),
+    ):
+        p.add_argument(
+            flag,
+            action=_FormatAction,
+            dest="formats",
+            const=kind,
+            default=[],
+            metavar="NAMES",
+            help=f"{what} (comma-separated, :all: or :none:, pip's meaning; repeatable)",
+        )
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -98,6 +111,18 @@ def _add_resolver_options(p: argparse.ArgumentParser) -> None:
         help="give up (exit 1, naming the projects that clashed most) after this long "
         "(default: 60)",
     )
+
+
+class _FormatAction(argparse.Action):
+    """``--only-binary``/``--no-binary`` into one list, in command-line order (pip's rules
+    depend on it)."""
+
+    def __init__(self, option_strings, dest, const=None, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=None, const=const, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        given = [*getattr(namespace, self.dest, []), (self.const, values)]
+        setattr(namespace, self.dest, given)
 
 
 def _add_image_options(p: argparse.ArgumentParser) -> None:
@@ -170,7 +195,14 @@ def _inputs(args: argparse.Namespace, reqs, index) -> dict:
         "extra-index-urls": [] if args.no_index else clean(args.extra_index_url),
         "from-env": bool(args.from_env),
         **({"pre": True} if getattr(args, "pre", False) else {}),
+        **_formats(args).to_inputs(),
     }
+
+
+def _formats(args: argparse.Namespace):
+    from dtkguard.resolve.binary import FormatControl
+
+    return FormatControl.from_options(getattr(args, "formats", []))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,13 +280,16 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
     from dtkguard.resolve.metacache import MetadataCache
     from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
+    from dtkguard.resolve.sdist import builder_for
 
     timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
     if not timeout > 0:
         raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     try:
         cache = None if args.no_cache else MetadataCache()
-        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache)
+        builder = builder_for(sources, fetcher.credentials)
+        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache,
+                      formats=_formats(args), builder=builder)  # fmt: skip
     except Unsatisfiable as exc:
         print("dtkguard: cannot lock:", file=sys.stderr)
         for line in exc.lines:
@@ -274,6 +309,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
                 dependencies=pkg.dependencies,
             )
         )
+    builder = res.provider.builder
     problems = closure_problems(entries, target.markers)
     if problems:
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
@@ -292,6 +328,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
             f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
             f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
             f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
+            f"{builder.built} sdist builds, "
             f"{took:.2f}s",
             file=sys.stderr,
         )

@@ -45,6 +45,7 @@ def entry_for(link: FileLink, policy: Any, lock_dir: Path, **fields: Any) -> Loc
         upload_time=link.upload_time,
         index=link.source.index_url,
         tool=tool,
+        sdist=link.is_sdist,
         **fields,
     )
 

@@ -16,7 +16,7 @@ import netrc
 import os
 import threading
 from pathlib import Path
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 
 def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
@@ -91,15 +91,26 @@ class Credentials:
         login, _account, password = entry
         return login or "", password or ""
 
-    def header(self, url: str) -> str | None:
-        """The ``Authorization`` value for ``url``, or None."""
+    def _lookup(self, url: str) -> tuple[str, str] | None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             return None
         with self._lock:
             cred = self._by_origin.get(_origin(parts))
+        return cred or self._from_netrc((parts.hostname or "").lower())
+
+    def with_userinfo(self, url: str) -> tuple[str, str]:
+        """(``url`` with its credentials put back, the password): only for handing to pip."""
+        cred = self._lookup(url)
         if cred is None:
-            cred = self._from_netrc((parts.hostname or "").lower())
+            return url, ""
+        scheme, rest = url.split("://", 1)
+        user, password = (quote(c, safe="") for c in cred)
+        return f"{scheme}://{user}:{password}@{rest}", cred[1]
+
+    def header(self, url: str) -> str | None:
+        """The ``Authorization`` value for ``url``, or None."""
+        cred = self._lookup(url)
         if cred is None:
             return None
         token = base64.b64encode(f"{cred[0]}:{cred[1]}".encode()).decode()

@@ -147,11 +147,12 @@ def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str]
         return [f"{who} requires {req.text}; {'; '.join(reasons)}"], False
     if not provider.candidates_for(req.name):
         return [f"{who} requires {req.text}; {nothing_for(provider, req.name)}"], False
-    broken = [lk.filename for lk in provider.unusable if lk.project == req.name]
+    broken = sorted(
+        (lk.filename, why) for lk, why in provider.unusable.items() if lk.project == req.name
+    )
     if broken:
-        return [
-            f"{who} requires {req.text}; unusable metadata in {', '.join(sorted(broken)[:3])}"
-        ], False
+        named = "; ".join(f"{name}: {why}" for name, why in broken[:3])
+        return [f"{who} requires {req.text}; unusable metadata in {named}"], False
     return [f"{who} requires {req.text}"], False
 
 

@@ -22,12 +22,17 @@ from resolvelib import AbstractProvider
 
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
+from dtkguard.resolve.binary import FormatControl
 from dtkguard.resolve.candidates import PYTHON, Candidate, Req
-from dtkguard.resolve.excluded import REQUIRES_PYTHON, TAGS, YANKED, Excluded
+from dtkguard.resolve.excluded import BINARY, REQUIRES_PYTHON, TAGS, YANKED, Excluded
 from dtkguard.resolve.metacache import MetadataCache, link_key
 from dtkguard.resolve.metadata import BadMetadata, Metadata
+from dtkguard.resolve.sdist import Builder
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
+
+#: an sdist ranks after every wheel of its version (pip and uv prefer the wheel)
+SDIST_RANK = 1 << 30
 
 #: a name that is among a conflict's causes this often while still unpinned is decided first
 PROMOTE_AFTER = 5
@@ -45,8 +50,14 @@ class PolicyProvider(AbstractProvider):
         pre: bool = False,
         cache: MetadataCache | None = None,
         like: PolicyProvider | None = None,
+        formats: FormatControl | None = None,
+        builder: Builder | None = None,
     ) -> None:
         self.sources = list(sources)
+        #: --only-binary / --no-binary
+        self.formats = formats or FormatControl()
+        #: builds the metadata of sdists without static PKG-INFO (None: sdists only if static)
+        self.builder = builder
         self.pre = pre
         #: the persistent METADATA cache (None: read every source afresh)
         self.cache = cache
@@ -67,6 +78,8 @@ class PolicyProvider(AbstractProvider):
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
         self._meta: dict[FileLink, Metadata] = {}
+        self._gates: dict[FileLink, threading.Lock] = {}
+        self._failed: dict[FileLink, BadMetadata] = {}
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
         self._lock = threading.Lock()
@@ -86,6 +99,8 @@ class PolicyProvider(AbstractProvider):
         self._allowed = like._allowed
         self._interned = like._interned
         self._meta = like._meta
+        self._gates = like._gates
+        self._failed = like._failed
         self._deps = like._deps
         self._sat = like._sat
         self._markers_cache = like._markers_cache
@@ -136,7 +151,11 @@ class PolicyProvider(AbstractProvider):
         order = {id(s): i for i, s in enumerate(self.sources)}
         dropped: list[Excluded] = []
         for link in links:
-            rank = self.target.wheel_rank(link.tags)
+            if not self.formats.allows(name, link.is_sdist):
+                rule = self.formats.rule(link.is_sdist)
+                dropped.append(Excluded(link.version, link.filename, BINARY, rule))
+                continue
+            rank = SDIST_RANK if link.is_sdist else self.target.wheel_rank(link.tags)
             if rank is None:
                 dropped.append(Excluded(link.version, link.filename, TAGS))
                 continue
@@ -175,23 +194,46 @@ class PolicyProvider(AbstractProvider):
 
     # -- metadata ---------------------------------------------------------------------------
     def metadata(self, link: FileLink) -> Metadata:
+        """Parsed metadata of ``link``, read once even when the warming threads ask at the same
+        time (an sdist may need a build); a failure is remembered and raised again."""
         hit = self._meta.get(link)
-        if hit is None:
-            hit = Metadata(self.raw_metadata(link), link)
-            self._meta[link] = hit
+        if hit is not None:
+            return hit
+        with self._lock:
+            gate = self._gates.setdefault(link, threading.Lock())
+        with gate:
+            hit = self._meta.get(link)
+            if hit is None:
+                failed = self._failed.get(link)
+                if failed is not None:
+                    raise failed
+                try:
+                    hit = Metadata(self.raw_metadata(link), link)
+                except BadMetadata as exc:
+                    self._failed[link] = exc
+                    raise
+                self._meta[link] = hit
         return hit
 
     def raw_metadata(self, link: FileLink) -> bytes:
         """METADATA bytes of ``link``: from the persistent cache, else from its source."""
         key = link_key(link) if self.cache is not None else None
         if key is None:
-            return link.source.metadata(link)
+            return self._read_metadata(link)
         assert self.cache is not None
         raw = self.cache.get(*key)
         if raw is None:
-            raw = link.source.metadata(link)
+            raw = self._read_metadata(link)
             self.cache.put(key[0], raw)
         return raw
+
+    def _read_metadata(self, link: FileLink) -> bytes:
+        """From the source; an sdist's from its PKG-INFO or a build (:mod:`.sdist`)."""
+        if not link.is_sdist:
+            return link.source.metadata(link)
+        builder = self.builder or Builder([], static_only=True)
+        with link.source.local_file(link) as path:
+            return builder.metadata(path)
 
     def _warm(self, name: str) -> None:
         """Background: list ``name``, read the newest candidate's metadata and warm its

@@ -10,12 +10,14 @@ from typing import Any
 from packaging.requirements import Requirement
 
 from dtkguard.errors import DtkguardError
+from dtkguard.resolve.binary import FormatControl
 from dtkguard.resolve.candidates import PYTHON, Candidate
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.indexes import env_extra_indexes
 from dtkguard.resolve.metacache import MetadataCache
 from dtkguard.resolve.provider import PolicyProvider
 from dtkguard.resolve.reporter import CountingReporter, OutOfTime
+from dtkguard.resolve.sdist import Builder
 from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
 from dtkguard.resolve.target import TargetEnv
 
@@ -103,6 +105,8 @@ def resolve(
     cache: MetadataCache | None = None,
     like: PolicyProvider | None = None,
     max_rounds: int = MAX_ROUNDS,
+    formats: FormatControl | None = None,
+    builder: Builder | None = None,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
     that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
@@ -114,7 +118,8 @@ def resolve(
     started = time.monotonic()
     if deadline is None:
         deadline = started + timeout
-    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like)
+    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like,
+                              formats=formats, builder=builder)  # fmt: skip
     try:
         roots = [
             provider.make_req(r, None)
@@ -162,6 +167,8 @@ def trial(
             max_rounds=budget[0],
             like=provider,
             cache=provider.cache,
+            formats=provider.formats,
+            builder=provider.builder,
         )
     except OutOfTime:
         budget[0] = 0

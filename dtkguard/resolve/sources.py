@@ -13,14 +13,22 @@ import io
 import json
 import os
 import re
+import tempfile
 import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urldefrag, urljoin
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import Version
 
 from dtkguard.decision import canonical
@@ -55,11 +63,22 @@ class FileLink:
     def vendor(self) -> bool:
         return self.source.vendor
 
+    @property
+    def is_sdist(self) -> bool:
+        return not self.filename.endswith(".whl")
+
     def __repr__(self) -> str:
         return f"<{self.filename} from {self.source.label}>"
 
 
 def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
+    """(project, version, tags) of a wheel or an sdist (no tags) file name, else None."""
+    if filename.endswith((".tar.gz", ".zip")):
+        try:
+            name, version = parse_sdist_filename(filename)
+        except (InvalidSdistFilename, ValueError):
+            return None
+        return str(name), version, frozenset()
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, ValueError):
@@ -104,6 +123,13 @@ class Source:
     def complete(self, link: FileLink) -> None:
         """Fill in ``hashes`` and ``size`` when the listing did not carry them."""
 
+    @contextmanager
+    def local_file(self, link: FileLink) -> Iterator[Path]:
+        """The file of ``link`` on disk for as long as the block runs."""
+        if link.path is None:
+            raise InputError(f"{link.filename} has no file here", self.label)
+        yield link.path
+
 
 class FindLinks(Source):
     """A flat folder of wheels (``--find-links DIR``); paths are kept as given for the lock."""
@@ -128,8 +154,6 @@ class FindLinks(Source):
                         field="--find-links",
                     ) from None
                 for name in names:
-                    if not name.endswith(".whl"):
-                        continue
                     parsed = _parse_wheel(name)
                     if parsed is None:
                         continue
@@ -338,6 +362,28 @@ class SimpleIndex(Source):
 
             link.hashes["sha256"], size = sha256_of(self.fetcher, link)
             link.size = link.size or size
+
+    @contextmanager
+    def local_file(self, link: FileLink) -> Iterator[Path]:
+        """Download ``link`` to a temporary file (streamed, its sha256 checked when listed)."""
+        assert link.url is not None
+        with tempfile.TemporaryDirectory(prefix="dtkguard-dl-") as tmp:
+            path = Path(tmp) / link.filename
+            digest = hashlib.sha256()
+            with self.fetcher.stream(link.url) as resp, path.open("wb") as fh:
+                if resp.status != 200:
+                    raise InputError(
+                        f"cannot download {link.filename}: HTTP {resp.status}", link.url
+                    )
+                for chunk in iter(lambda: resp.read(1 << 20), b""):
+                    digest.update(chunk)
+                    fh.write(chunk)
+            want = link.hashes.get("sha256")
+            if want and digest.hexdigest() != want:
+                raise InputError(f"{link.filename} does not match its sha256", link.url)
+            link.hashes.setdefault("sha256", digest.hexdigest())
+            link.size = link.size or path.stat().st_size
+            yield path
 
     def wheel_bytes(self, link: FileLink) -> bytes:
         assert link.url is not None

@@ -77,9 +77,17 @@ def metadata_text(
     requires_python: str | None = None,
     provides_extra: Iterable[str] = (),
     summary: str = "",
+    metadata_version: str = "2.1",
+    dynamic: Iterable[str] = (),
 ) -> str:
-    """Core metadata (Metadata-Version 2.1) as written to ``METADATA`` and ``PKG-INFO``."""
-    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {_version(version)}"]
+    """Core metadata (Metadata-Version 2.1 unless told) as written to ``METADATA`` and
+    ``PKG-INFO``; ``dynamic`` lists PEP 643 ``Dynamic`` fields."""
+    lines = [
+        f"Metadata-Version: {metadata_version}",
+        f"Name: {name}",
+        f"Version: {_version(version)}",
+    ]
+    lines += [f"Dynamic: {field}" for field in dynamic]
     if summary:
         lines.append("Summary: " + " ".join(summary.split()))
     if requires_python:
@@ -247,10 +255,14 @@ def build_sdist(
     requires_python: str | None = None,
     summary: str = "",
     build_requires: Iterable[str] = ("setuptools",),
+    metadata_version: str = "2.1",
+    dynamic: Iterable[str] = (),
 ) -> Path:
     """Write a tiny setuptools sdist (``{name}-{version}.tar.gz``) and return its path.
 
-    The project has a ``pyproject.toml`` with ``[build-system] requires = ["setuptools"]`` (so pip
+    ``PKG-INFO`` is Metadata-Version ``metadata_version`` with ``dynamic`` fields: 2.2 or later
+    without ``Requires-Dist`` among them is static in PEP 643's sense. The project has a
+    ``pyproject.toml`` with ``[build-system] requires = ["setuptools"]`` (so pip
     and uv build it in an isolated environment), a ``PKG-INFO`` and one module
     ``{import_name}/__init__.py`` holding ``__version__``.
     """
@@ -278,7 +290,13 @@ def build_sdist(
         f"packages = [{_toml_str(module)}]\n"
     )
     pkg_info = metadata_text(
-        name, ver, requires_dist=reqs, requires_python=requires_python, summary=summary
+        name,
+        ver,
+        requires_dist=reqs,
+        requires_python=requires_python,
+        summary=summary,
+        metadata_version=metadata_version,
+        dynamic=dynamic,
     )
     root = f"{escaped}-{ver}"
     entries = {
