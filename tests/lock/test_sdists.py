@@ -11,8 +11,8 @@ import pytest
 
 from dtkguard.lock.read import read_lock
 from tests.support.cache import find_wheel
-from tests.support.index import serve_index
 from tests.support.cli import dtkguard_in
+from tests.support.index import serve_index
 from tests.support.venvs import hermetic_env, make_venv, run_uv
 from tests.support.wheels import build_sdist, build_wheel
 
