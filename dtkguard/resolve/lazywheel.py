@@ -13,7 +13,9 @@ import hashlib
 import io
 import re
 import tempfile
-from typing import Any
+import zipfile
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from dtkguard.errors import InputError
 
@@ -22,6 +24,17 @@ TAIL = 64 << 10
 #: a later request fetches at least this much
 CHUNK = 64 << 10
 _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+
+
+def read_zip_metadata(data: bytes | Path | BinaryIO) -> bytes:
+    """The ``*.dist-info/METADATA`` of a wheel given as bytes, a path or a seekable file."""
+    src = io.BytesIO(data) if isinstance(data, bytes) else data
+    with zipfile.ZipFile(src) as zf:
+        names = [n for n in zf.namelist() if _METADATA.fullmatch(n)]
+        if len(names) != 1:
+            raise ValueError("expected exactly one .dist-info/METADATA")
+        return zf.read(names[0])
 
 
 class _Ranges(io.RawIOBase):
@@ -82,8 +95,6 @@ class _Ranges(io.RawIOBase):
 def read_metadata(fetcher: Any, link: Any) -> bytes:
     """METADATA of the wheel ``link`` (fills ``link.size``, and ``link.hashes`` when a full
     download was needed and the listing had no sha256)."""
-    from dtkguard.resolve.sources import read_zip_metadata
-
     url = link.url
     with fetcher.stream(url, Range=f"bytes=-{TAIL}") as resp:
         if resp.status == 206:
@@ -101,8 +112,6 @@ def read_metadata(fetcher: Any, link: Any) -> bytes:
 
 
 def _from_full_body(resp: Any, link: Any) -> bytes:
-    from dtkguard.resolve.sources import read_zip_metadata
-
     digest = hashlib.sha256()
     size = 0
     with tempfile.TemporaryFile(prefix="dtkguard-wheel-") as tmp:

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
-import io
 import json
 import os
-import re
 import tempfile
 import threading
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import urldefrag, urljoin
 
 from packaging.utils import (
@@ -34,8 +31,7 @@ from packaging.version import Version
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.resolve.http import JSON_ACCEPT, Fetcher
-
-_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+from dtkguard.resolve.lazywheel import read_zip_metadata
 
 
 @dataclass(eq=False)
@@ -84,16 +80,6 @@ def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
     except (InvalidWheelFilename, ValueError):
         return None
     return str(name), version, frozenset(str(t) for t in tags)
-
-
-def read_zip_metadata(data: bytes | Path | BinaryIO) -> bytes:
-    """The ``*.dist-info/METADATA`` of a wheel given as bytes, a path or a seekable file."""
-    src = io.BytesIO(data) if isinstance(data, bytes) else data
-    with zipfile.ZipFile(src) as zf:
-        names = [n for n in zf.namelist() if _METADATA.fullmatch(n)]
-        if len(names) != 1:
-            raise ValueError("expected exactly one .dist-info/METADATA")
-        return zf.read(names[0])
 
 
 def sha256_file(path: Path) -> str:
