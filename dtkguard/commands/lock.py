@@ -279,6 +279,7 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     from dtkguard.lock.build import entry_for, tool_table
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
     from dtkguard.resolve.metacache import MetadataCache
+    from dtkguard.resolve.progress import showing
     from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
     from dtkguard.resolve.sdist import builder_for
 
@@ -288,8 +289,10 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     try:
         cache = None if args.no_cache else MetadataCache()
         builder = builder_for(sources, fetcher.credentials)
-        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache,
-                      formats=_formats(args), builder=builder)  # fmt: skip
+        with showing(fetcher, quiet=args.quiet) as progress:
+            res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout,
+                          cache=cache, formats=_formats(args), builder=builder,
+                          progress=progress)  # fmt: skip
     except Unsatisfiable as exc:
         print("dtkguard: cannot lock:", file=sys.stderr)
         for line in exc.lines:

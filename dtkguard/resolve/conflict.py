@@ -202,10 +202,14 @@ def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
     return f"{key} {versions[0]} through {versions[-1]} ({len(versions)} versions)", True
 
 
-def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> list[str]:
+def _missing_along_the_way(
+    provider: PolicyProvider,
+    causes: Sequence[Any],
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
+) -> list[str]:
     """Projects that kept clashing during the search but have no wheel at all (uv names them
     first: they rule out whole ranges of their dependents before the final conflict)."""
-    named = {c.requirement.name for c in causes}
+    named = {c.requirement.name for c in causes} | set(skip)
     out = []
     counts = provider.conflict_counts()
     for key in sorted(counts, key=lambda k: (-counts[k], k)):
@@ -309,6 +313,24 @@ def _pos(versions: list[Version], anchor: Version) -> int:
     return bisect.bisect_left(versions, anchor)
 
 
+def _without_files_first(
+    provider: PolicyProvider, roots: Sequence[Requirement]
+) -> tuple[list[str], set[str]]:
+    """One line per project of the likely graph with no usable file, before anything else
+    (all of them at once, not one per run)."""
+    from dtkguard.resolve.missing import without_files
+
+    reqs = [provider.make_req(r, None) for r in roots]
+    found = without_files(provider, reqs, time.monotonic() + EXPLAIN_SECONDS / 3)
+    if len(found) < 2:
+        return [], set()  # one is named by the conflict itself, with its chain
+    lines = [
+        f"no usable file for the target: {name} (needed by {who}): {nothing_for(provider, name)}"
+        for name, who in found
+    ]
+    return lines, {name for name, _ in found}
+
+
 def explain_conflict(
     provider: PolicyProvider,
     causes: Sequence[Any],
@@ -321,7 +343,7 @@ def explain_conflict(
     resolve. ``rounds``: how many the failed resolution took (bounds all trials together);
     ``trial``: the resolver's `dtkguard.resolve.resolver.trial` (passed in, so that this module
     does not import the resolver that imports it)."""
-    lines: list[str] = []
+    lines, named = _without_files_first(provider, roots)
     by_policy = False
     for req, parents in _groups(causes):
         if parents:
@@ -337,7 +359,8 @@ def explain_conflict(
         if chain:
             body[0] = f"because {' and '.join(chain)}, {body[0]}"
         lines += [line for line in body if line not in lines]
-    lines += [line for line in _missing_along_the_way(provider, causes) if line not in lines]
+    also = _missing_along_the_way(provider, causes, named)
+    lines += [line for line in also if line not in lines]
     deadline = time.monotonic() + EXPLAIN_SECONDS
     budget = [max(MIN_TRIAL_ROUNDS, TRIAL_ROUNDS_FACTOR * rounds)]
     if by_policy:

@@ -108,6 +108,10 @@ class PolicyProvider(AbstractProvider):
         self.unusable = like.unusable
         self.excluded = like.excluded
 
+    def projects_seen(self) -> int:
+        """How many projects have been listed so far (for the progress line)."""
+        return len(self._cands)
+
     def conflict_counts(self) -> dict[str, int]:
         """How often each identifier was among a conflict's causes while unpinned."""
         return dict(self._conflicts)

@@ -15,6 +15,7 @@ from dtkguard.resolve.candidates import PYTHON, Candidate
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.indexes import env_extra_indexes
 from dtkguard.resolve.metacache import MetadataCache
+from dtkguard.resolve.progress import Progress
 from dtkguard.resolve.provider import PolicyProvider
 from dtkguard.resolve.reporter import CountingReporter, OutOfTime
 from dtkguard.resolve.sdist import Builder
@@ -107,6 +108,7 @@ def resolve(
     max_rounds: int = MAX_ROUNDS,
     formats: FormatControl | None = None,
     builder: Builder | None = None,
+    progress: Progress | None = None,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
     that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
@@ -120,6 +122,8 @@ def resolve(
         deadline = started + timeout
     provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like,
                               formats=formats, builder=builder)  # fmt: skip
+    if progress is not None:
+        progress.attach(provider)
     try:
         roots = [
             provider.make_req(r, None)

@@ -158,3 +158,17 @@ def test_a_patch_level_target_is_accepted_and_used_as_pip_and_uv_use_it(tmp_path
     bad = run_cli("lock", "lib", "--python-version", "3.10.x", "-o", "pylock.p.toml",
                   cwd=tmp_path)  # fmt: skip
     assert bad.returncode == 2 and "--python-version" in bad.stderr
+
+
+def test_every_package_of_the_conflict_chain_is_named(tmp_path):
+    w = tmp_path / "w"
+    build_wheel(w, "top", "1.0", requires_dist=["mid[x]>=1"])
+    build_wheel(w, "mid", "1.0", requires_dist=["low>=2; extra == 'x'"], provides_extra=["x"])
+    for v in ("1.0", "2.0"):
+        build_wheel(w, "low", v)
+    with serve_index(w) as server:
+        proc, _, _ = _lock(tmp_path, server.url, "top", "low<2")
+        assert proc.returncode == 1
+        assert "because top 1.0 depends on mid[x]>=1, mid[x] 1.0 requires low>=2" in proc.stderr
+        assert "the request requires low<2" in proc.stderr
+        assert _uv(server.url, ["top", "low<2"], HERE[1])[0] != 0
