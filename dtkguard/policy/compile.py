@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import (
+    MAX_POLICY_BYTES,
     CompiledPolicy,
     DenyRule,
     Fp8Rule,
@@ -30,9 +31,6 @@ from dtkguard.policy.compiled import (
 from dtkguard.policy.model import PolicyExceptionModel, PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
 from dtkguard.util.text import Undecodable, decode_utf8
-
-#: a real policy is a few kilobytes; past this a file is refused before it is parsed
-MAX_POLICY_BYTES = 256 << 10
 
 #: answers "is this a rule id?" for an exception's ``rule``
 KnownRule = Callable[[str], bool]

@@ -61,7 +61,7 @@ def _cache_file(path: Path) -> Path:
 def _digest(path: str) -> str:
     import hashlib
 
-    from dtkguard.policy.compile import MAX_POLICY_BYTES
+    from dtkguard.policy.compiled import MAX_POLICY_BYTES
     from dtkguard.util.safe_read import read_capped
 
     return hashlib.sha256(read_capped(path, MAX_POLICY_BYTES, what="policy")).hexdigest()
