@@ -60,7 +60,8 @@ class Scenario:
     expect: int = 0
     target: str = "here"  # "here": this interpreter; "das": Python 3.10 manylinux_2_35
     index: dict = field(default_factory=dict)  # serve_index options
-    find_links: bool = False
+    #: find-links scenarios: (vendor folder, public folder)
+    folders: tuple[Path, Path] | None = None
     smoke: bool = True
 
 
@@ -156,7 +157,9 @@ def _das(base: Path) -> list[Scenario]:
     pyrax = snapshot_wheelhouse("pypi-2020-02-15-pyrax", base / "pyrax")
     return [
         Scenario("vllm-index", [VLLM], both, target="das", smoke=False),
-        Scenario("vllm-find-links", [VLLM], both, target="das", find_links=True, smoke=False),
+        Scenario(
+            "vllm-find-links", [VLLM], both, target="das", folders=(vendor, community), smoke=False
+        ),
         Scenario("pyrax-index", ["pyrax==1.9.8"], pyrax, expect=1, target="das", smoke=False),
     ]
 
@@ -189,12 +192,17 @@ class Tools:
 
     def command(self, tool: str, sc: Scenario, url: str, cache: Path) -> list[str]:
         das = sc.target == "das"
-        src = (["--no-index", "--find-links", str(sc.folder)] if sc.find_links
-               else ["--index-url", url])  # fmt: skip
+        src = ["--index-url", url]
+        if sc.folders:
+            src = ["--no-index", "--find-links", str(sc.folders[1]), "--find-links",
+                   str(sc.folders[0])]  # fmt: skip
         if tool == "dtkguard":
             target = (["--python-version", "3.10"] if das
                       else ["--python-version", HERE, "--platform", PLATFORM])  # fmt: skip
-            extra = ["--vendor-index-url", url] if das and not sc.find_links else []
+            extra = ["--vendor-index-url", url] if das else []
+            if sc.folders:
+                src = ["--no-index", "--find-links", str(sc.folders[1])]
+                extra = ["--vendor-find-links", str(sc.folders[0])]
             return [sys.executable, "-m", "dtkguard", "lock", *sc.requests, "--policy",
                     "dtk-25.04.1", *target, *src, *extra, "-o", "pylock.bench.toml"]  # fmt: skip
         cons = ["-c", "vendor.txt"] if sc.requests == [VLLM] else []
@@ -293,6 +301,17 @@ def _big_wheel(base: Path, tools: Tools, size: int) -> None:
                   f"{(index.file_bytes - sent) / 1e6:8.1f} MB of wheel read")  # fmt: skip
 
 
+def _measured(sc: Scenario, times: dict) -> str:
+    """One progress line: median cold/warm wall and CPU seconds per tool."""
+    med = statistics.median
+    parts = [
+        f"{tool} {med(t['cold']):.2f}/{med(t['warm']):.2f} s "
+        f"({med(t['cold-cpu']):.2f}/{med(t['warm-cpu']):.2f} CPU)"
+        for tool, t in times.items()
+    ]
+    return f"  measured {sc.name}: " + ", ".join(parts)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="smallest size, one run")
@@ -312,7 +331,7 @@ def main() -> int:
         rows = []
         for sc in scenarios:
             rows.append((sc, _measure(sc, tools, base, runs)))
-            print(f"  measured {sc.name}", flush=True)
+            print(_measured(sc, rows[-1][1]), flush=True)
         if rows:
             _report(rows, runs)
         if not args.only or "big-wheel" in args.only:
