@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import (
-    MAX_POLICY_BYTES,
     CompiledPolicy,
     DenyRule,
     Fp8Rule,
@@ -28,6 +27,7 @@ from dtkguard.policy.compiled import (
     canonical,
     series_key,
 )
+from dtkguard.policy.locate import MAX_POLICY_BYTES
 from dtkguard.policy.model import PolicyExceptionModel, PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
 from dtkguard.util.text import Undecodable, decode_utf8

@@ -13,10 +13,6 @@ from dataclasses import asdict, dataclass, field
 from dtkguard.decision import canonical
 from dtkguard.findings import Severity
 
-#: a real policy is a few kilobytes; past this a file is refused before it is parsed (here, not
-#: in compile.py, so that reading a cached policy never imports pydantic)
-MAX_POLICY_BYTES = 256 << 10
-
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
     import datetime as _dt
