@@ -312,7 +312,6 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
                 dependencies=pkg.dependencies,
             )
         )
-    builder = res.provider.builder
     problems = closure_problems(entries, target.markers)
     if problems:
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
@@ -324,15 +323,19 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     )
     write_lock(out, doc)
     if not args.quiet:
-        vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
-        took = time.perf_counter() - started
-        print(
-            f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
-            f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
-            f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
-            f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
-            f"{builder.built} sdist builds, "
-            f"{took:.2f}s",
-            file=sys.stderr,
-        )
+        _summary(out, entries, target, res, fetcher, time.perf_counter() - started)
     return 0
+
+
+def _summary(out: Path, entries, target, res, fetcher, took: float) -> None:
+    """The last line: what was written, for which target, and what it cost."""
+    vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
+    builds = res.provider.builder.built if res.provider.builder is not None else 0
+    print(
+        f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
+        f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
+        f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
+        f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
+        f"{builds} sdist builds, {took:.2f}s",
+        file=sys.stderr,
+    )
