@@ -47,8 +47,10 @@ def test_lock_runs_on_the_lowest_declared_floors(floor_venv, tmp_path):
     env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(tmp_path / "c"))
     with serve_index(w) as server:
         base = ("-m", "dtkguard", "lock", "--policy", "dtk-25.04.1", "--index-url", server.url)
-        ok = floor_venv.run(*base, "app", "--python-version", HERE, "-o", "pylock.f.toml",
-                            env=env, cwd=tmp_path, check=False)  # fmt: skip
+        (tmp_path / "reqs.txt").write_text("app  # through pip-api\n")
+        ok = floor_venv.run(*base, "-r", "reqs.txt", "--python-version", HERE,
+                            "-o", "pylock.f.toml", env=env, cwd=tmp_path,
+                            check=False)  # fmt: skip
         assert ok.returncode == 0, ok.stderr
         bad = floor_venv.run(*base, "app==2.0", "-o", "pylock.g.toml", env=env, cwd=tmp_path,
                              check=False)  # fmt: skip
