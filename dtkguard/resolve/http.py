@@ -81,6 +81,8 @@ class Fetcher:
         self._workers = workers
         self._futures: dict[tuple[str, str], Future[Response]] = {}
         self._released: set[tuple[str, str]] = set()
+        self._readers: dict[str, int] = {}
+        self._release_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
         self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
@@ -108,11 +110,22 @@ class Fetcher:
             if (url, accept) not in self._released:
                 self._submit(url, accept)
 
-    def release(self, url: str, accept: str = "*/*") -> None:
-        """Free the body of ``url`` once parsed; it is never fetched again in this run."""
+    def reader(self, base: str) -> None:
+        """One more source reads the index at ``base`` (two sources may share an index: the
+        vendor and the public one)."""
         with self._lock:
-            self._futures.pop((url, accept), None)
-            self._released.add((url, accept))
+            self._readers[base] = self._readers.get(base, 0) + 1
+
+    def release(self, url: str, accept: str = "*/*", base: str | None = None) -> None:
+        """Free the body of ``url`` once every source reading ``base`` has parsed it; it is
+        not fetched again in this run."""
+        key = (url, accept)
+        with self._lock:
+            done = self._release_counts[key] = self._release_counts.get(key, 0) + 1
+            if done < self._readers.get(base or "", 1):
+                return
+            self._futures.pop(key, None)
+            self._released.add(key)
 
     @contextmanager
     def stream(self, url: str, **headers: str) -> Iterator[Streamed]:

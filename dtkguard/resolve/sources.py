@@ -206,6 +206,7 @@ class SimpleIndex(Source):
         if "://" not in url:
             url = Path(url).absolute().as_uri()
         url = fetcher.credentials.add(url, credentials)  # never kept in a URL
+        fetcher.reader(url if url.endswith("/") else url + "/")
         self.url = url if url.endswith("/") else url + "/"
         self.index_url = self.url
         self.label = self.url
@@ -251,7 +252,7 @@ class SimpleIndex(Source):
         else:
             links = self._parse_html(resp.url, resp.body, project)
         links = [link for link in links if link.project == project]
-        self.fetcher.release(self._page_url(project), self._accept())
+        self.fetcher.release(self._page_url(project), self._accept(), base=self.url)
         with self._lock:  # a page parsed twice (prefetch race): the first list wins
             return self._pages.setdefault(project, links)
 
@@ -315,7 +316,7 @@ class SimpleIndex(Source):
     def metadata(self, link: FileLink) -> bytes:
         if link.metadata_url:
             resp = self.fetcher.get(link.metadata_url)
-            self.fetcher.release(link.metadata_url)
+            self.fetcher.release(link.metadata_url, base=self.url)
             if resp.status == 200:
                 want = (link.metadata_hashes or {}).get("sha256")
                 if want and hashlib.sha256(resp.body).hexdigest() != want:

@@ -172,3 +172,16 @@ def test_every_package_of_the_conflict_chain_is_named(tmp_path):
         assert "because top 1.0 depends on mid[x]>=1, mid[x] 1.0 requires low>=2" in proc.stderr
         assert "the request requires low<2" in proc.stderr
         assert _uv(server.url, ["top", "low<2"], HERE[1])[0] != 0
+
+
+def test_an_index_that_is_vendor_and_public_source_is_read_once(tmp_path):
+    w = tmp_path / "w"
+    build_wheel(w, "app", "1.0", requires_dist=["lib"])
+    build_wheel(w, "lib", "1.0")
+    with serve_index(w) as server:
+        proc = run_cli("lock", "app", "--policy", "dtk-25.04.1", *HERE, "--vendor-index-url",
+                       server.url, "--index-url", server.url, "-o", "pylock.v.toml",
+                       cwd=tmp_path)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        pages = [p for p in server.requests if p.startswith("/simple/")]
+        assert sorted(pages) == ["/simple/app/", "/simple/lib/"], server.requests
