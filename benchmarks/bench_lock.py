@@ -29,7 +29,6 @@ are printed first.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -44,6 +43,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.cache import uv_binary  # noqa: E402
 from tests.support.index import serve_index  # noqa: E402
+from tests.support.rss import measure  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 from tests.support.wheels import build_big_wheel, build_sdist, build_wheel  # noqa: E402
 
@@ -221,24 +221,16 @@ class Tools:
 
 def _run(cmd: list[str], sc: Scenario, cwd: Path, cache: Path) -> tuple[float, int, float]:
     """(wall seconds, peak RSS bytes, CPU seconds) of one command, which must exit as the
-    scenario expects. CPU time moves much less than wall time on a loaded machine."""
+    scenario expects. CPU time moves much less than wall time on a loaded machine; the peak
+    is the command's own (measured by a small launcher, not by this big process)."""
     env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(cache))
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
-        assert proc.stdin is not None
-        proc.stdin.write(("\n".join(sc.requests) + "\n").encode())
-        proc.stdin.close()
-        _, status, usage = os.wait4(proc.pid, 0)
-        took = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code
-        if code != sc.expect:
-            out.seek(0)
-            raise SystemExit(f"{sc.name}: exit {code}, expected {sc.expect}: {' '.join(cmd)}\n"
-                             f"{out.read().decode(errors='replace')}")  # fmt: skip
-    return took, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+    got = measure(cmd, env=env, cwd=cwd, input="\n".join(sc.requests) + "\n")
+    took = time.perf_counter() - start
+    if got.returncode != sc.expect:
+        raise SystemExit(f"{sc.name}: exit {got.returncode}, expected {sc.expect}: "
+                         f"{' '.join(cmd)}\n{got.output}")  # fmt: skip
+    return took, got.peak_rss, got.cpu
 
 
 def _measure(sc: Scenario, tools: Tools, base: Path, runs: int) -> dict:
