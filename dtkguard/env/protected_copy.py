@@ -124,9 +124,9 @@ def _differs(path: str, want: dict) -> str | None:
 def changed(es: EnvStore) -> list[tuple[str, str]]:
     """(path, "missing" | "modified") of every protected file that is not as recorded."""
     files = load(es)
-    before = json.dumps(files, sort_keys=True)
+    seen = {p: (w.get("ino"), w.get("ctime_ns")) for p, w in files.items()}
     out = [(p, what) for p, want in sorted(files.items()) if (what := _differs(p, want))]
-    if json.dumps(files, sort_keys=True) != before:
+    if any((w.get("ino"), w.get("ctime_ns")) != seen[p] for p, w in files.items()):
         with contextlib.suppress(OSError):  # the fast pass of the next run
             _save(es, files)
     return out
