@@ -46,8 +46,13 @@ def run(args: argparse.Namespace) -> int:
             from dtkguard.errors import InputError
 
             raise InputError("must be 0 or more", field="--prune")
-        for txn in journal.prune(lay.journal, args.prune):
-            print(f"pruned: rev {txn.id} ({txn.time})")
+        from dtkguard.recover.history import human_size
+
+        pruned = journal.prune(lay.journal, args.prune)
+        for txn, files, size in pruned:
+            print(f"pruned: rev {txn.id} ({txn.time}): freed {files} file(s), {human_size(size)}")
+        total = sum(size for _, _, size in pruned)
+        print(f"pruned {len(pruned)} transaction(s): freed {human_size(total)}")
     txns = journal.transactions(lay.journal)
     if args.json:
         print(json.dumps([t.to_json() for t in txns], indent=1, sort_keys=True))

@@ -138,3 +138,14 @@ def test_killed_commit_is_finished_not_rolled_back(
     assert txn.state == "committed"
     kept = {rel for (_, rel) in txn.kept()}
     assert kept == {"pkg/__init__.py", "pkg/sub/data.bin", "pkg-1.0.dist-info/METADATA"}
+
+
+def test_prune_says_what_it_frees(lay: Layout) -> None:
+    """`history --prune` names the files and bytes it frees: the kept copies of removed or
+    replaced files (a file still linked from the env frees nothing)."""
+    with journal.transaction("-", "t", ["t"], lay=lay) as txn:
+        damage(lay)
+    kept = Transaction.load(txn.dir).kept_files
+    [(pruned, files, size)] = journal.prune(lay.journal, 0)
+    assert pruned.state == "pruned" and files == kept == 3 and size > 0
+    assert journal.prune(lay.journal, 0) == []
