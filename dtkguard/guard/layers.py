@@ -281,8 +281,11 @@ def install(
     uv_shim_too: bool = False,
     lock: Lock | None = None,
     rebaseline: bool = False,
+    record_baseline: bool = True,
 ) -> list[tuple[str, Path, str]]:
     """Write every layer; returns (layer, path, "written" | "unchanged").
+    ``record_baseline=False`` (restore repairing the guard): the store's baseline is kept when
+    there is one, and none is recorded when there is not (that would bless the damage).
 
     The baseline is recorded first (nothing is written when a vendor build does not match
     its RECORD) and kept on later installs unless ``rebaseline``."""
@@ -293,7 +296,10 @@ def install(
     manifest = Manifest(interp)
     if uv_shim_too:
         _refuse_foreign_shim(interp, manifest)
-    base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
+    base: tuple[str, str] | None = None
+    bpath = baseline_path(interp.prefix)
+    if record_baseline or (str(bpath) in manifest.files and bpath.is_file()):
+        base = _baseline(interp, policy, manifest, lock, rebaseline)
     originals = _originals(interp, manifest, uv_config)
     layers = planned_layers(
         interp,
@@ -302,9 +308,9 @@ def install(
         uv_config=uv_config,
         externally_managed=externally_managed,
         uv_shim_too=uv_shim_too,
-        baseline=json.loads(base_text),
+        baseline=json.loads(base[0]) if base else None,
     )
-    results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
+    results = _write_all(interp, manifest, layers, originals, base)
     _list_compiled_hooks(interp, manifest)
     store.record_env(interp, guarded=True)
     refresh_protected(interp)
@@ -323,7 +329,7 @@ def _write_all(
     manifest: Manifest,
     layers: list[Layer],
     originals: dict[str, str | None],
-    base: tuple[str, str],
+    base: tuple[str, str] | None,
 ) -> list[tuple[str, Path, str]]:
     """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
     bpath = baseline_path(interp.prefix)
@@ -338,7 +344,8 @@ def _write_all(
     try:
         es.create()
         interp.state_dir.mkdir(parents=True, exist_ok=True)
-        results.append(_write_baseline(manifest, bpath, *base, written))
+        if base is not None:
+            results.append(_write_baseline(manifest, bpath, *base, written))
         for layer in layers:
             results.append(_write_layer(manifest, layer, originals, written))
             manifest.save()  # after every file: a crash never leaves an unlisted file behind
