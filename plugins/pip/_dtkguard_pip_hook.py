@@ -843,14 +843,7 @@ def _patch_install(module):
             _state["target_dir"] = target
             if _state["error"] is not None and missing and not _override():
                 raise _fail_closed()
-            here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
-            dry = getattr(options, "dry_run", False)  # installs nothing: nothing to compare
-            if (
-                not dry
-                and target is None
-                and all(p is None or _touches(_real(p), _roots()) for p in here)
-            ):
-                _take_snapshot(_load_policy())
+            _snapshot_for(options, target)
             from pip._internal.exceptions import DistributionNotFound
 
             try:
@@ -957,6 +950,16 @@ def _stat_all(paths):
         except OSError:
             out[path] = None
     return out
+
+
+def _snapshot_for(options, target):
+    """Take the build snapshot when this run installs into this interpreter (not a dry run,
+    not ``--target``, no ``--prefix``/``--root`` elsewhere: pip's build environments)."""
+    here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
+    if getattr(options, "dry_run", False) or target is not None:
+        return
+    if all(p is None or _touches(_real(p), _roots()) for p in here):
+        _take_snapshot(_load_policy())
 
 
 def _take_snapshot(policy):
