@@ -442,7 +442,8 @@ def judge_files(policy, name, version, paths, facts, contents=None, members=()):
         if kind is None and any(_under(path, g) for g in facts["guard"]):
             tamper.append((path, "guard"))
             continue
-        filename = startup_file(path, facts["sites"])
+        maybe = path.endswith(".pth") or "customize" in path
+        filename = startup_file(path, facts["sites"]) if maybe else None
         if filename is None or startup_allowed(policy, key, filename):
             continue
         if not startup_shape_ok(key, version, filename, (contents or {}).get(path), members):
