@@ -212,6 +212,6 @@ def test_dtkuv_install_is_a_transaction_that_undo_reverts(
     [txn] = json.loads(history.stdout)
     assert txn["tool"] == "dtkuv" and txn["state"] == "committed"
     assert "accelerate" in txn["after"] and "accelerate" not in txn["before"]
-    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    proc = g.dtkguard("undo", "--python", str(g.venv.python), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == before
