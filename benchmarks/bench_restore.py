@@ -92,7 +92,7 @@ def main() -> int:
         return took + _run(cmd, override)
 
     def restore() -> float:
-        return _run([*dtk, "restore", "--python", py], env)
+        return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
     def rounds(sides: dict) -> dict[str, list[float]]:
         times: dict[str, list[float]] = {k: [] for k in sides}

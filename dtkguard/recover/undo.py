@@ -70,18 +70,21 @@ def forbidden(txn: Transaction, policy: CompiledPolicy) -> list[str]:
     put back what the decision core refuses, or remove a vendor build the policy pins."""
     from dtkguard.guard.baseline import refused
 
-    out = []
+    out: list[tuple[bool, str]] = []  # (not a vendor build, line): the vendor builds first
     for key, before, after in txn.changes():
         name = txn.names.get(key, key)
-        if before is None and policy.vendor_build(name):
-            out.append(f"it would remove the vendor build {name} {after}")
+        pinned = policy.vendor_build(name) is not None
+        if before is None and pinned:
+            out.append((False, f"it would remove the vendor build {name} {after}"))
         elif before is not None:
             out += [
-                f"it would put back {name} {before}, which the policy refuses ({rule})"
+                (
+                    not pinned,
+                    f"it would put back {name} {before}, which the policy refuses ({rule})",
+                )
                 for rule, _msg in refused(policy, name, before)[:1]
             ]
-    out.sort(key=lambda line: "vendor build" not in line)  # the vendor builds first
-    return out
+    return [line for _, line in sorted(out, key=lambda item: item[0])]
 
 
 def _losses(txn: Transaction, policy: CompiledPolicy) -> list[str]:
