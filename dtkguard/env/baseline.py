@@ -64,6 +64,15 @@ def restore_command(python: str) -> str:
 
 
 def baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    """The reference baseline of the env at ``prefix``: in the guard's store."""
+    from dtkguard.env.store import env_store
+
+    return env_store(prefix).baseline
+
+
+def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    """``<prefix>/dtkguard/baseline.json``: where a guard before the store (or an image built
+    elsewhere) keeps its baseline; `check` reads it when the store knows no such env."""
     from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / FILE_NAME

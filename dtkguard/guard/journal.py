@@ -58,9 +58,10 @@ class Layout:
 
     @property
     def journal(self) -> Path:
-        from dtkguard.env.interpreter import STATE_DIR
+        """In the guard's store (`dtkguard.env.store`), never inside the env."""
+        from dtkguard.env.store import env_store
 
-        return self.prefix / STATE_DIR / JOURNAL_DIR
+        return env_store(self.prefix).journal
 
 
 def layout(python: str) -> Layout:

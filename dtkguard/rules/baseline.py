@@ -66,18 +66,30 @@ if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
 
 
-def baseline_files(env: Environment) -> list[tuple[str, Path]]:
-    """(inner path, host path) of every guard baseline of the target's prefixes."""
-    from dtkguard.env.baseline import baseline_path
+def target_prefixes(env: Environment) -> list[str]:
+    """The interpreter prefixes of the target, as it sees them (its own, its sites')."""
     from dtkguard.env.environment import prefix_of
+
+    prefixes = [env.target.prefix] if env.target.prefix else []
+    prefixes += [prefix_of(env.root.inner(site)) for site in env.sites]
+    return list(dict.fromkeys(p for p in prefixes if p))
+
+
+def baseline_files(env: Environment) -> list[tuple[str, Path]]:
+    """(inner path, host path) of every guard baseline of the target's prefixes: the guard
+    store's copy (the reference) for an env of this host the store knows, else a baseline
+    inside the prefix (a guard from before the store, or an image guarded elsewhere)."""
+    from dtkguard.env.baseline import baseline_path, legacy_baseline_path
     from dtkguard.env.root import ConfinementError
 
     root = env.root
-    prefixes = [env.target.prefix] if env.target.prefix else []
-    prefixes += [prefix_of(root.inner(site)) for site in env.sites]
     found: dict[str, tuple[str, Path]] = {}
-    for prefix in prefixes:
-        inner = str(baseline_path(prefix))
+    for prefix in target_prefixes(env):
+        stored = baseline_path(prefix)
+        if root.is_host and stored.is_file():
+            found.setdefault(str(stored), (str(stored), stored))
+            continue
+        inner = str(legacy_baseline_path(prefix))
         try:
             host = root.resolve(inner) if not root.is_host else Path(inner)
         except ConfinementError:
