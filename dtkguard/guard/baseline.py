@@ -290,7 +290,6 @@ def tripwire_modules(baseline: dict[str, Any]) -> list[str]:
 
 #: the tools whose journalled changes the guard judged before they ran
 APPROVING_TOOLS = ("dtkpip", "dtkuv")
-MANIFEST_FILE = "manifest.json"
 
 
 def refused(policy: CompiledPolicy | None, name: str, version: str) -> list[tuple[str, str]]:
@@ -317,9 +316,12 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     import copy
 
     from dtkguard.env.environment import from_python
+    from dtkguard.env.store import env_store
     from dtkguard.guard.hook_policy import read_policy_json
 
-    policy = read_policy_json(interp.policy_file)
+    policy = read_policy_json(env_store(interp.prefix).policy) or read_policy_json(
+        interp.policy_file
+    )
     dists = data["dists"]
     at_install = {"created": data.get("created"), "dists": copy.deepcopy(dists)}
     data.setdefault("guard_install", at_install)
@@ -341,15 +343,16 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     return moved
 
 
-def _write_guard_file(interp: Interpreter, path: Any, text: str) -> None:
-    """Write one of the guard's files and its digest into the guard's manifest (so `guard
-    status` and `baseline-tampered` take it as the guard's own)."""
+def _write_guard_file(interp: Interpreter, path: Any, text: str, mode: int | None = None) -> None:
+    """Write one of the guard's files and its digest into the guard's manifest in the store
+    (so `guard status` and `baseline-tampered` take it as the guard's own)."""
     import hashlib
 
+    from dtkguard.env.store import env_store
     from dtkguard.util.atomic import atomic_write_text
 
-    atomic_write_text(path, text)
-    manifest = interp.state_dir / MANIFEST_FILE
+    atomic_write_text(path, text, mode)
+    manifest = env_store(interp.prefix).manifest
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
         entry = data["files"][str(path)]
@@ -393,11 +396,30 @@ def follow(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> 
     text = dumps(data)
     if text != path.read_text(encoding="utf-8"):
         _write_guard_file(interp, path, text)
-    tripwire = interp.state_dir / TRIPWIRE_FILE
-    mode = _tripwire_mode(tripwire)
-    if matched and mode is not None:
-        fresh = tripwire_text(data, mode)
-        if fresh != tripwire.read_text(encoding="utf-8"):
-            _write_guard_file(interp, tripwire, fresh)
-            moved.append("refreshed")
+    if matched and _write_tripwire(interp, data):
+        moved.append("refreshed")
     return moved
+
+
+def _write_tripwire(interp: Interpreter, data: dict[str, Any]) -> bool:
+    """The tripwire's snapshot from the baseline again: the store's copy and the env's cache
+    the tripwire reads at start-up (a guard layer, listed in the manifest). False: unchanged,
+    or no tripwire installed."""
+    from dtkguard.env.store import env_store
+
+    cache = interp.state_dir / TRIPWIRE_FILE
+    kept = env_store(interp.prefix).tripwire
+    mode = _tripwire_mode(kept) or _tripwire_mode(cache)
+    if mode is None:
+        return False
+    fresh = tripwire_text(data, mode)
+    changed = False
+    for path, file_mode in ((kept, 0o600), (cache, None)):
+        try:
+            same = path.read_text(encoding="utf-8") == fresh
+        except OSError:
+            same = path is kept and not path.exists()  # a guard before the store: no copy
+        if not same:
+            _write_guard_file(interp, path, fresh, file_mode)
+            changed = True
+    return changed

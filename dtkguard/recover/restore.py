@@ -186,6 +186,8 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
         text = overrides_file.read_text(encoding="utf-8")
     except OSError:
         return 0
+    from dtkguard.env.chain import head_path
+
     count = sum(1 for line in text.splitlines() if line.strip())
     if count:
         dest = txn.dir / ARCHIVED_OVERRIDES
@@ -194,7 +196,29 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
         txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
         txn.save()
     os.unlink(overrides_file)
+    head_path(overrides_file).unlink(missing_ok=True)  # the chain moved whole: none is left
     return count
+
+
+def unarchive_overrides(txn: Transaction, overrides_file: Path) -> None:
+    """Put the records a restore archived back into the override log (its undo: they
+    describe the state that comes back), each appended to the log's chain again."""
+    import json
+
+    from dtkguard.env.chain import append
+
+    archived = txn.dir / ARCHIVED_OVERRIDES
+    if not archived.is_file():
+        return
+    for line in archived.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entry.pop("prev", None)
+            append(overrides_file, entry)
+    archived.unlink()
 
 
 def say(text: str) -> None:

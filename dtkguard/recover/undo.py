@@ -202,7 +202,7 @@ def _do(
     tmp: Path,
 ) -> Transaction:
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Override, put_back
+    from dtkguard.recover.restore import Override, put_back, unarchive_overrides
 
     remove = [txn.names.get(k, k) for k, before, _ in txn.changes() if before is None]
     log = interpreter(python).overrides_file
@@ -211,11 +211,7 @@ def _do(
         python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
     ) as new:
         put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
-        archived = txn.dir / ARCHIVED_OVERRIDES
-        if archived.is_file():  # a restore archived them: they describe the state back now
-            with open(log, "a", encoding="utf-8") as fh:
-                fh.write(archived.read_text(encoding="utf-8"))
-            archived.unlink()
+        unarchive_overrides(txn, log)  # a restore archived them: they describe the state back
     txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")
     txn.state = "undone"
     txn.save()

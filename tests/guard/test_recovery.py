@@ -87,7 +87,7 @@ def import_torch(g: Guarded) -> str:
 
 
 def baseline_of(g: Guarded) -> dict:
-    return json.loads((g.venv.path / "dtkguard" / "baseline.json").read_text())
+    return json.loads(g.store.baseline.read_text())
 
 
 def recipe(python: str) -> list[str]:
