@@ -373,6 +373,18 @@ def _tripwire_mode(path: Any) -> str | None:
 
 
 def follow(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
+    """`follow_baseline`, never failing the change it follows: what could not be written is
+    one warning on stderr (the next `check` still compares with the baseline as it was)."""
+    import sys
+
+    try:
+        return follow_baseline(interp, changes, approved=approved)
+    except (OSError, DtkguardError) as exc:
+        sys.stderr.write(f"dtkguard: warning: the baseline did not follow this change: {exc}\n")
+        return []
+
+
+def follow_baseline(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
     """After a journalled change (dtkpip, dtkuv, restore, undo) of ``interp``'s environment:
     move the baseline forward by the ``changes`` ([(key, before, after)]) of an ``approved``
     one, and when the vendor builds match the baseline again take in their new size and
