@@ -44,13 +44,6 @@ class Interpreter:
         return self.state_dir / "policy.json"
 
     @property
-    def overrides_file(self) -> Path:
-        """The override log: in the guard's store (`dtkguard.env.store`), digest-chained."""
-        from dtkguard.env.store import env_store
-
-        return env_store(self.prefix).overrides
-
-    @property
     def legacy_overrides_file(self) -> Path:
         """Where the override log was before the store (read by `check`, moved by install)."""
         return self.state_dir / "overrides.jsonl"

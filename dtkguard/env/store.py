@@ -107,7 +107,9 @@ class Identity:
     def differences(self, now: Identity) -> list[str]:
         """What changed from this (recorded) identity to ``now``, in words; [] when none."""
         out = []
-        if self.python_real != now.python_real or self.version != now.version:
+        if not now.python_real:
+            out.append(f"the interpreter {now.python} is gone")
+        elif self.python_real != now.python_real or self.version != now.version:
             out.append(
                 f"the interpreter is {now.python_real} (Python {now.version}), "
                 f"not {self.python_real} (Python {self.version})"
@@ -168,6 +170,30 @@ def current_identity(interp: Interpreter) -> Identity:
     )
 
 
+def identity_now(recorded: Identity, version: str | None = None) -> Identity:
+    """The recorded identity's paths as they are now, without asking the interpreter (``check``
+    reads the env as files): its realpath, the inode of site-packages, the interpreter file and
+    ``pyvenv.cfg`` (``version``: the interpreter's, when the caller knows it)."""
+    try:
+        st = os.stat(recorded.purelib)
+        dev, ino = st.st_dev, st.st_ino
+    except OSError:
+        dev = ino = 0
+    python = recorded.python
+    return Identity(
+        prefix=recorded.prefix,
+        python=python,
+        python_real=os.path.realpath(python) if os.path.lexists(python) else "",
+        version=version or recorded.version,
+        purelib=recorded.purelib,
+        site_dev=dev,
+        site_ino=ino,
+        roots=recorded.roots,
+        python_file=_python_mark(python),
+        cfg=_file_mark(os.path.join(recorded.prefix, "pyvenv.cfg")),
+    )
+
+
 def _python_mark(python: str | os.PathLike[str]) -> str:
     """`_file_mark` of a symlink; of a regular interpreter file its inode only (it may lie in
     the scripts folder, which the journal hard-links)."""
@@ -221,6 +247,12 @@ class EnvStore:
     def protected(self) -> Path:
         """``{path: {"sha256", "size", "mode"}}`` of the env's protected files."""
         return self.dir / "protected.json"
+
+    @property
+    def stat_cache(self) -> Path:
+        """``{path: [ino, ctime_ns, sha256]}`` of files a hash found equal to the baseline
+        since it was recorded (`dtkguard.env.baseline.CompareStats.seen`)."""
+        return self.dir / "stat-cache.json"
 
     @property
     def blobs(self) -> Path:
@@ -336,6 +368,11 @@ def known_envs(root: Path | None = None) -> list[tuple[EnvStore, Record]]:
     return sorted(out, key=lambda item: item[1].identity.prefix)
 
 
+def overrides_log(interp: Interpreter) -> Path:
+    """The override log of ``interp``'s env: in its store folder, digest-chained."""
+    return env_store(interp.prefix).overrides
+
+
 def pointer_path(prefix: str | os.PathLike[str]) -> Path:
     """``<prefix>/dtkguard/store.json``: where the env says its store folder is."""
     from dtkguard.env.interpreter import STATE_DIR
@@ -347,3 +384,22 @@ def pointer_text(es: EnvStore) -> str:
     """The pointer's content: informative only (the store never trusts it)."""
     data = {"format": POINTER_FORMAT, "store": str(es.dir)}
     return json.dumps(data, indent=1) + "\n"
+
+
+def load_stat_cache(path: Path) -> dict[str, list]:
+    """The stat cache at ``path`` (see `EnvStore.stat_cache`); {} when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return (
+        {str(k): v for k, v in data.items() if isinstance(v, list)}
+        if isinstance(data, dict)
+        else {}
+    )
+
+
+def save_stat_cache(path: Path, entries: dict[str, list]) -> None:
+    """Best effort: a store that cannot be written only means hashing again next time."""
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600)

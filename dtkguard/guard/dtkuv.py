@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
+from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
@@ -248,7 +249,7 @@ class _Run:
 
     def record(self, allowed: list[str]) -> None:
         overrides.record(
-            self.interp.overrides_file,
+            overrides_log(self.interp),
             self.reason,
             ["uv", "pip", str(self.sub.command), *self.sub.args],
             allowed,
@@ -256,7 +257,7 @@ class _Run:
         )
         # uv runs no pip hook, so no token is handed on: this record is the only one
         self.env[overrides.ENV_VAR] = self.reason
-        _say(f"dtkuv: override recorded in {self.interp.overrides_file}: {self.reason}\n")
+        _say(f"dtkuv: override recorded in {overrides_log(self.interp)}: {self.reason}\n")
 
     def untouched(self, code: int) -> int:
         """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""

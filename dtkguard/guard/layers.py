@@ -47,6 +47,8 @@ MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
 FINDER_MODULE = "_dtkguard_finder.py"
+#: the guard's own files in site-packages (protected: `dtkguard.guard.protected`)
+GUARD_MODULES = (HOOK_PTH, HOOK_MODULE, HOOK_DECISION, FINDER_MODULE, TRIPWIRE_MODULE)
 
 
 def hook_source(name: str) -> str:
@@ -300,6 +302,31 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=json.loads(base_text),
     )
+    results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
+    _list_compiled_hooks(interp, manifest)
+    es, _ = store.record_env(interp, guarded=True)
+    from dtkguard.env import protected_copy
+    from dtkguard.guard.protected import protected_paths
+
+    protected_copy.record(es, protected_paths(interp, GUARD_MODULES))
+    manifest.options = {
+        "policy": policy.name,
+        "uv_config": str(uv_config) if uv_config else None,
+        "externally_managed": externally_managed,
+        "uv_shim": uv_shim_too,
+    }
+    manifest.save()
+    return results
+
+
+def _write_all(
+    interp: Interpreter,
+    manifest: Manifest,
+    layers: list[Layer],
+    originals: dict[str, str | None],
+    base: tuple[str, str],
+) -> list[tuple[str, Path, str]]:
+    """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
     bpath = baseline_path(interp.prefix)
     es = store.env_store(interp.prefix)
     copies = _store_copies(es, layers)
@@ -312,7 +339,7 @@ def install(
     try:
         es.create()
         interp.state_dir.mkdir(parents=True, exist_ok=True)
-        results.append(_write_baseline(manifest, bpath, base_text, base_state, written))
+        results.append(_write_baseline(manifest, bpath, *base, written))
         for layer in layers:
             results.append(_write_layer(manifest, layer, originals, written))
             manifest.save()  # after every file: a crash never leaves an unlisted file behind
@@ -324,15 +351,6 @@ def install(
         if isinstance(exc, InputError):
             raise
         raise _install_error(exc, written, results, left) from None
-    _list_compiled_hooks(interp, manifest)
-    store.record_env(interp, guarded=True)
-    manifest.options = {
-        "policy": policy.name,
-        "uv_config": str(uv_config) if uv_config else None,
-        "externally_managed": externally_managed,
-        "uv_shim": uv_shim_too,
-    }
-    manifest.save()
     return results
 
 

@@ -50,6 +50,8 @@ def migrate(interp: Interpreter, *, rebaseline: bool = False) -> list[str]:
             es.create()
             shutil.move(str(src), str(dest))
             moved.append(name)
+            if name == "journal":
+                _chain_journal(dest)
     if _overrides(interp.legacy_overrides_file, es):
         moved.append("overrides.jsonl")
     return moved
@@ -84,6 +86,18 @@ def _manifest_and_baseline(
     old_manifest.unlink()
     old_base.unlink(missing_ok=True)
     return moved
+
+
+def _chain_journal(journal: Path) -> None:
+    """Enter the moved transactions into the journal's digest chain as they are (the journal
+    still refuses one that names other folders than the env's)."""
+    from dtkguard.env import chain
+    from dtkguard.guard.journal import CHAIN, transactions, txn_digest
+
+    for txn in transactions(journal):
+        digest = txn_digest(txn.file.read_text(encoding="utf-8"))
+        entry = {"id": txn.id, "state": txn.state, "sha256": digest, "migrated": True}
+        chain.append(journal / CHAIN, entry)
 
 
 def _overrides(old: Path, es: store.EnvStore) -> bool:

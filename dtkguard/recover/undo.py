@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from dtkguard.env.store import overrides_log
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.guard import journal
 from dtkguard.guard.journal import Layout, Transaction
@@ -205,7 +206,7 @@ def _do(
     from dtkguard.recover.restore import Override, put_back, unarchive_overrides
 
     remove = [txn.names.get(k, k) for k, before, _ in txn.changes() if before is None]
-    log = interpreter(python).overrides_file
+    log = overrides_log(interpreter(python))
     ovr = Override(log, reason, "dtkguard undo") if reason else None
     with journal.transaction(
         python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay

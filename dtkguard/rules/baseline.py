@@ -86,8 +86,10 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     found: dict[str, tuple[str, Path]] = {}
     for prefix in target_prefixes(env):
         stored = baseline_path(prefix)
-        if root.is_host and stored.is_file():
-            found.setdefault(str(stored), (str(stored), stored))
+        if root.is_host and stored.parent.joinpath("manifest.json").is_file():
+            # guarded since the store: its copy or none (guard-missing), never the env's own
+            if stored.is_file():
+                found.setdefault(str(stored), (str(stored), stored))
             continue
         inner = str(legacy_baseline_path(prefix))
         try:
@@ -126,11 +128,25 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         yield from _findings(ctx, data, inner, fix)
 
 
-def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
-    from dtkguard.env.baseline import compare
+def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list:
+    """`compare` with the store's stat cache when the baseline is the store's (files a hash
+    found equal are not hashed again while their inode and ctime stay); the cache is kept up to
+    date when the store can be written."""
+    from dtkguard.env.baseline import CompareStats, compare
+    from dtkguard.env.store import load_stat_cache, save_stat_cache
 
+    cache = Path(inner).with_name("stat-cache.json")
+    stored = ctx.env.root.is_host and Path(inner).name == "baseline.json"
+    stats = CompareStats(seen=load_stat_cache(cache) if stored else {})
+    changes = compare(data, ctx.env.root, stats)
+    if stored and stats.verified and cache.parent.joinpath("env.json").is_file():
+        save_stat_cache(cache, {**stats.seen, **stats.verified})
+    return changes
+
+
+def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
     when = data.get("created", "?")
-    for change in compare(data, ctx.env.root):
+    for change in _compare(ctx, data, inner):
         label = f"{change.name} {change.version}"
         evidence: dict[str, Any] = {"baseline": inner, "recorded": when, "expected": label}
         if change.kind == "missing":

@@ -307,7 +307,10 @@ def test_restore_to_a_lock(env: Guarded, tmp_path: Path, vendor_wheelhouse: Path
     before, before_set = files(g), g.venv.installed()
     houses = [vendor_wheelhouse, Path(g.index_args[2])]
     lock = _lock_of(before_set, houses, tmp_path / "pylock.env.toml")
-    g.store.baseline.unlink()
+    g.store.baseline.unlink()  # and out of the store's manifest: a guard without a baseline
+    manifest = json.loads(g.store.manifest.read_text())
+    del manifest["files"][str(g.store.baseline)]
+    g.store.manifest.write_text(json.dumps(manifest))
     before = files(g)
     assert g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE).returncode == 0
     policy = tmp_path / "nowheels.toml"
