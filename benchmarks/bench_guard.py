@@ -14,6 +14,12 @@
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
    venv.
+6. A real sdist build: ``pip install`` of a setuptools sdist under build isolation (pip builds
+   its build environment, runs the PEP 517 backend, then installs) into both venvs: the hook
+   records and compares (size, inode, ctime) of the protected set and the vendor files around
+   the build.
+
+``--smoke`` runs every step at its smallest size (CI checks the benchmark still runs).
 
 Every pair is measured the same way: one untimed warm-up of each side (byte code, page cache,
 pip's and uv's caches; the venvs' pip is installed without byte code), then rounds that
@@ -39,10 +45,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.cache import PIP_VERSIONS, uv_binary  # noqa: E402
+from tests.support.cache import PIP_VERSIONS, uv_binary, wheel_dir  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
-from tests.support.wheels import build_wheel  # noqa: E402
+from tests.support.wheels import build_sdist, build_wheel  # noqa: E402
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -209,17 +215,43 @@ def main() -> int:
         )
         show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
-        a, b = [], []
-        for _ in range(args.pip_runs):
-            for venv, out in ((plain, a), (guarded, b)):
-                out.append(_run([str(venv.python), *install], env)[0])
-                venv.pip("uninstall", "-y", "many-files")
-        a_ms, b_ms = statistics.median(a), statistics.median(b)
-        print(
-            f"install a wheel of {args.files} files beside a torch of {args.vendor_files}   "
-            f"pip {a_ms:7.1f} ms   hooked pip {b_ms:7.1f} ms   ratio {b_ms / a_ms:.2f}"
+        label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
+        install_pair(label, (plain, guarded), install, "many-files", env, args.pip_runs)
+        sdist = build_sdist(base / "sdist", "tiny-sdist", "1.0")
+        build = ["-m", "pip", "install", "--no-deps", "--no-index", "-f", str(wheel_dir())]
+        build += ["--no-compile", "--no-cache-dir", str(sdist)]
+        install_pair(
+            "build and install a setuptools sdist",
+            (plain, guarded),
+            build,
+            "tiny-sdist",
+            env,
+            args.pip_runs,
         )
     return 0
+
+
+def install_pair(label, venvs, install, name, env, runs) -> None:
+    """Install with ``install`` (then uninstall ``name``) in the plain and the guarded venv,
+    alternating which goes first; print the medians of wall and CPU time and their ratios."""
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for i in range(runs + 1):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for side in order:
+            took = _run([str(venvs[side].python), *install], env)
+            dist = name.replace("-", "_") + "-*.dist-info"
+            if not any(venvs[side].site_packages.glob(dist)):  # a refusal is no measurement
+                raise SystemExit(f"{label}: {name} was not installed into {venvs[side].path}")
+            venvs[side].pip("uninstall", "-y", name)
+            if i:  # the first round is the warm-up
+                times[side].append(took)
+    wall = [statistics.median(t[0] for t in times[s]) for s in (0, 1)]
+    cpu = [statistics.median(t[1] for t in times[s]) for s in (0, 1)]
+    print(
+        f"{label}   pip {wall[0]:7.1f} ms   hooked pip {wall[1]:7.1f} ms   ratio "
+        f"{wall[1] / wall[0]:.3f}   (cpu {cpu[0]:.1f} / {cpu[1]:.1f} ms, ratio "
+        f"{cpu[1] / cpu[0]:.3f}; {runs} runs)"
+    )
 
 
 if __name__ == "__main__":

@@ -223,8 +223,18 @@ class _Run:
         if vendor and not self.reason:
             _say(render_removal(vendor, self.policy, self.command, DTKUV))
             return self.untouched(1)
-        if vendor:
-            self.record([f"remove {v}" for v in vendor])
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.veto_text import render
+
+        # the env after the removals, judged like an install: `vendor-deps-broken` ...
+        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        if verdict.blocked and not self.reason:
+            _say(render(verdict, self.policy, self.command, [], False, DTKUV))
+            return self.untouched(1)
+        blocking = [f"{f.rule}: {f.message}" for f in verdict.blocking]
+        if vendor or blocking:
+            self.record([f"remove {v}" for v in vendor] + blocking)
         return self.real(self.args)
 
     def same_environment(self, plan: Plan) -> None:

@@ -43,12 +43,12 @@ HOOK_MODULE = "_dtkguard_pip_hook.py"
 HOOK_PTH = "dtkguard-pip-hook.pth"
 #: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
 HOOK_DECISION = "_dtkguard_decision.py"
+#: the copy of `dtkguard.protected` (the protected set) beside the hook
+HOOK_PROTECTED = "_dtkguard_protected.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
 FINDER_MODULE = "_dtkguard_finder.py"
-#: the guard's own files in site-packages (protected: `dtkguard.guard.protected`)
-GUARD_MODULES = (HOOK_PTH, HOOK_MODULE, HOOK_DECISION, FINDER_MODULE, TRIPWIRE_MODULE)
 
 
 def hook_source(name: str) -> str:
@@ -60,9 +60,10 @@ def hook_source(name: str) -> str:
         return src.read_text(encoding="utf-8")
 
 
-def decision_source() -> str:
-    """The source of `dtkguard.decision`, copied beside the hook as ``_dtkguard_decision.py``."""
-    return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
+def decision_source(module: str = "decision.py") -> str:
+    """The source of `dtkguard.decision` (or of another stdlib module of the hook's, such as
+    ``protected.py``), copied beside the hook as ``_dtkguard_<module>``."""
+    return resources.files("dtkguard").joinpath(module).read_text(encoding="utf-8")
 
 
 def default_uv_config() -> Path:
@@ -193,6 +194,7 @@ def planned_layers(
         ),
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
+        Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -304,11 +306,8 @@ def install(
     )
     results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
     _list_compiled_hooks(interp, manifest)
-    es, _ = store.record_env(interp, guarded=True)
-    from dtkguard.env import protected_copy
-    from dtkguard.guard.protected import protected_paths
-
-    protected_copy.record(es, protected_paths(interp, GUARD_MODULES))
+    store.record_env(interp, guarded=True)
+    refresh_protected(interp)
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -447,6 +446,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
     for module, layer_name in (
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
+        (HOOK_PROTECTED, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -460,6 +460,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
 _OWN_FILES = (
     "hook",
     "decision",
+    "protected",
     "finder",
     "hook.pth",
     "externally-managed",
@@ -594,3 +595,26 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
     with contextlib.suppress(OSError):
         interp.state_dir.rmdir()  # only when empty
     return results
+
+
+def save_baseline(interp: Interpreter, data: dict) -> Path:
+    """Replace the store's baseline of ``interp``'s env with ``data`` and its digest in the
+    store's manifest (for a baseline that moves forward on an approved transaction); returns
+    its path. Nothing inside the env is written."""
+    manifest = Manifest(interp)
+    bpath = baseline_path(interp.prefix)
+    text = baselines.dumps(data)
+    store.env_store(interp.prefix).create()
+    atomic_write_text(bpath, text, 0o600)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(text)}
+    manifest.save()
+    return bpath
+
+
+def refresh_protected(interp: Interpreter) -> None:
+    """Record the protected files of ``interp``'s env as they are now (after an approved
+    change to them, such as a pip upgrade through dtkpip)."""
+    from dtkguard.env import protected_copy
+    from dtkguard.guard.protected import protected_paths
+
+    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp))

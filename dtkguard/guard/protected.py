@@ -1,10 +1,10 @@
-"""The files of an env the guard protects, as `restore` repairs them and `check` compares them.
+"""The protected files of an env as the store records them (`dtkguard.env.protected_copy`).
 
-Until the one definition of the protected set (issue 22's stdlib module) is merged, this is
-the set that issue names: the guard's own modules in site-packages (hook, finder, tripwire,
-decision copy, ``.pth``) and their byte code, pip's own files (its RECORD), ``bin/python*``,
-``bin/pip*``, ``bin/uv`` (the shim), ``bin/dtkpip``, ``bin/activate*``, and ``pyvenv.cfg``
-(a venv re-created with other options is another env).
+The set itself is defined once, in `dtkguard.protected` (the guard's own files and their byte
+code, pip's files, ``bin/python*``, ``bin/pip*``, the uv shim, ``bin/dtkpip``, ``bin/activate*``,
+the site ``pip.conf``); here each file is named once (its folder resolved, so a venv's
+``lib64 -> lib`` does not copy it twice; a symlink such as ``bin/python`` stays itself), and
+``pyvenv.cfg`` is added: a venv re-created with other options is another env.
 """
 
 from __future__ import annotations
@@ -16,41 +16,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.interpreter import Interpreter
 
-_BIN_PATTERNS = ("python*", "pip*", "uv", "dtkpip", "activate*", "Activate*")
 
+def protected_paths(interp: Interpreter) -> list[Path]:
+    """The protected files of ``interp``'s env that exist now, each once."""
+    from dtkguard.protected import protected_paths as table
 
-def _guard_modules(purelib: Path, modules: tuple[str, ...]) -> list[Path]:
-    out = []
-    for module in modules:
-        out.append(purelib / module)
-        if module.endswith(".py"):
-            out += sorted((purelib / "__pycache__").glob(module[:-3] + ".*.pyc"))
-    return out
-
-
-def _pip_files(purelib: Path) -> list[Path]:
-    """Every file pip's own RECORD lists (its scripts in ``bin/`` too)."""
-    from dtkguard.env.record import rows_of
-
-    out: list[Path] = []
-    for info in sorted(purelib.glob("pip-*.dist-info")):
-        try:
-            text = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for row in rows_of(text):
-            if row:
-                out.append(Path(os.path.normpath(purelib / row[0])))
-    return out
-
-
-def protected_paths(interp: Interpreter, modules: tuple[str, ...]) -> list[Path]:
-    """The protected files of ``interp``'s env that exist now (``modules``: the file names of
-    the guard's own files in site-packages, `dtkguard.guard.layers.GUARD_MODULES`)."""
-    purelib = interp.purelib
-    scripts = interp.scripts or interp.prefix / "bin"
-    paths = _guard_modules(purelib, modules) + _pip_files(purelib)
-    for pattern in _BIN_PATTERNS:
-        paths += sorted(scripts.glob(pattern))
-    paths.append(interp.prefix / "pyvenv.cfg")
-    return [p for p in dict.fromkeys(paths) if os.path.lexists(p)]
+    sites = list(dict.fromkeys(str(p) for p in (interp.purelib, interp.platlib) if p))
+    scripts = str(interp.scripts or interp.prefix / "bin")
+    names = [*table(str(interp.prefix), sites, scripts), str(interp.prefix / "pyvenv.cfg")]
+    out: dict[str, None] = {}
+    for name in names:
+        folder = os.path.realpath(os.path.dirname(name))
+        path = os.path.join(folder, os.path.basename(name))
+        if os.path.lexists(path) and not os.path.isdir(path):
+            out.setdefault(path, None)
+    return [Path(p) for p in sorted(out)]

@@ -91,10 +91,41 @@ def repair(interp: Interpreter) -> list[str]:
     rec = es.record()
     if rec is None or not rec.guarded:
         return []
-    lines = [f"{path}: {what}" for path, what in protected_copy.repair(es)]
+    lines = _drop_foreign_pip(interp, set(protected_copy.load(es)))
+    done = protected_copy.repair(es)
+    restored = [path for path, what in done if what == "restored"]
+    if restored:
+        shown = ", ".join(os.path.relpath(p, interp.prefix) for p in restored[:4])
+        more = f" and {len(restored) - 4} more" if len(restored) > 4 else ""
+        lines.append(f"{len(restored)} protected file(s) from the store's copy: {shown}{more}")
+    lines += [f"{path}: {what}" for path, what in done if what != "restored"]
     lines += _layers(interp, es)
     store.record_env(interp)
     return lines
+
+
+def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:
+    """Uninstall (by its RECORD) a pip that is not the one the store keeps (the bundled pip of
+    a re-created venv): the store's pip comes back whole instead of mixed with it."""
+    import shutil
+
+    from dtkguard.env.record import rows_of
+
+    out = []
+    for info in sorted(interp.purelib.glob("pip-*.dist-info")):
+        if str(info / "RECORD") in protected or not protected:
+            continue
+        try:
+            text = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for row in rows_of(text):
+            path = os.path.normpath(interp.purelib / row[0]) if row else ""
+            if path and path not in protected and os.path.isfile(path):
+                os.unlink(path)
+        shutil.rmtree(info, ignore_errors=True)
+        out.append(f"{info.name}: removed (not the pip the store keeps)")
+    return out
 
 
 def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:

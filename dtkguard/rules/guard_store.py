@@ -171,8 +171,9 @@ def _layer(path: str, entry: dict) -> str | None:
 def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:
     from dtkguard.env.protected_copy import changed
 
+    # the guard's own files and pip.conf are layers: `guard-missing` names them
     bad = [(p, w) for p, w in changed(es) if not os.path.basename(p).startswith("_dtkguard")]
-    bad = [(p, w) for p, w in bad if "dtkguard-pip-hook" not in p]
+    bad = [(p, w) for p, w in bad if "dtkguard-pip-hook" not in p and not p.endswith("/pip.conf")]
     if bad:
         shown = ", ".join(f"{p} ({w})" for p, w in bad[:6])
         more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""

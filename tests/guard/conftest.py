@@ -106,13 +106,22 @@ def guard_policy(tmp_path_factory: pytest.TempPathFactory, vendor_wheelhouse: Pa
 
 
 def _build(
-    path: Path, pip_version: str, policy: Path, vendor: Path, community: Path, extra: Path
+    path: Path,
+    pip_version: str,
+    policy: Path,
+    vendor: Path,
+    community: Path,
+    extra: Path,
+    with_vllm: bool = True,
 ) -> Guarded:
+    """``with_vllm``: also the vendor vllm, without its (community) requirements."""
     venv = make_venv(path, pip_version=pip_version)
     index = ["--no-index", "-f", str(community), "-f", str(extra)]
     pins = [f"{n}=={DAS_25041[n]}" for n in VENDOR]
     venv.pip("install", *index, "-f", str(vendor), *pins)
-    venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", f"vllm=={DAS_25041['vllm']}")
+    if with_vllm:
+        vllm = f"vllm=={DAS_25041['vllm']}"
+        venv.pip("install", "--no-index", "-f", str(vendor), "--no-deps", vllm)
     guarded = Guarded(venv, policy, index, extra)
     proc = guarded.dtkguard(
         "guard", "install", "--python", str(venv.python), "--policy", str(policy)

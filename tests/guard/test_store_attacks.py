@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the `env` fixture is imported, and taken as an argument)
 """The guard's trust lives in the store, outside the env (issue 23): each attack of the issue is
 reproduced on a real guarded venv with real pip, uv and venv, and `check` names it."""
 
@@ -13,12 +12,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.guard.conftest import TORCH, Guarded
-from tests.guard.test_baseline import env  # noqa: F401  (a new guarded venv, newest pip)
+from tests.guard.conftest import TORCH, Guarded, _build
+from tests.support.cache import PIP_VERSIONS
 from tests.support.pythons import find_python
 from tests.support.venvs import hermetic_env, run_uv
 
 pytestmark = pytest.mark.wheel_cache
+
+
+@pytest.fixture
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Guarded:
+    """A new guarded venv (newest pip) whose vendor builds have all they require (no vllm:
+    the fixtures' vendor vllm comes without its community requirements)."""
+    inputs = ("guard_policy", "vendor_wheelhouse", "public_dir", "extra_wheelhouse")
+    values = (request.getfixturevalue(n) for n in inputs)
+    return _build(tmp_path / "venv", PIP_VERSIONS[-1], *values, with_vllm=False)
+
+
+def _other(path: Path, request: pytest.FixtureRequest) -> Guarded:
+    inputs = ("guard_policy", "vendor_wheelhouse", "public_dir", "extra_wheelhouse")
+    values = (request.getfixturevalue(n) for n in inputs)
+    return _build(path, PIP_VERSIONS[-1], *values, with_vllm=False)
 
 
 def check(g: Guarded, *args: str) -> tuple[int, list[dict]]:
@@ -229,10 +243,10 @@ def test_an_edited_transaction_is_reported(env: Guarded) -> None:
 
 
 def test_check_all_guarded_checks_every_env_of_the_store(
-    env: Guarded, build_guarded, tmp_path: Path
+    env: Guarded, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     g = env
-    other = build_guarded(tmp_path / "other")
+    other = _other(tmp_path / "other", request)
     proc = g.dtkguard("check", "--all-guarded", "-f", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shutil.rmtree(next(other.venv.site_packages.glob("torch-*.dist-info")))
