@@ -25,6 +25,7 @@ RESTORED = frozenset(
         "vendor-missing",
         "vendor-not-baseline",
         "vendor-files-changed",
+        "vendor-deps-broken",
         "denied-package",
         "torch-build",
         "torch-abi",
