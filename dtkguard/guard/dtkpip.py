@@ -26,6 +26,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.verdict import Verdict
 
 
@@ -195,9 +196,13 @@ def _record_override(
 
 def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:
     """The real pip run as one transaction of the environment's journal (`dtkguard history`)."""
+    from dtkguard.guard.baseline import follow
     from dtkguard.guard.journal import journalled
 
-    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run)
+    def then(txn: Transaction) -> None:
+        follow(interp, txn.changes())
+
+    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run, then)
 
 
 def _satisfied(plan: Plan) -> str:

@@ -35,6 +35,10 @@ from dtkguard.guard.uvplan import (
 )
 from dtkguard.policy.compiled import CompiledPolicy
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.guard.journal import Transaction
+
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
 
@@ -278,9 +282,13 @@ class _Run:
     def real(self, args: list[str]) -> int:
         """Run the real uv once: the only step that changes the environment, journalled as one
         transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's."""
+        from dtkguard.guard.baseline import follow
         from dtkguard.guard.journal import journalled
 
         def run() -> int:
             return run_uv(self.uv, args, self.env, capture=False).returncode
 
-        return journalled(str(self.interp.python), "dtkuv", ["dtkuv", *args], run)
+        def then(txn: Transaction) -> None:
+            follow(self.interp, txn.changes())
+
+        return journalled(str(self.interp.python), "dtkuv", ["dtkuv", *args], run, then)

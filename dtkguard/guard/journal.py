@@ -587,12 +587,19 @@ def prune(journal: Path, keep: int) -> list[Transaction]:
 ELSEWHERE = ("--user", "--target", "-t", "--prefix", "--root")
 
 
-def journalled(python: str, tool: str, argv: list[str], run: Callable[[], int]) -> int:
+def journalled(
+    python: str,
+    tool: str,
+    argv: list[str],
+    run: Callable[[], int],
+    then: Callable[[Transaction], object] | None = None,
+) -> int:
     """Run ``run()`` (a pip or uv call returning its exit code) as one transaction of
     ``python``'s environment. A non-zero exit rolls the environment back to where it was
     (pip commits each package as it goes: a failure half way would leave it between states).
     Installs into another place (``--user``, ``--target``, ``--prefix``, ``--root``) run as
-    they are. This is the one wrapper dtkpip and dtkuv use."""
+    they are. ``then(txn)`` runs after a commit (the baseline follows the approved change).
+    This is the one wrapper dtkpip and dtkuv use."""
     if any(a == opt or a.startswith(opt + "=") for a in argv for opt in ELSEWHERE):
         return run()
     code = 0
@@ -601,6 +608,8 @@ def journalled(python: str, tool: str, argv: list[str], run: Callable[[], int]) 
             code = run()
             if code != 0:
                 raise _Failed(code)
+        if then is not None:
+            then(txn)
     except _Failed:
         _say(
             f"dtkguard: `{' '.join(argv)}` failed (exit {code}); the environment was rolled "

@@ -817,6 +817,18 @@ def _guard_install(reqs, home, root, prefix, user):
         _state["replacing"].update((_canonical(n), v) for n, v in items)
 
 
+def _installed_as(key, pin):
+    """Is ``key`` installed here at the policy's ``pin`` (the environment keeps it)?"""
+    try:
+        from importlib import metadata
+
+        version = metadata.version(key)
+    except Exception:
+        return False
+    decision = _load_decision()
+    return decision.same_version(version, pin) if decision is not None else version == pin
+
+
 def _explain_conflict(exc, args):
     """dtkguard's words for a resolution that failed on the guard's vendor pins, or None."""
     policy = _state["policy"]
@@ -836,7 +848,10 @@ def _explain_conflict(exc, args):
         except Exception:
             spec = key
         who = f"{parent.name} {parent.version} needs" if parent is not None else "you asked for"
-        lines.append(f"{who} {spec}; this environment keeps {key} {pin}")
+        if _installed_as(key, pin):
+            lines.append(f"{who} {spec}; this environment keeps {key} {pin}")
+        else:
+            lines.append(f"{who} {spec}; the policy allows {key} only as {pin}")
         names.append(key)
     if not lines:
         return None
