@@ -36,12 +36,21 @@ class ElfError(ValueError):
     """The file is not an ELF file this reader accepts; the text says why."""
 
 
+class NotElf(ElfError):
+    """The file does not start with the ELF magic (a data file named ``.so``)."""
+
+
 class Linkage:
     """What one ELF file links: its dynamic entries (empty for a static file)."""
 
-    __slots__ = ("bits", "endian", "kind", "machine", "needed", "rpath", "runpath", "soname")
+    __slots__ = (
+        "bits", "endian", "exact", "kind", "machine", "needed", "rpath", "runpath", "soname"
+    )  # fmt: skip
 
     def __init__(self, bits, endian, kind, machine, needed=(), soname=None, rpath=(), runpath=()):
+        #: False when ``needed`` holds the library names of the file's head (`read_member` of a
+        #: large compressed member) rather than its DT_NEEDED entries
+        self.exact = True
         self.bits = bits
         self.endian = endian
         self.kind = kind
@@ -53,6 +62,7 @@ class Linkage:
 
     def to_json(self):
         return {
+            "exact": self.exact,
             "needed": list(self.needed),
             "soname": self.soname,
             "rpath": list(self.rpath),
@@ -238,49 +248,17 @@ def read_path(path, follow=True):
         os.close(fd)
 
 
-def sniff_path(path, follow=True):
-    """True when the regular file at ``path`` starts with the ELF magic (4 bytes read)."""
-    import os
-
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    if not follow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return False
-    try:
-        import stat
-
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.pread(fd, 4, 0) == MAGIC
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def member_reader(zf, info):
-    """(read, size) for zip member ``info`` of the open `zipfile.ZipFile` ``zf``: a stored
-    member is read in place (only the bytes asked for); a compressed one through a stream that
-    inflates forward and starts again from the beginning when asked for earlier bytes."""
-    import zipfile
+    """(read, size) of the stored (uncompressed) zip member ``info`` of the open
+    `zipfile.ZipFile` ``zf``, read in place: only the bytes asked for."""
+    start = _stored_start(zf, info)
+    raw = zf.fp
 
-    if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
-        start = _stored_start(zf, info)
-        raw = zf.fp
+    def read_stored(offset, n):
+        raw.seek(start + offset)
+        return raw.read(n)
 
-        def read_stored(offset, n):
-            raw.seek(start + offset)
-            return raw.read(n)
-
-        return read_stored, info.file_size
-    stream = zf.open(info)
-
-    def read_stream(offset, n):
-        stream.seek(offset)
-        return stream.read(n)
-
-    return read_stream, info.file_size
+    return read_stored, info.file_size
 
 
 def _stored_start(zf, info):
@@ -294,15 +272,131 @@ def _stored_start(zf, info):
     return info.header_offset + 30 + name_len + extra_len
 
 
+#: a compressed member is inflated at most this far: whole up to its dynamic segment when that
+#: ends within it (exact), else only its head, where linkers put the dynamic string table
+HEAD_LIMIT = 16 << 20
+_LIBRARY_NAME = None
+
+
 def read_member(zf, info):
-    """The `Linkage` of a zip member; `ElfError` for a member that is not acceptable ELF."""
+    """The `Linkage` of a zip member; `ElfError` for a member that is not acceptable ELF.
+
+    A stored member is read in place (a few KB). A compressed one is inflated as a stream, and
+    only as far as needed: to the end of its ``PT_DYNAMIC`` when that lies within `HEAD_LIMIT`
+    bytes (the exact answer); otherwise (a large library, whose dynamic segment follows its
+    code) only the part before its first executable segment, at most `HEAD_LIMIT` bytes, where
+    ``.dynstr`` lies, and ``needed`` are the library names written there (``exact`` False: a
+    superset of DT_NEEDED that also holds the SONAME and versioned library names)."""
+    import zipfile
     import zlib
 
-    read, size = member_reader(zf, info)
-    head = read(0, 4)
-    if head != MAGIC:
-        raise ElfError("not an ELF file")
     try:
-        return parse(read, size)
-    except (OSError, EOFError, zlib.error, RuntimeError, NotImplementedError) as exc:
+        if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+            read, size = member_reader(zf, info)
+            if read(0, 4) != MAGIC:
+                raise NotElf("not an ELF file")
+            return parse(read, size)
+        with zf.open(info) as stream:
+            return _read_stream(stream, info.file_size)
+    except (
+        OSError,
+        EOFError,
+        zlib.error,
+        RuntimeError,
+        NotImplementedError,
+        zipfile.BadZipFile,
+    ) as exc:
         raise ElfError(f"the archive member cannot be read ({exc})") from None
+
+
+def _read_stream(stream, size):
+    head = stream.read(min(size, 4096))
+    if head[:4] != MAGIC:
+        raise NotElf("not an ELF file")
+    segments = _segments_of(head, size)
+    dynamic = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
+    if dynamic is None or dynamic[1] + dynamic[3] <= HEAD_LIMIT:
+        want = min(size, HEAD_LIMIT) if dynamic is None else dynamic[1] + dynamic[3]
+        data = head + _read_upto(stream, want - len(head)) if want > len(head) else head
+        return parse(lambda offset, n: data[offset : offset + n], size)
+    code = [s[1] for s in segments if s[0] == _PT_LOAD and s[4] & 1 and s[1] > 0]
+    end = min([*code, HEAD_LIMIT, size])
+    data = head + _read_upto(stream, end - len(head)) if end > len(head) else head[:end]
+    bits, endian = {1: 32, 2: 64}[data[4]], {1: "<", 2: ">"}[data[5]]
+    e_type, machine = struct.unpack_from(endian + "HH", data, 16)
+    names = _library_names(data[:end])
+    linkage = Linkage(bits, _ENDIAN[endian], _TYPES.get(e_type, f"type {e_type}"), machine, names)
+    linkage.exact = False
+    return linkage
+
+
+def _read_upto(stream, n):
+    chunks, left = [], n
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _segments_of(head, size):
+    """The program headers of an ELF file from its first bytes (`_program_headers`, with the
+    segment flags): [(p_type, p_offset, p_vaddr, p_filesz, p_flags)]."""
+    src = _Budget(lambda offset, n: head[offset : offset + n], min(size, len(head)))
+    ident = src.take(0, 16, "the ELF identification")
+    bits = {1: 32, 2: 64}.get(ident[4])
+    endian = {1: "<", 2: ">"}.get(ident[5])
+    if bits is None or endian is None:
+        raise ElfError(f"unknown ELF class {ident[4]} or data encoding {ident[5]}")
+    header = src.take(16, 36 if bits == 32 else 48, "the ELF header")
+    fmt = endian + ("HHIIIIIHHHHHH" if bits == 32 else "HHIQQQIHHHHHH")
+    _, _, _, _, phoff, _, _, _, phentsize, phnum, _, _, _ = struct.unpack(fmt, header)
+    plain = _program_headers(src, bits, endian, phoff, phentsize, phnum)
+    flags_at, width = (24, "I") if bits == 32 else (4, "I")
+    out = []
+    for i, seg in enumerate(plain):
+        (flags,) = struct.unpack_from(endian + width, head, phoff + i * phentsize + flags_at)
+        out.append((*seg, flags))
+    return out
+
+
+def _library_names(data):
+    """The NUL-delimited library file names (``libfoo.so.1``) in ``data``, each once."""
+    import re
+
+    global _LIBRARY_NAME
+    if _LIBRARY_NAME is None:
+        _LIBRARY_NAME = re.compile(
+            rb"(?<=\0)[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,250}\.so(?:\.[0-9][0-9.]*)?(?=\0)"
+        )
+    names = {m.group().decode("ascii") for m in _LIBRARY_NAME.finditer(data)}
+    if len(names) > MAX_NEEDED:
+        raise ElfError(f"more than {MAX_NEEDED} library names in the file's head")
+    return sorted(names)
+
+
+def shared_member(name):
+    """Is the wheel member ``name`` named like a shared object (``*.so``, ``*.so.N``)?"""
+    base = name.rsplit("/", 1)[-1]
+    head, dot, tail = base.partition(".so")
+    return bool(head and dot) and (not tail or (tail[0] == "." and tail[1:2].isdigit()))
+
+
+def wheel_linkages(zf):
+    """(member name, `Linkage` or None, why not) for each shared-object member of the open
+    wheel ``zf`` that starts with the ELF magic; a member that is not ELF is skipped."""
+    out = []
+    for info in zf.infolist():
+        if info.is_dir() or not shared_member(info.filename):
+            continue
+        try:
+            out.append((info.filename, read_member(zf, info), ""))
+        except NotElf:
+            continue
+        except ElfError as exc:
+            out.append((info.filename, None, str(exc)))
+        except Exception as exc:  # a broken archive member: judged as unreadable, never raised
+            out.append((info.filename, None, f"the archive member cannot be read ({exc!r})"))
+    return out

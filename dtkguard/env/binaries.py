@@ -132,3 +132,30 @@ def env_binaries(env: Environment) -> list[Binary]:
         cached = [b for dist in env for b in dist_binaries(dist)]
         env._binaries = cached  # type: ignore[attr-defined]
     return cached
+
+
+def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> list:
+    """`dtkguard.decision.Problem` s of installing the wheel ``wheel`` of dist ``name``: each
+    shared-object member judged by what it links (`dtkguard.decision.judge_binary`); a member
+    that cannot be read is a ``binary-unreadable`` problem (medium: a warning)."""
+    import zipfile
+
+    from dtkguard.decision import Problem, canonical, judge_binary
+    from dtkguard.elf import wheel_linkages
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            members = wheel_linkages(zf)
+    except (OSError, zipfile.BadZipFile) as exc:
+        why = f"{os.fspath(wheel)} cannot be opened as a wheel ({exc})"
+        return [Problem("binary-unreadable", "medium", canonical(name), why, {})]
+    out = []
+    for member, linkage, error in members:
+        if linkage is None:
+            why = f"{member} of {name} could not be judged: {error}"
+            out.append(
+                Problem("binary-unreadable", "medium", canonical(name), why, {"file": member})
+            )
+            continue
+        out += judge_binary(policy, name, member, linkage.needed, linkage.soname)
+    return out

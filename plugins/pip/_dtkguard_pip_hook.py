@@ -29,6 +29,8 @@ import sys
 
 _MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
 DECISION = "_dtkguard_decision.py"
+#: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
+ELF = "_dtkguard_elf.py"
 PTH = "dtkguard-pip-hook.pth"
 _state = {
     "policy_path": None,
@@ -120,11 +122,13 @@ def _prepare():
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
+    import zlib  # noqa: F401
 
     import pip._internal.exceptions
     import pip._internal.locations  # noqa: F401
 
     _load_decision()
+    _load_elf()
     _load_policy()
     _roots()
 
@@ -155,6 +159,56 @@ def _load_decision():
         return None
     _state["decision"] = module
     return module
+
+
+def _load_elf():
+    """The copy of ``dtkguard/elf.py`` beside this module, or None (then native code is not
+    judged before install, and pip says so; `check` still reads it after)."""
+    if "elf" in _state:
+        return _state["elf"]
+    import importlib.util
+    import os
+
+    path = os.path.join(_here(), ELF)
+    try:
+        spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.wheel_linkages  # noqa: B018  (the entry point must exist)
+    except Exception as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+        _state["elf_error"] = f"the guard's ELF reader {path} is missing or broken ({why})"
+        module = None
+    _state["elf"] = module
+    return module
+
+
+def _binaries(policy, name, wheel):
+    """Problems of the shared objects wheel ``wheel`` of dist ``name`` ships, judged by what
+    they link (the decision's ``judge_binary``) before pip unpacks anything."""
+    import zipfile
+
+    decision, elf = _state["decision"], _state.get("elf")
+    if elf is None or not hasattr(decision, "judge_binary"):
+        why = _state.get("elf_error") or "the guard's decision module predates judge_binary"
+        sys.stderr.write(f"dtkguard: warning: native code of {name} not judged: {why}\n")
+        return []
+    key = _canonical(name)
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            members = elf.wheel_linkages(zf)
+    except (OSError, zipfile.BadZipFile) as exc:
+        text = f"{name}: {wheel} cannot be read as a wheel ({exc})"
+        return [decision.Problem("binary-unreadable", "medium", key, text)]
+    out = []
+    for member, linkage, error in members:
+        if linkage is None:
+            text = f"{member} of {name} could not be judged: {error}"
+            out.append(decision.Problem("binary-unreadable", "medium", key, text))
+            continue
+        out += decision.judge_binary(policy, name, member, linkage.needed, linkage.soname)
+    today = _today()
+    return [p for p in out if decision.waiver(policy, p, today) is None]
 
 
 def _load_policy():
@@ -267,6 +321,7 @@ def _owners(policy):
 _GUARD_MODULES = (
     "_dtkguard_pip_hook",
     "_dtkguard_decision",
+    "_dtkguard_elf",
     "_dtkguard_tripwire",
     "_dtkguard_finder",
 )
@@ -280,6 +335,7 @@ def _guard_files():
     return [
         os.path.join(here, "_dtkguard_pip_hook.py"),
         os.path.join(here, DECISION),
+        os.path.join(here, ELF),
         os.path.join(here, PTH),
         os.path.join(here, "_dtkguard_tripwire.py"),
         os.path.join(here, "_dtkguard_finder.py"),
@@ -562,6 +618,7 @@ def _guard_install(reqs, home, root, prefix, user):
         if wheel and str(wheel).endswith(".whl"):
             files[req.name or "?"] = _wheel_files(wheel, scheme)
             identity += _identity(policy, req.name or "?", _req_version(req), wheel)
+            identity += _binaries(policy, req.name or "?", wheel)
         else:
             unknown.append(req.name or "?")
     removals = [req.name for req in reqs if getattr(req, "should_reinstall", False)]
