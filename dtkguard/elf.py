@@ -315,6 +315,8 @@ def _read_stream(stream, size):
         raise NotElf("not an ELF file")
     segments = _segments_of(head, size)
     dynamic = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
+    if dynamic is not None and dynamic[1] + dynamic[3] > size:
+        raise ElfError(f"the dynamic segment: reaches past the end of the file ({size} bytes)")
     if dynamic is None or dynamic[1] + dynamic[3] <= HEAD_LIMIT:
         want = min(size, HEAD_LIMIT) if dynamic is None else dynamic[1] + dynamic[3]
         data = head + _read_upto(stream, want - len(head)) if want > len(head) else head
