@@ -116,7 +116,10 @@ def test_wheel_members_stored_and_deflated(built):
         }
     )
     found = {name: (link, err) for name, link, err in elf.wheel_linkages(zf)}
-    assert set(found) == {"pkg/_C.cpython-310-x86_64-linux-gnu.so", "pkg.libs/libfoo-1a2b3c4d.so.1.2"}
+    assert set(found) == {
+        "pkg/_C.cpython-310-x86_64-linux-gnu.so",
+        "pkg.libs/libfoo-1a2b3c4d.so.1.2",
+    }
     for link, err in found.values():
         assert err == "" and link.exact and link.needed[0] == CUDART
 
@@ -135,7 +138,7 @@ def test_a_large_deflated_member_is_judged_by_its_head(built, monkeypatch):
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_hostile_members_are_reported_not_raised(name, method):
     zf = _zip({"pkg/_C.so": (hostile_elves()[name], method)})
-    [(member, link, err)] = elf.wheel_linkages(zf)
+    [(_, link, err)] = elf.wheel_linkages(zf)
     assert link is None and err and "Traceback" not in err
 
 

@@ -128,7 +128,7 @@ def test_the_lists_are_policy_data_a_child_policy_replaces(tmp_path, so):
     policy.write_text(
         '[policy]\nextends = ["dtk-25.04.1"]\n\n[binary]\ndeny-needed = ["libgalaxyhip.so*"]\n'
     )
-    code, found = _check("--path", site, "--policy", policy)
+    _, found = _check("--path", site, "--policy", policy)
     assert _rules(found) == {("cuda-binary", "dtk-ext")}
     compiled = compile_policy(policy)
     assert compiled.binary.gpu_runtime == DTK_RUNTIME  # the other keys stay the parent's
