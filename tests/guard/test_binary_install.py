@@ -41,8 +41,9 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     so = {k: build_shared(tmp / "so" / f"{k}.so", (v,)).read_bytes()
           for k, v in (("cuda", CUDART), ("dtk", GALAXYHIP), ("rocm", AMDHIP))}  # fmt: skip
     w = tmp / "w"
+    cuda = {f"mamba_ssm/{EXT}": so["cuda"]}
     out = {
-        "cuda": build_wheel(w, "mamba-ssm", "2.2.2", tag=TAG, files={f"mamba_ssm/{EXT}": so["cuda"]}),
+        "cuda": build_wheel(w, "mamba-ssm", "2.2.2", tag=TAG, files=cuda),
         "pure-tag": build_wheel(w, "innocent", "1.0", files={"innocent/_k.so": so["cuda"]}),
         "dtk": build_wheel(w, "dtk-ext", "1.0", tag=TAG, files={f"dtk_ext/{EXT}": so["dtk"]}),
         "rocm": build_wheel(w, "rocm-ext", "1.0", tag=TAG, files={f"rocm_ext/{EXT}": so["rocm"]}),
