@@ -1,5 +1,6 @@
 """Bounded fuzz of every parser of untrusted input: mutated policies, locks, safetensors and
-GGUF headers, pickles, ELF shared objects (in a dist and inside a wheel), node reports (through the real CLI, in process, so a traceback is an
+GGUF headers, pickles, ELF shared objects (in a dist and inside a wheel), node reports
+(through the real CLI, in process, so a traceback is an
 exception that escapes `main`) and policy cache entries (which must always be misses).
 
 Every case must end with an exit code of 0, 1, 2 or 3. The seed is fixed, so a failure names
