@@ -175,3 +175,48 @@ def _patch_dynamic(data: bytes, dyn_off: int, tag: int, value: int) -> bytes:
             break
         i += 16
     return bytes(out)
+
+
+def build_large_shared(out: Path, size: int, needs: tuple[str, ...] = ()) -> Path:
+    """A real shared object of about ``size`` bytes, laid out like a large GPU library: its
+    bulk is a read-only section of real machine code (this machine's libraries, concatenated)
+    placed before the writable segment that holds ``.dynamic``, as ``.nv_fatbin`` or
+    ``.rodata`` are in libtorch; it needs the stub libraries ``needs``."""
+    tmp = out.parent / f"_{out.name}.build"
+    tmp.mkdir(parents=True, exist_ok=True)
+    blob = tmp / "blob.bin"
+    with open(blob, "wb") as fh:
+        written = 0
+        sources = sorted(Path("/usr/lib").rglob("*.so*")) + sorted(Path("/usr/bin").glob("*"))
+        while written < size:
+            for src in sources:
+                try:
+                    data = src.read_bytes() if src.is_file() and not src.is_symlink() else b""
+                except OSError:
+                    continue
+                data = data[: size - written]
+                fh.write(data)
+                written += len(data)
+                if written >= size:
+                    break
+    for tool in ("ld", "objcopy"):
+        if shutil.which(tool) is None:
+            missing(f"{tool} (apt-get install binutils)")
+    subprocess.run(["ld", "-r", "-b", "binary", "-o", str(tmp / "blob.o"), "blob.bin"],
+                   cwd=tmp, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        ["objcopy", "--rename-section", ".data=.rodata,alloc,load,readonly,data,contents",
+         str(tmp / "blob.o"), str(tmp / "ro.o")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    stubs = tmp / "stubs"
+    for name in needs:
+        stub_library(stubs, name)
+    src = tmp / "main.c"
+    src.write_text("int ext_entry(void) { return 42; }\n")
+    cmd = [gcc(), "-shared", "-fPIC", "-o", str(out), str(src), str(tmp / "ro.o"),
+           "-Wl,--no-as-needed", "-Wl,-z,noexecstack", f"-L{stubs}"]  # fmt: skip
+    cmd += [f"-l:{n}" for n in needs]
+    subprocess.run(cmd, check=True, capture_output=True)
+    shutil.rmtree(tmp)
+    return out
