@@ -14,13 +14,19 @@
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
    venv.
-6. Native code: ``pip install`` of a wheel holding one real shared object of ``--native-mb``
+6. A real sdist build: ``pip install`` of a setuptools sdist under build isolation (pip builds
+   its build environment, runs the PEP 517 backend, then installs) into both venvs: the hook
+   records and compares (size, inode, ctime) of the protected set and the vendor files around
+   the build.
+7. Native code: ``pip install`` of a wheel holding one real shared object of ``--native-mb``
    MB (gcc-built, its bulk real machine code in a read-only section before ``.dynamic``, as
    in libtorch; deflated) into the unguarded venv, the guarded venv with its ELF reader
    (``_dtkguard_elf.py``: every ``.so`` member judged by what it links before pip unpacks) and
    the same guarded venv without it. The ELF judgement's added cost is the difference of the
    last two, as a share of plain pip's own install time (goal: <= 10 %). The judgement alone
    (in this process, stored and deflated copies of the wheel) is timed too.
+
+``--smoke`` runs every step at its smallest size (CI checks the benchmark still runs).
 
 Every pair is measured the same way: one untimed warm-up of each side (byte code, page cache,
 pip's and uv's caches; the venvs' pip is installed without byte code), then rounds that
@@ -47,10 +53,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.cache import PIP_VERSIONS, uv_binary  # noqa: E402
+from tests.support.cache import PIP_VERSIONS, uv_binary, wheel_dir  # noqa: E402
 from tests.support.reports import DAS_25041, das_25041_packages, make_wheelhouse  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
-from tests.support.wheels import build_wheel  # noqa: E402
+from tests.support.wheels import build_sdist, build_wheel  # noqa: E402
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -243,10 +249,11 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     parser.add_argument("--native-mb", type=int, default=300, help="size of the native .so")
-    parser.add_argument("--smoke", action="store_true", help="smallest sizes, one round each")
+    parser.add_argument("--smoke", action="store_true", help="every step at its smallest size")
     args = parser.parse_args()
     if args.smoke:
-        args.runs, args.pip_runs, args.files, args.vendor_files, args.native_mb = 3, 1, 20, 50, 4
+        args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 100
+        args.native_mb = 4
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         base = Path(tmp)
@@ -296,18 +303,44 @@ def main() -> int:
         )
         show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
-        a, b = [], []
-        for _ in range(args.pip_runs):
-            for venv, out in ((plain, a), (guarded, b)):
-                out.append(_run([str(venv.python), *install], env)[0])
-                venv.pip("uninstall", "-y", "many-files")
-        a_ms, b_ms = statistics.median(a), statistics.median(b)
-        print(
-            f"install a wheel of {args.files} files beside a torch of {args.vendor_files}   "
-            f"pip {a_ms:7.1f} ms   hooked pip {b_ms:7.1f} ms   ratio {b_ms / a_ms:.2f}"
+        label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
+        install_pair(label, (plain, guarded), install, "many-files", env, args.pip_runs)
+        sdist = build_sdist(base / "sdist", "tiny-sdist", "1.0")
+        build = ["-m", "pip", "install", "--no-deps", "--no-index", "-f", str(wheel_dir())]
+        build += ["--no-compile", "--no-cache-dir", str(sdist)]
+        install_pair(
+            "build and install a setuptools sdist",
+            (plain, guarded),
+            build,
+            "tiny-sdist",
+            env,
+            args.pip_runs,
         )
         bench_native(base, plain.python, guarded.python, env, args)
     return 0
+
+
+def install_pair(label, venvs, install, name, env, runs) -> None:
+    """Install with ``install`` (then uninstall ``name``) in the plain and the guarded venv,
+    alternating which goes first; print the medians of wall and CPU time and their ratios."""
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for i in range(runs + 1):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for side in order:
+            took = _run([str(venvs[side].python), *install], env)
+            dist = name.replace("-", "_") + "-*.dist-info"
+            if not any(venvs[side].site_packages.glob(dist)):  # a refusal is no measurement
+                raise SystemExit(f"{label}: {name} was not installed into {venvs[side].path}")
+            venvs[side].pip("uninstall", "-y", name)
+            if i:  # the first round is the warm-up
+                times[side].append(took)
+    wall = [statistics.median(t[0] for t in times[s]) for s in (0, 1)]
+    cpu = [statistics.median(t[1] for t in times[s]) for s in (0, 1)]
+    print(
+        f"{label}   pip {wall[0]:7.1f} ms   hooked pip {wall[1]:7.1f} ms   ratio "
+        f"{wall[1] / wall[0]:.3f}   (cpu {cpu[0]:.1f} / {cpu[1]:.1f} ms, ratio "
+        f"{cpu[1] / cpu[0]:.3f}; {runs} runs)"
+    )
 
 
 if __name__ == "__main__":

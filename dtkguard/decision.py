@@ -17,7 +17,6 @@ import re
 #: problems at these severities refuse an install (the default ``--fail-on`` of `check`)
 VETO = ("critical", "high")
 _ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
-STARTUP_MODULES = ("sitecustomize", "usercustomize")
 
 
 class Problem:
@@ -227,23 +226,98 @@ def judge_dist(policy, name, version, reference=None):
     return out
 
 
-# -- files ----------------------------------------------------------------------------------
+# -- files: what a change does to imports and to the guard ---------------------------------
 
 
 def _under(path, root):
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def startup_allowed(policy, name, filename):
-    """May dist ``name`` ship the start-up file ``filename`` (a ``.pth``, sitecustomize ...)?"""
-    key = canonical(name)
-    for entry in policy.get("startup_allow") or ():
-        dist, colon, pattern = str(entry).rpartition(":")
-        if colon and dist not in ("*", key) and not fnmatch.fnmatchcase(key, dist):
-            continue
-        if fnmatch.fnmatchcase(filename, pattern):
-            return True
-    return False
+_METADATA_DIRS = (".dist-info", ".egg-info", ".egg")
+
+
+def metadata_project(entry):
+    """The canonical project of a site-level ``NAME[-VER].dist-info``/``.egg-info``/``.egg``
+    entry (a file or a folder: ``importlib.metadata`` reads both), else None."""
+    for suffix in _METADATA_DIRS:
+        if entry.endswith(suffix) and len(entry) > len(suffix):
+            return canonical(entry[: -len(suffix)].split("-", 1)[0])
+    return None
+
+
+def import_top(entry):
+    """The import name a site-level entry provides: ``torch`` for ``torch/``, ``torch.py``,
+    ``torch.cpython-311-x86_64-linux-gnu.so`` or ``torch.pth``; None for metadata folders."""
+    if metadata_project(entry) is not None or entry.endswith(".data"):
+        return None
+    return entry.split(".", 1)[0] or None
+
+
+def _site_of(path, site_dirs):
+    for site in site_dirs:
+        if path.startswith(site.rstrip("/") + "/"):
+            return site.rstrip("/")
+    return None
+
+
+def env_facts(site_dirs, vendor_files, scripts=None, kind_of=None, may_write=None, guard=()):
+    """What the file judgement needs to know of the environment, from plain data.
+
+    ``site_dirs``: resolved site directories; ``vendor_files``: {vendor name: [absolute files of
+    its installed RECORD]}; ``kind_of(path)``: the protected kind of a path or None, and
+    ``may_write(kind, name, version)`` (both from the protected set, ``dtkguard.protected``);
+    ``guard``: further files and folders of the guard (its state)."""
+    tops = {}
+    for key, files in vendor_files.items():
+        for path in files:
+            site = _site_of(path, site_dirs)
+            if site is None:
+                continue
+            first = path[len(site) + 1 :].split("/", 1)
+            if first[0] == "__pycache__" and len(first) > 1:
+                first = first[1:]
+            top = import_top(first[0])
+            if top is not None:
+                tops.setdefault((site, top), set()).add(canonical(key))
+    return {
+        "sites": [s.rstrip("/") for s in site_dirs],
+        "tops": tops,
+        "scripts": scripts,
+        "kind_of": kind_of or (lambda path: None),
+        "may_write": may_write or (lambda kind, name, version: False),
+        "guard": list(guard),
+    }
+
+
+def vendor_of(path, facts, policy):
+    """(vendor name, what) when ``path`` lies inside a vendor build's import package or module
+    (any suffix, any depth, its ``__pycache__``) or is a metadata folder named like a vendor
+    project; else None."""
+    site = _site_of(path, facts["sites"])
+    if site is None:
+        return None
+    parts = path[len(site) + 1 :].split("/")
+    project = metadata_project(parts[0])
+    if project is not None:
+        if project in (policy.get("vendor") or {}):
+            return project, f"metadata of the vendor project {project}"
+        return None
+    if parts[0] == "__pycache__" and len(parts) > 1:
+        parts = parts[1:]
+    top = import_top(parts[0])
+    owners = facts["tops"].get((site, top)) if top else None
+    if owners:
+        return sorted(owners)[0], f"inside `{top}`, files of the vendor build {sorted(owners)[0]}"
+    return None
+
+
+def is_vendor_writer(policy, key, version, owner):
+    """The vendor build itself (its pinned version) may write its own package."""
+    pin = (policy.get("vendor") or {}).get(key)
+    return key == owner and pin is not None and same_version(version, pin)
+
+
+STARTUP_MODULES = ("sitecustomize", "usercustomize")
 
 
 def startup_file(path, site_dirs):
@@ -254,50 +328,238 @@ def startup_file(path, site_dirs):
         site = site.rstrip("/")
         if head == site and base.endswith(".pth"):
             return base
-        if _under(path, site):
-            top = path[len(site) + 1 :].split("/", 1)[0]
+        if _under(path, site) and path != site:
+            rest = path[len(site) + 1 :]
+            if rest.startswith("__pycache__/"):
+                rest = rest[len("__pycache__/") :]
+            top = rest.split("/", 1)[0]
             if top.split(".", 1)[0] in STARTUP_MODULES and (
-                top.endswith((".py", ".pyc", ".so")) or "/" in path[len(site) + 1 :]
+                top.endswith((".py", ".pyc", ".so")) or "/" in rest
             ):
                 return top
     return None
 
 
-def judge_files(policy, name, paths, owners=None, guard=(), site_dirs=()):
-    """Problems of dist ``name`` writing the absolute, normalised ``paths``.
+#: setuptools' ``distutils-precedence.pth``, byte for byte (only the ``setuptools`` dist)
+DISTUTILS_PRECEDENCE = (
+    "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == "
+    "'local'; enabled and __import__('_distutils_hack').add_shim(); "
+)
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_NSPKG = [  # setuptools' namespace-package line, statement by statement (both templates)
+    r"import sys, types, os",
+    r"has_mfs = sys\.version_info > \(3, 5\)",
+    r"p = os\.path\.join\(sys\._getframe\(1\)\.f_locals\['sitedir'\], \*\((?P<pth>[^)]*)\)\)",
+    r"importlib = (has_mfs and )?__import__\('importlib\.util'\)",
+    r"(has_mfs and )?__import__\('importlib\.machinery'\)",
+    r"m = (has_mfs and )?sys\.modules\.setdefault\('[\w.]+', importlib\.util\.module_from_spec"
+    r"\(importlib\.machinery\.PathFinder\.find_spec\('[\w.]+', \[os\.path\.dirname\(p\)\]\)\)\)",
+    r"m = m or sys\.modules\.setdefault\('[\w.]+', types\.ModuleType\('[\w.]+'\)\)",
+    r"mp = \(m or \[\]\) and m\.__dict__\.setdefault\('__path__',\[\]\)",
+    r"\(p not in mp\) and mp\.append\(p\)",
+    r"m and setattr\(sys\.modules\['[\w.]+'\], '\w+', m\)",
+]
 
-    ``owners`` maps files of vendor builds to the vendor dist (from their installed RECORDs);
-    ``guard`` lists the guard's own files and folders; ``site_dirs`` are the directories whose
-    ``.pth`` files and ``sitecustomize`` run at every interpreter start.
-    """
+
+def _nspkg_line(line, tops):
+    """A setuptools namespace-package line for a namespace the same wheel ships."""
+    match = None
+    for statement in line.strip().rstrip(";").split(";"):
+        for pattern in _NSPKG:
+            m = re.fullmatch(pattern, statement.strip())
+            if m:
+                match = m if "pth" in m.groupdict() else match
+                break
+        else:
+            return False
+    if match is None:
+        return False
+    first = match.group("pth").split(",", 1)[0].strip().strip("'\"")
+    return first in tops
+
+
+def _editable_pth(key, version, filename, lines, members):
+    """setuptools' ``__editable__.NAME-VER.pth`` of this dist: path lines, or one
+    ``import F; F.install()`` of the finder module the same wheel ships."""
+    stem = filename[len("__editable__.") : -len(".pth")]
+    name, _, ver = stem.rpartition("-")
+    if canonical(name) != key or not same_version(ver, version):
+        return False
+    for line in lines:
+        if line.startswith(("import ", "import\t")):
+            m = re.fullmatch(rf"import ({_NAME}); \1\.install\(\)", line.strip())
+            if not (m and m.group(1).startswith("__editable___") and m.group(1) in members):
+                return False
+    return True
+
+
+def startup_shape_ok(key, version, filename, content, members):
+    """Does dist ``key`` at ``version`` ship exactly what pip, setuptools or virtualenv write
+    as this start-up file? ``content``: the file's text (None: unknown); ``members``: the
+    import names the same wheel ships at its top level."""
+    if content is None or not filename.endswith(".pth"):
+        return False
+    lines = [ln for ln in content.splitlines() if ln.strip() and not ln.startswith("#")]
+    if filename == "distutils-precedence.pth":
+        return key == "setuptools" and content.strip() == DISTUTILS_PRECEDENCE.strip()
+    if filename.startswith("__editable__.") and filename.endswith(".pth"):
+        return _editable_pth(key, version, filename, lines, members)
+    if filename.endswith("-nspkg.pth"):
+        return bool(lines) and all(_nspkg_line(line, members) for line in lines)
+    return not lines  # an empty .pth runs nothing
+
+
+def startup_allowed(policy, name, filename):
+    """Does the policy's ``startup-allow`` let dist ``name`` ship ``filename`` by name? Only
+    entries naming one dist (``dist:pattern``) count: a pattern for every dist would let any
+    wheel ship it."""
     key = canonical(name)
-    owners = owners or {}
+    for entry in policy.get("startup_allow") or ():
+        dist, colon, pattern = str(entry).rpartition(":")
+        if colon and canonical(dist) == key and fnmatch.fnmatchcase(filename, pattern):
+            return True
+    return False
+
+
+def _more(items):
+    return f" and {len(items) - 1} more" if len(items) > 1 else ""
+
+
+def judge_files(policy, name, version, paths, facts, contents=None, members=()):
+    """Problems of dist ``name`` at ``version`` writing the absolute, *resolved* ``paths``.
+
+    ``facts``: `env_facts`; ``contents``: {path: text} of the start-up files among ``paths``;
+    ``members``: the import names the wheel ships at its top level."""
+    key = canonical(name)
     conflicts, tamper, startup = {}, [], []
     for path in paths:
-        owner = owners.get(path)
-        if owner is not None and owner != key:
-            conflicts.setdefault(owner, []).append(path)
-        if any(_under(path, g) for g in guard):
-            tamper.append(path)
+        hit = vendor_of(path, facts, policy)
+        if hit is not None and not is_vendor_writer(policy, key, version, hit[0]):
+            conflicts.setdefault(hit[0], []).append((path, hit[1]))
+        kind = facts["kind_of"](path)
+        if kind is not None and not facts["may_write"](kind, key, version):
+            tamper.append((path, kind))
             continue
-        filename = startup_file(path, site_dirs)
-        if filename is not None and not startup_allowed(policy, key, filename):
+        if kind is None and any(_under(path, g) for g in facts["guard"]):
+            tamper.append((path, "guard"))
+            continue
+        filename = startup_file(path, facts["sites"])
+        if filename is None or startup_allowed(policy, key, filename):
+            continue
+        if not startup_shape_ok(key, version, filename, (contents or {}).get(path), members):
             startup.append(path)
     out = []
-    for owner, files in sorted(conflicts.items()):
-        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        msg = f"{name} would overwrite {files[0]}{more}, files of the vendor build {owner}"
+    for owner, hits in sorted(conflicts.items()):
+        files = [p for p, _ in hits]
+        msg = f"{name} would add or change {files[0]}{_more(files)}, {hits[0][1]}"
         out.append(Problem("file-conflict", "critical", key, msg, {"owner": owner, "files": files}))
     if tamper:
-        more = f" and {len(tamper) - 1} more" if len(tamper) > 1 else ""
-        msg = f"{name} would overwrite {tamper[0]}{more}, a file of the dtkguard guard itself"
-        out.append(Problem("guard-tamper", "critical", key, msg, {"files": tamper}))
+        files = [p for p, _ in tamper]
+        what = PROTECTED_WHY.get(tamper[0][1], "a file the guard protects")
+        if tamper[0][1] == "pip" and key == "pip":
+            what = f"pip {version} is not a pip the guard supports, and pip is where it lives"
+        msg = f"{name} would overwrite {files[0]}{_more(files)}: {what}"
+        out.append(Problem("guard-tamper", "critical", key, msg, {"files": files}))
     for path in startup:
         msg = (
-            f"{name} would add start-up code {path} (run by every interpreter start); "
-            "the policy's startup-allow list does not name it"
+            f"{name} would add start-up code {path} (run by every interpreter start) that is "
+            "not what pip, setuptools or virtualenv write for this dist"
         )
         out.append(Problem("startup-code", "critical", key, msg, {"file": path}))
+    return out
+
+
+PROTECTED_WHY = {
+    "guard": "a file of the dtkguard guard itself",
+    "pip": "a file of pip itself, which the guard lives inside",
+    "interpreter": "the environment's interpreter or activation script",
+    "uv-shim": "the uv shim of the guard",
+    "dtkguard": "a dtkguard command of the environment",
+}
+
+
+def judge_removals(policy, name, paths, facts, replacement=None):
+    """Problems of removing dist ``name``'s files ``paths`` (absolute, resolved, every file
+    the removal deletes, folders expanded). ``replacement``: the version installed in its place
+    in the same change (None: a plain removal). A vendor build's files may only go while the
+    vendor build itself replaces them; protected files only while their writer does."""
+    key = canonical(name)
+    vendor, tamper = [], []
+    for path in paths:
+        hit = vendor_of(path, facts, policy)
+        if hit is not None and not (
+            replacement is not None and is_vendor_writer(policy, key, replacement, hit[0])
+        ):
+            vendor.append((path, hit))
+        kind = facts["kind_of"](path)
+        if kind is not None and not (
+            replacement is not None and facts["may_write"](kind, key, replacement)
+        ):
+            tamper.append(path)
+    out = []
+    if vendor:
+        files = [p for p, _ in vendor]
+        owner = vendor[0][1][0]
+        msg = f"removing {name} would delete {files[0]}{_more(files)}, {vendor[0][1][1]}"
+        out.append(Problem("file-conflict", "critical", key, msg, {"owner": owner, "files": files}))
+    if tamper:
+        msg = f"removing {name} would delete {tamper[0]}{_more(tamper)}, which the guard protects"
+        out.append(Problem("guard-tamper", "critical", key, msg, {"files": tamper}))
+    return out
+
+
+# -- the vendor builds keep what they need -------------------------------------------------
+
+
+def vendor_deps_broken(requires, versions, requirement, environment=None):
+    """{(vendor, dependency): why} for every ``Requires-Dist`` of a vendor build that
+    ``versions`` ({canonical name: version} of the environment) does not satisfy.
+
+    ``requires``: {vendor name: [Requires-Dist strings]}; ``requirement``: a PEP 508 parser
+    with packaging's interface (``packaging.requirements.Requirement``, or pip's vendored
+    copy inside the hook). Extras' requirements and unmet markers do not count;
+    ``environment`` overrides marker variables (``python_version`` of the target)."""
+    out = {}
+    for vendor, texts in sorted(requires.items()):
+        if canonical(vendor) not in versions:
+            continue
+        for text in texts:
+            try:
+                req = requirement(text)
+                marks = {**(environment or {}), "extra": ""}
+                if req.marker is not None and not req.marker.evaluate(marks):
+                    continue
+            except Exception:
+                continue
+            dep = canonical(req.name)
+            have = versions.get(dep)
+            if have is None:
+                out[(canonical(vendor), dep)] = f"needs {text.split(';')[0].strip()}: missing"
+                continue
+            try:
+                ok = req.specifier.contains(have, prereleases=True)
+            except Exception:
+                continue
+            if not ok:
+                out[(canonical(vendor), dep)] = (
+                    f"needs {text.split(';')[0].strip()}: {dep} {have} would not do"
+                )
+    return out
+
+
+def judge_vendor_deps(requires, after, requirement, before=None, environment=None):
+    """``vendor-deps-broken`` (high) for each vendor requirement the environment ``after`` a
+    change leaves unsatisfied; with ``before``, only those the change breaks."""
+    broken = vendor_deps_broken(requires, after, requirement, environment)
+    if before is not None:
+        old = vendor_deps_broken(requires, before, requirement, environment)
+        broken = {k: v for k, v in broken.items() if k not in old}
+    out = []
+    for (vendor, dep), why in sorted(broken.items()):
+        ver = after.get(vendor, "")
+        msg = f"the vendor build {vendor} {ver} {why}"
+        evidence = {"vendor": vendor, "dependency": dep, "installed": after.get(dep)}
+        out.append(Problem("vendor-deps-broken", "high", dep, msg, evidence))
     return out
 
 
@@ -455,14 +717,17 @@ def waiver(policy, problem, today):
     return None
 
 
-def decide(policy, dists, today, reference=None, files=None, owners=None, guard=(), sites=()):
+def decide(policy, dists, today, reference=None, files=None, facts=None, contents=None):
     """Every unwaived problem of putting ``dists`` ([(name, version)]) into the environment,
-    most severe first. ``files`` maps a name to the paths it writes (see ``judge_files``)."""
+    most severe first. ``files`` maps a name to the resolved paths it writes and ``facts`` is
+    `env_facts` (see ``judge_files``); ``contents``: {name: ({path: text} of its start-up
+    files, its top-level import names)}."""
     out = []
     for name, version in dists:
         found = judge_dist(policy, name, version, reference)
-        if files is not None and name in files:
-            found += judge_files(policy, name, files[name], owners, guard, sites)
+        if files is not None and name in files and facts is not None:
+            text, members = (contents or {}).get(name, ({}, ()))
+            found += judge_files(policy, name, version, files[name], facts, text, members)
         out += [p for p in found if waiver(policy, p, today) is None]
     return sorted(out, key=lambda p: _ORDER.get(p.severity, 9))
 

@@ -38,17 +38,21 @@ GUARD_RULES = (
         "file-conflict",
         Severity.CRITICAL,
         "A distribution would overwrite files of a vendor build",
-        "The wheel ships files that belong to an installed vendor build (e.g. "
-        "torch/version.py inside a package of another name); installing it would replace "
-        "vendor code, and uninstalling it later would delete it. The pip hook refuses it.",
+        "The wheel adds or changes files inside an installed vendor build's import packages "
+        "(torch/version.py, torch/version/__init__.py, torch/version.*.so, an .opt-1.pyc, "
+        "directly or through NAME.data/), or plants a dist-info of a vendor project; or a "
+        "removal would delete vendor files. Either changes what `import torch` loads. The pip "
+        "hook refuses it.",
         family="guard",
     ),
     RuleInfo(
         "guard-tamper",
         Severity.CRITICAL,
         "A distribution would overwrite the guard",
-        "The wheel ships files of the dtkguard guard itself (its hook module, the decision "
-        "module, the .pth line or the compiled policy). The pip hook refuses it.",
+        "The wheel (as files, .data/scripts or generated console scripts) or a removal would "
+        "change the protected set: the guard's own files and byte code, pip's own files, "
+        "bin/python*, bin/pip*, bin/activate*, bin/dtkpip or the uv shim; or it is a pip the "
+        "hook does not support. The pip hook refuses it.",
         family="guard",
     ),
     RuleInfo(
@@ -57,7 +61,8 @@ GUARD_RULES = (
         "A distribution would add code run at every interpreter start",
         "The wheel ships a .pth file or a sitecustomize/usercustomize module, which run "
         "before anything else and can disable the guard. Only what the policy's [guard] "
-        "startup-allow list names may be installed.",
+        "startup-allow list names (dist:file) may be installed; what setuptools writes "
+        "for the dist that ships it is allowed by content.",
         family="guard",
     ),
 )

@@ -8,6 +8,10 @@ from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.dist import Dist
+
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
 RULES = (
@@ -26,6 +30,16 @@ RULES = (
         "Another vendor build than the policy names",
         "A vendor package carries a DAS/DTK label, but not the exact build the policy "
         "pins. Install the pinned build or update the policy.",
+        family="vendor",
+    ),
+    RuleInfo(
+        "vendor-deps-broken",
+        Severity.HIGH,
+        "A vendor build's requirements are not met",
+        "A vendor build (torch ...) needs a dependency (its Requires-Dist) that is missing or "
+        "at a version it does not accept, e.g. sympy 1.14.0 where torch pins 1.13.1, after "
+        "a `pip uninstall` or an upgrade; the vendor build breaks at import or at run time. "
+        "Install the required version; the pip hook, dtkpip and dtkuv refuse such a change.",
         family="vendor",
     ),
 )
@@ -68,3 +82,45 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                     f"{dist.location}/METADATA",
                     p.evidence,
                 )
+    yield from deps_check(ctx)
+
+
+def deps_check(ctx: CheckContext) -> Iterator[Finding]:
+    """``vendor-deps-broken``: every installed vendor build's Requires-Dist is met."""
+    from packaging.requirements import Requirement
+
+    from dtkguard.decision import judge_vendor_deps
+
+    dists = {d.key: d for d in reversed(list(ctx.env))}  # the first on sys.path wins
+    requires = {
+        k: d.requires_dist for k, d in dists.items() if ctx.policy.vendor_build(d.name) is not None
+    }
+    versions = {k: d.version for k, d in dists.items()}
+    python = getattr(ctx.env.target, "python_version", None)
+    marks = {"python_version": ".".join(str(python).split(".")[:2])} if python else None
+    for p in judge_vendor_deps(requires, versions, Requirement, environment=marks):
+        vendor = dists[p.evidence["vendor"]]
+        dep = p.evidence["dependency"]
+        yield Finding(
+            "vendor-deps-broken",
+            Severity.HIGH,
+            dep,
+            p.message,
+            f"install what the vendor build needs: dtkpip install '{_spec(vendor, dep)}'",
+            f"{vendor.location}/METADATA",
+            p.evidence,
+        )
+
+
+def _spec(vendor: Dist, dep: str) -> str:
+    """The vendor build's own requirement on ``dep`` (its text before any marker)."""
+    from dtkguard.decision import canonical
+
+    for text in vendor.requires_dist:
+        head = text.split(";", 1)[0].strip()
+        name = head.split("[", 1)[0]
+        for sep in "<>=!~ (":
+            name = name.split(sep, 1)[0]
+        if canonical(name) == dep:
+            return head
+    return dep

@@ -31,6 +31,7 @@ _MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
 DECISION = "_dtkguard_decision.py"
 #: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
 ELF = "_dtkguard_elf.py"
+PROTECTED = "_dtkguard_protected.py"
 PTH = "dtkguard-pip-hook.pth"
 _state = {
     "policy_path": None,
@@ -41,6 +42,9 @@ _state = {
     "decision": None,
     "owners": None,
     "token": None,
+    "replacing": {},
+    "removed": set(),
+    "snapshot": None,
 }
 
 
@@ -125,9 +129,14 @@ def _prepare():
     import zlib  # noqa: F401
 
     import pip._internal.exceptions
-    import pip._internal.locations  # noqa: F401
+    import pip._internal.locations
 
+    with contextlib.suppress(Exception):  # the PEP 508 parser of vendor-deps-broken
+        import pip._vendor.packaging.markers
+        import pip._vendor.packaging.requirements
+        import pip._vendor.packaging.specifiers  # noqa: F401
     _load_decision()
+    _load_protected()
     _load_elf()
     _load_policy()
     _roots()
@@ -139,31 +148,42 @@ def _here():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def _load_decision():
-    """The copy of ``dtkguard/decision.py`` beside this module, loaded by path (pip's build
-    environments take site-packages off ``sys.path``)."""
-    if _state["decision"] is not None:
-        return _state["decision"]
+def _load_copy(filename, entry):
+    """A stdlib module of dtkguard's copied beside this one, loaded by path (pip's build
+    environments take site-packages off ``sys.path``); None (and fail closed) if broken."""
     import importlib.util
     import os
 
-    path = os.path.join(_here(), DECISION)
+    path = os.path.join(_here(), filename)
     try:
-        spec = importlib.util.spec_from_file_location("_dtkguard_decision", path)
+        spec = importlib.util.spec_from_file_location(filename[:-3], path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module.decide  # noqa: B018  (the entry point must exist)
+        getattr(module, entry)  # the entry point must exist
     except Exception as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
-        _changed(f"the guard's decision module {path} is missing or broken ({why})")
+        _changed(f"the guard's module {path} is missing or broken ({why})")
         return None
-    _state["decision"] = module
     return module
 
 
+def _load_decision():
+    """The copy of ``dtkguard/decision.py`` beside this module."""
+    if _state["decision"] is None:
+        _state["decision"] = _load_copy(DECISION, "decide")
+    return _state["decision"]
+
+
+def _load_protected():
+    """The copy of ``dtkguard/protected.py`` (the protected set) beside this module."""
+    if _state.get("protected") is None:
+        _state["protected"] = _load_copy(PROTECTED, "protected_paths")
+    return _state["protected"]
+
+
 def _load_elf():
-    """The copy of ``dtkguard/elf.py`` beside this module, or None (then native code is not
-    judged before install, and pip says so; `check` still reads it after)."""
+    """The copy of ``dtkguard/elf.py`` beside this module, or None: then native code is not
+    judged before install, and pip says so (`check` still reads it once installed)."""
     if "elf" in _state:
         return _state["elf"]
     import importlib.util
@@ -174,41 +194,13 @@ def _load_elf():
         spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        module.wheel_linkages  # noqa: B018  (the entry point must exist)
+        module.read_member  # noqa: B018  (the entry point must exist)
     except Exception as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
         _state["elf_error"] = f"the guard's ELF reader {path} is missing or broken ({why})"
         module = None
     _state["elf"] = module
     return module
-
-
-def _binaries(policy, name, wheel):
-    """Problems of the shared objects wheel ``wheel`` of dist ``name`` ships, judged by what
-    they link (the decision's ``judge_binary``) before pip unpacks anything."""
-    import zipfile
-
-    decision, elf = _state["decision"], _state.get("elf")
-    if elf is None or not hasattr(decision, "judge_binary"):
-        why = _state.get("elf_error") or "the guard's decision module predates judge_binary"
-        sys.stderr.write(f"dtkguard: warning: native code of {name} not judged: {why}\n")
-        return []
-    key = _canonical(name)
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            members = elf.wheel_linkages(zf)
-    except (OSError, zipfile.BadZipFile) as exc:
-        text = f"{name}: {wheel} cannot be read as a wheel ({exc})"
-        return [decision.Problem("binary-unreadable", "medium", key, text)]
-    out = []
-    for member, linkage, error in members:
-        if linkage is None:
-            text = f"{member} of {name} could not be judged: {error}"
-            out.append(decision.Problem("binary-unreadable", "medium", key, text))
-            continue
-        out += decision.judge_binary(policy, name, member, linkage.needed, linkage.soname)
-    today = _today()
-    return [p for p in out if decision.waiver(policy, p, today) is None]
 
 
 def _load_policy():
@@ -276,106 +268,221 @@ def _canonical(name):
 
 
 def _installed():
-    """{canonical name: (version, dist-info folder)} of the dists in this interpreter's sites."""
+    """{canonical name: (version, metadata folder)} of the dists in this interpreter's sites
+    (``.dist-info`` first, then ``.egg-info``)."""
     import os
 
     out = {}
-    for site in _state.get("sites") or ():
-        try:
-            names = os.listdir(site)
-        except OSError:
-            continue
-        for entry in names:
-            if entry.endswith(".dist-info"):
-                name, _, version = entry[: -len(".dist-info")].partition("-")
-                out.setdefault(_canonical(name), (version, os.path.join(site, entry)))
+    for suffix in (".dist-info", ".egg-info"):
+        for site in _state.get("sites") or ():
+            try:
+                names = sorted(os.listdir(site))
+            except OSError:
+                continue
+            for entry in names:
+                if entry.endswith(suffix):
+                    name, _, version = entry[: -len(suffix)].partition("-")
+                    version = version.split("-py", 1)[0]
+                    out.setdefault(_canonical(name), (version, os.path.join(site, entry)))
     return out
 
 
-def _owners(policy):
-    """{absolute file: vendor dist} from the installed RECORDs of the vendor builds."""
-    if _state["owners"] is not None:
-        return _state["owners"]
+def _record_paths(info):
+    """Resolved absolute paths of the rows of the RECORD in the dist-info ``info``."""
     import csv
     import os
 
-    owners = {}
-    for key, (_, info) in _installed().items():
-        if key not in policy["vendor"]:
-            continue
-        base = os.path.dirname(info)
-        try:
-            with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
-                for row in csv.reader(fh):
-                    if row and row[0]:
-                        path = os.path.normpath(os.path.join(base, row[0]))
-                        if not path.endswith((".pyc", "/INSTALLER", "/REQUESTED")):
-                            owners[path] = key
-        except OSError:
-            continue
-    _state["owners"] = owners
-    return owners
+    base = os.path.dirname(info)
+    out = []
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
+            for row in csv.reader(fh):
+                if row and row[0]:
+                    out.append(_real(os.path.join(base, row[0])))
+    except OSError:
+        pass
+    return out
 
 
-#: the guard's modules beside this one (their byte code is the guard's too)
-_GUARD_MODULES = (
-    "_dtkguard_pip_hook",
-    "_dtkguard_decision",
-    "_dtkguard_elf",
-    "_dtkguard_tripwire",
-    "_dtkguard_finder",
-)
+def _vendor_files(policy):
+    """{vendor name: resolved files of its installed RECORD}."""
+    if "vendor_files" not in _state:
+        installed = _installed()
+        _state["vendor_files"] = {
+            key: _record_paths(info)
+            for key, (_, info) in installed.items()
+            if key in policy["vendor"] and info.endswith(".dist-info")
+        }
+    return _state["vendor_files"]
+
+
+def _facts(policy):
+    """The decision's `env_facts` of this interpreter: its resolved sites, the vendor builds'
+    import packages, the protected set (``_dtkguard_protected``) and the guard's state."""
+    if _state.get("facts") is not None:
+        return _state["facts"]
+    import sysconfig
+
+    protected = _state["protected"]
+    scripts = _real(sysconfig.get_paths().get("scripts"))
+    sites = _state["sites"]
+    table = _protected_table()
+
+    def kind_of(path):
+        return protected.protected_kind(path, sites, scripts, table)
+
+    _state["facts"] = _state["decision"].env_facts(
+        sites, _vendor_files(policy), scripts, kind_of, protected.may_write, _guard_files()
+    )
+    return _state["facts"]
+
+
+def _protected_table():
+    """The protected set of this interpreter ({path: kind}), computed once."""
+    if _state.get("protected_table") is None:
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        _state["protected_table"] = _state["protected"].protected_paths(
+            sys.prefix, _state["sites"], paths.get("scripts"), _guard_files()
+        )
+    return _state["protected_table"]
 
 
 def _guard_files():
+    """The guard's state beside the policy (a folder) and the site ``pip.conf``."""
     import os
 
-    here = _here()
-    state = os.path.dirname(_real(_state["policy_path"]) or here)
-    return [
-        os.path.join(here, "_dtkguard_pip_hook.py"),
-        os.path.join(here, DECISION),
-        os.path.join(here, ELF),
-        os.path.join(here, PTH),
-        os.path.join(here, "_dtkguard_tripwire.py"),
-        os.path.join(here, "_dtkguard_finder.py"),
-        *(
-            os.path.join(here, "__pycache__", f"{module}.{tag}{opt}.pyc")
-            for module in _GUARD_MODULES
-            for tag in (sys.implementation.cache_tag,)
-            for opt in ("", ".opt-1", ".opt-2")
-        ),
-        state,
-        os.path.join(os.path.dirname(state), "pip.conf"),
-    ]
+    state = os.path.dirname(_real(_state["policy_path"]) or _here())
+    return [state, os.path.join(os.path.dirname(state), "pip.conf")]
 
 
-def _wheel_files(wheel, scheme):
-    """Where pip would write each member of ``wheel`` under ``scheme`` (its zip listing, not its
-    RECORD: pip installs what the zip holds). Members under ``*.data/<key>/`` are judged at
-    both places pip might put them."""
+def _wheel_destinations(name, scheme, purelib):
+    """Where pip writes the wheel member ``name`` under ``scheme`` (resolved), or None."""
     import os
+
+    top, _, rest = name.partition("/")
+    if top.endswith(".data") and rest:
+        key, _, sub = rest.partition("/")
+        base = scheme.get(key)
+        return _real(os.path.join(base, sub)) if base and sub else None
+    lib = scheme["purelib"] if purelib else scheme["platlib"]
+    return _real(os.path.join(lib, name)) if lib else None
+
+
+def _console_scripts(text):
+    """The script names of ``[console_scripts]``/``[gui_scripts]`` in entry_points.txt."""
+    out, section = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif section in ("console_scripts", "gui_scripts") and "=" in line:
+            out.append(line.split("=", 1)[0].strip())
+    return out
+
+
+#: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
+#: judgements of other kinds of member (shared objects, ...) plug in here
+MEMBER_JUDGES = []
+
+
+def _wheel_dist(zf):
+    """The dist name a wheel file is of (its file name's first part)."""
+    import os
+
+    return os.path.basename(str(zf.filename or "?")).split("-", 1)[0]
+
+
+def _judge_shared_member(zf, info, dest, effect):
+    """A shared-object member judged by what it links (the decision's ``judge_binary``), read
+    from the wheel pip is about to unpack: stored members in place, compressed ones inflated
+    only as far as needed (``_dtkguard_elf.read_member``); waived problems are dropped."""
+    decision, elf = _state["decision"], _state.get("elf")
+    if elf is None or not elf.shared_member(info.filename):
+        if elf is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
+            effect["elf_warned"] = True
+            why = _state.get("elf_error") or "no ELF reader beside the hook"
+            sys.stderr.write(f"dtkguard: warning: native code not judged: {why}\n")
+        return
+    name = _wheel_dist(zf)
+    try:
+        linkage = elf.read_member(zf, info)
+    except elf.NotElf:
+        return
+    except Exception as exc:  # ElfError, or a broken member: a warning, never a traceback
+        text = f"{info.filename} of {name} could not be judged: {exc}"
+        found = [decision.Problem("binary-unreadable", "medium", _canonical(name), text)]
+    else:
+        found = decision.judge_binary(
+            _state["policy"], name, info.filename, linkage.needed, linkage.soname
+        )
+    today = _today()
+    effect["problems"] += [p for p in found if decision.waiver(_state["policy"], p, today) is None]
+
+
+MEMBER_JUDGES.append(_judge_shared_member)
+
+
+def _wheel_effect(wheel, scheme):
+    """What installing ``wheel`` under ``scheme`` does, from its zip listing (pip installs what
+    the zip holds, not what RECORD says): {"paths": resolved destinations of every member and
+    generated script, "contents": {destination: text} of start-up candidates, "members": its
+    top-level import names, "problems": from ``MEMBER_JUDGES``}. The one loop over members."""
     import zipfile
 
+    effect = {"paths": [], "contents": {}, "members": set(), "problems": []}
     with zipfile.ZipFile(wheel) as zf:
-        names = zf.namelist()
-        purelib = True
-        for name in names:
-            if name.count("/") == 1 and name.endswith(".dist-info/WHEEL"):
-                text = zf.read(name).decode("utf-8", "replace").lower()
+        infos = zf.infolist()
+        purelib, scripts = True, []
+        for info in infos:
+            if info.filename.count("/") == 1 and info.filename.endswith(".dist-info/WHEEL"):
+                text = zf.read(info).decode("utf-8", "replace").lower()
                 purelib = "root-is-purelib: true" in text
-    lib = scheme["purelib"] if purelib else scheme["platlib"]
-    out = []
-    for name in names:
-        if name.endswith("/"):
-            continue
-        out.append(os.path.normpath(os.path.join(lib, name)))
-        top, _, rest = name.partition("/")
-        if top.endswith(".data") and rest:
-            key, _, sub = rest.partition("/")
-            if key in scheme and sub:
-                out.append(os.path.normpath(os.path.join(scheme[key], sub)))
-    return out
+            if info.filename.count("/") == 1 and info.filename.endswith(
+                ".dist-info/entry_points.txt"
+            ):
+                scripts = _console_scripts(zf.read(info).decode("utf-8", "replace"))
+        for info in infos:
+            if info.filename.endswith("/"):
+                continue
+            dest = _wheel_destinations(info.filename, scheme, purelib)
+            if dest is None:
+                continue
+            effect["paths"].append(dest)
+            _note_member(zf, info, dest, effect)
+            for judge_member in MEMBER_JUDGES:
+                judge_member(zf, info, dest, effect)
+    for script in scripts:
+        if scheme.get("scripts"):
+            effect["paths"] += _script_files(scheme["scripts"], script)
+    return effect
+
+
+def _script_files(scripts_dir, script):
+    """The files pip generates for a console script (pip adds ``pipX``/``pipX.Y`` for pip)."""
+    import os
+
+    names = [script]
+    if script in ("pip", "easy_install"):
+        major, minor = sys.version_info[:2]
+        names += [f"{script}{major}", f"{script}{major}.{minor}"]
+    return [_real(os.path.join(scripts_dir, n)) for n in names]
+
+
+def _note_member(zf, info, dest, effect):
+    """Record the member's top-level import name and, for start-up candidates, its text."""
+    import os
+
+    for site in _state["sites"]:
+        if dest.startswith(site + "/"):
+            top = dest[len(site) + 1 :].split("/", 1)[0]
+            name = top[:-3] if top.endswith(".py") else top
+            effect["members"].add(name)
+            if dest.endswith(".pth") and os.path.dirname(dest) == site:
+                data = zf.read(info)[:65536]
+                effect["contents"][dest] = data.decode("utf-8", "replace")
+            break
 
 
 def _baseline():
@@ -566,7 +673,40 @@ def _today():
     return time.strftime("%Y-%m-%d", time.gmtime())
 
 
-def judge(policy, items, files=None, removals=()):
+def _requires(policy):
+    """{vendor name: its Requires-Dist} from the installed vendor builds' METADATA."""
+    if "requires" not in _state:
+        import os
+
+        out = {}
+        for key, (_, info) in _installed().items():
+            if key not in policy["vendor"] or not info.endswith(".dist-info"):
+                continue
+            try:
+                with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
+                    text = fh.read().split("\n\n", 1)[0]
+            except OSError:
+                continue
+            out[key] = [
+                line.split(":", 1)[1].strip()
+                for line in text.splitlines()
+                if line.lower().startswith("requires-dist:")
+            ]
+        _state["requires"] = out
+    return _state["requires"]
+
+
+def _vendor_deps(policy, after):
+    """``vendor-deps-broken`` problems the change to ``after`` ({name: version}) introduces."""
+    try:
+        from pip._vendor.packaging.requirements import Requirement
+    except ImportError:  # pip without its vendored packaging: judged by `check` instead
+        return []
+    before = {k: v for k, (v, _) in _installed().items()}
+    return _state["decision"].judge_vendor_deps(_requires(policy), after, Requirement, before)
+
+
+def judge(policy, items, files=None, removals=(), effects=None):
     """Problems of installing ``items`` ([(name, version)]) that write ``files`` ({name: paths},
     None when the destination is elsewhere) and remove the dists named in ``removals``."""
     decision = _state["decision"]
@@ -575,10 +715,14 @@ def judge(policy, items, files=None, removals=()):
     reference = decision.reference_release(policy, versions)
     problems = []
     if files is not None:
-        owners = _owners(policy) if files else {}
-        problems = decision.decide(
-            policy, items, _today(), reference, files, owners, _guard_files(), _state["sites"]
-        )
+        facts = _facts(policy)
+        contents = {name: (e["contents"], e["members"]) for name, e in (effects or {}).items()}
+        problems = decision.decide(policy, items, _today(), reference, files, facts, contents)
+        for effect in (effects or {}).values():
+            problems += effect["problems"]
+        after = dict(versions)
+        after.update((_canonical(n), v) for n, v in items if v)
+        problems += _vendor_deps(policy, after)
     for name in removals:
         key = _canonical(name)
         pin = policy["vendor"].get(key)
@@ -601,14 +745,14 @@ def _guard_install(reqs, home, root, prefix, user):
     policy = _load_policy()
     reason = _override()
     items = [(req.name or "?", _req_version(req)) for req in reqs]
-    if policy is None or _state["decision"] is None:
+    if policy is None or _state["decision"] is None or _state.get("protected") is None:
         if not reason:
             raise _fail_closed()
         _record(reason, [f"{n} {v}" for n, v in items] + [_state["error"]])
         return
     roots = _roots()
     default = home is None and root is None and prefix is None
-    files, unknown, identity = {}, [], []
+    files, effects, unknown, identity = {}, {}, [], []
     touching = default
     for req in reqs:
         scheme = _scheme(req, home, root, prefix, user)
@@ -616,16 +760,16 @@ def _guard_install(reqs, home, root, prefix, user):
             touching = True
         wheel = getattr(req, "local_file_path", None)
         if wheel and str(wheel).endswith(".whl"):
-            files[req.name or "?"] = _wheel_files(wheel, scheme)
+            effects[req.name or "?"] = _wheel_effect(wheel, scheme)
+            files[req.name or "?"] = effects[req.name or "?"]["paths"]
             identity += _identity(policy, req.name or "?", _req_version(req), wheel)
-            identity += _binaries(policy, req.name or "?", wheel)
         else:
             unknown.append(req.name or "?")
     removals = [req.name for req in reqs if getattr(req, "should_reinstall", False)]
     if not touching:  # elsewhere: only what pip removes from here counts
         problems = judge(policy, [], None, removals)
     else:
-        problems = judge(policy, items, files) + identity
+        problems = judge(policy, items, files, (), effects) + identity + _built_changes()
         for name in unknown:
             problems.append(
                 _state["decision"].Problem(
@@ -646,6 +790,8 @@ def _guard_install(reqs, home, root, prefix, user):
     if blocking:
         _record(reason, [p.message for p in blocking])
     _state["allowed"].update(_canonical(n) for n, _ in items)
+    if touching:
+        _state["replacing"].update((_canonical(n), v) for n, v in items)
 
 
 def _explain_conflict(exc, args):
@@ -720,6 +866,9 @@ def _patch_install(module):
             _state["target_dir"] = target
             if _state["error"] is not None and missing and not _override():
                 raise _fail_closed()
+            here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
+            if target is None and all(p is None or _touches(_real(p), _roots()) for p in here):
+                _take_snapshot(_load_policy())
             from pip._internal.exceptions import DistributionNotFound
 
             try:
@@ -760,6 +909,101 @@ def _get_scheme():
     return get_scheme
 
 
+def _removal_files(pathset):
+    """Every file a removal deletes, resolved: pip's paths with folders expanded (a RECORD
+    row that is a folder, an egg-info's top_level.txt), and the ``.pth`` files it edits."""
+    import os
+
+    out = []
+    paths = list(getattr(pathset, "_paths", ())) + list(getattr(pathset, "_pth", {}) or ())
+    for path in paths:
+        real = _real(path)
+        out.append(real)
+        if os.path.isdir(real) and not os.path.islink(path):
+            for folder, dirs, names in os.walk(real):
+                out += [_real(os.path.join(folder, n)) for n in dirs + names]
+    return out
+
+
+def _judge_removal(policy, name, version, pathset):
+    """Why removing dist ``name`` (with ``pathset``) is refused: [] when it may go."""
+    decision = _state["decision"]
+    replacement = _state["replacing"].get(name)
+    facts = _facts(policy)
+    found = decision.judge_removals(policy, name, _removal_files(pathset), facts, replacement)
+    pin = policy["vendor"].get(name)
+    if pin is not None and not (replacement and decision.same_version(replacement, pin)):
+        found.insert(
+            0,
+            decision.Problem(
+                "vendor-missing",
+                "critical",
+                name,
+                f"removing {name} {version} (the vendor build is {pin})",
+            ),
+        )
+    if replacement is None:
+        after = {k: v for k, (v, _) in _installed().items()}
+        for gone in (*_state["removed"], name):
+            after.pop(gone, None)
+        found += _vendor_deps(policy, after)
+    return [p.message + f" [{p.rule}]" for p in decision.refusals(found)]
+
+
+def _snapshot_paths(policy):
+    """What build-time code must not change: the protected set, the vendor builds' files and
+    their folders (``__pycache__`` aside), the site and scripts folders."""
+    import os
+
+    paths = set(_protected_table())
+    for files in _vendor_files(policy).values():
+        for path in files:
+            paths.add(path)
+            folder = os.path.dirname(path)
+            if os.path.basename(folder) != "__pycache__":
+                paths.add(folder)
+    paths.update(_state["sites"])
+    return sorted(paths)
+
+
+def _stat_all(paths):
+    import os
+
+    out = {}
+    for path in paths:
+        try:
+            st = os.lstat(path)
+            out[path] = (st.st_size, st.st_ino, st.st_ctime_ns)
+        except OSError:
+            out[path] = None
+    return out
+
+
+def _take_snapshot(policy):
+    """Before pip resolves and builds: (size, inode, ctime) of what builds must not touch."""
+    if policy is not None and _state.get("protected") is not None:
+        _state["snapshot"] = _stat_all(_snapshot_paths(policy))
+
+
+def _built_changes():
+    """Problems for what changed since `_take_snapshot` (code run by a build: setup.py, a
+    PEP 517 backend, build dependencies), before pip installs anything."""
+    before = _state["snapshot"]
+    if not before:
+        return []
+    now = _stat_all(before)
+    changed = sorted(p for p in before if now[p] != before[p])
+    if not changed:
+        return []
+    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+    msg = (
+        f"code run while pip prepared or built packages changed {changed[0]}{more} (the guard "
+        "or a vendor build); nothing was installed. Restore the environment with `dtkguard "
+        f"restore --python {sys.executable}` and build that package elsewhere"
+    )
+    return [_state["decision"].Problem("vendor-files-changed", "critical", "build", msg)]
+
+
 def _patch_uninstall(module):
     cls = getattr(module, "UninstallPathSet", None)
     original = getattr(cls, "from_dist", None)
@@ -783,39 +1027,24 @@ def _patch_uninstall(module):
         name = _canonical(
             getattr(dist, "canonical_name", None) or getattr(dist, "project_name", "")
         )
-        if name in _state["allowed"]:
-            return func(klass, dist)
         policy = _load_policy()
         reason = _override()
-        if policy is None or _state["decision"] is None:
+        if policy is None or _state["decision"] is None or _state.get("protected") is None:
             if not reason:
                 raise _fail_closed("UninstallationError")
             _record(reason, [f"remove {name}", _state["error"]])
             return func(klass, dist)
-        pin = policy["vendor"].get(name)
-        problems = []
-        if pin is not None:
-            problems.append(
-                f"removing {name} {getattr(dist, 'version', '')} (the vendor build is {pin})"
-            )
         pathset = func(klass, dist)
-        owners = _owners(policy)
-        hit = sorted(
-            p for p in getattr(pathset, "_paths", ()) if owners.get(_real(p), name) != name
-        )
-        if hit:
-            problems.append(
-                f"removing {name} would delete {hit[0]}"
-                + (f" and {len(hit) - 1} more" if len(hit) > 1 else "")
-                + f", files of the vendor build {owners[_real(hit[0])]}"
-            )
+        problems = _judge_removal(policy, name, getattr(dist, "version", ""), pathset)
         if problems and not reason:
             raise _error(
                 "UninstallationError",
                 "dtkguard: refusing " + "; ".join(problems) + _footer(policy, [name]),
             )
-        if problems:
+        if problems and name not in _state["allowed"]:
             _record(reason, problems)
+        if name not in _state["replacing"]:
+            _state["removed"].add(name)
         return pathset
 
     from_dist._dtkguard = True

@@ -120,45 +120,146 @@ def test_exceptions_waive_until_they_expire() -> None:
     ]
 
 
-def test_files_owned_by_a_vendor_build() -> None:
-    owners = {f"{SITE}/torch/version.py": "torch", f"{SITE}/torch/__init__.py": "torch"}
-    files = [f"{SITE}/torch/version.py", f"{SITE}/torch/__init__.py", f"{SITE}/helper/x.py"]
-    found = d.judge_files(POLICY, "innocent", files, owners, (), [SITE])
-    assert rules(found) == [("file-conflict", "critical")]
-    assert "and 1 more, files of the vendor build torch" in found[0].message
-    # the vendor dist itself writes its own files
-    assert d.judge_files(POLICY, "torch", files[:2], owners, (), [SITE]) == []
+BIN = "/env/bin"
 
 
-def test_guard_files_and_startup_code() -> None:
-    guard = [f"{SITE}/_dtkguard_pip_hook.py", "/env/dtkguard"]
-    hits = [f"{SITE}/_dtkguard_pip_hook.py", "/env/dtkguard/policy.json"]
-    found = d.judge_files(POLICY, "x", hits, {}, guard, [SITE])
-    assert rules(found) == [("guard-tamper", "critical")]
+def _facts(vendor_files=None, guard=()):
+    from dtkguard import protected
+
+    def kind_of(path: str) -> str | None:
+        return protected.protected_kind(path, [SITE], BIN)
+
+    files = vendor_files or {"torch": [f"{SITE}/torch/version.py", f"{SITE}/torch/__init__.py"]}
+    return d.env_facts([SITE], files, BIN, kind_of, protected.may_write, guard)
+
+
+def _judge(name: str, paths: list[str], version: str = "1.0", **kw) -> list[d.Problem]:
+    return d.judge_files(POLICY, name, version, paths, kw.pop("facts", None) or _facts(), **kw)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "torch/version.py",  # overwriting
+        "torch/version/__init__.py",  # a package beats the module
+        "torch/version.cpython-310-x86_64-linux-gnu.so",  # an extension beats a .py
+        "torch/__pycache__/version.cpython-310.opt-1.pyc",  # python -O
+        "torch/new_module.py",  # anything inside the vendor package
+        "torch.py",  # a module of the same import name
+        "torch-2.7.0.dist-info/METADATA",  # a second dist-info of the vendor project
+        "torch.egg-info",
+        "Torch-2.7.0.egg-info/PKG-INFO",
+    ],
+)
+def test_nothing_inside_a_vendor_package_or_its_metadata(rel: str) -> None:
+    found = _judge("innocent", [f"{SITE}/{rel}"])
+    assert rules(found) == [("file-conflict", "critical")], rel
+    # the vendor build itself (its pinned version) writes its own package
+    assert _judge("torch", [f"{SITE}/{rel}"], TORCH) == []
+
+
+def test_neighbours_of_a_vendor_package_are_free() -> None:
+    for rel in ("torch_extras/__init__.py", "torchx.py", "helper/torch/version.py", "x.pth.txt"):
+        assert _judge("innocent", [f"{SITE}/{rel}"]) == [], rel
+
+
+def test_protected_files() -> None:
     for path in (
-        f"{SITE}/evil.pth",
-        f"{SITE}/sitecustomize.py",
-        f"{SITE}/usercustomize/__init__.py",
+        f"{SITE}/_dtkguard_pip_hook.py",
+        f"{SITE}/__pycache__/_dtkguard_finder.cpython-310.opt-2.pyc",
+        f"{SITE}/dtkguard-pip-hook.pth",
+        f"{SITE}/pip/_internal/commands/install/__init__.py",
+        f"{BIN}/pip",
+        f"{BIN}/python3",
+        f"{BIN}/activate",
+        "/env/dtkguard/policy.json",
     ):
-        assert rules(d.judge_files(POLICY, "x", [path], {}, (), [SITE])) == [
-            ("startup-code", "critical")
-        ], path
-    # not start-up code: a .pth inside a package, a module merely named like one
+        found = _judge("x", [path], facts=_facts(guard=["/env/dtkguard"]))
+        assert rules(found) == [("guard-tamper", "critical")], path
+    # pip may write pip's files, if it is a pip the guard supports
+    assert _judge("pip", [f"{SITE}/pip/__init__.py", f"{BIN}/pip"], "26.3") == []
+    found = _judge("pip", [f"{SITE}/pip/__init__.py"], "27.0")
+    assert rules(found) == [("guard-tamper", "critical")]
+    assert "not a pip the guard supports" in found[0].message
+
+
+EVIL_PTH = "import sys; sys.meta_path.clear()\n"
+
+
+def test_startup_code_by_content() -> None:
+    for path in (f"{SITE}/evil.pth", f"{SITE}/sitecustomize.py", f"{SITE}/usercustomize/a.py"):
+        contents = {path: EVIL_PTH}
+        assert rules(_judge("x", [path], contents=contents)) == [("startup-code", "critical")]
     for path in (f"{SITE}/pkg/data.pth", f"{SITE}/sitecustomize_helpers.py"):
-        assert d.judge_files(POLICY, "x", [path], {}, (), [SITE]) == [], path
-    # the bundled allow list: setuptools' own .pth, editable installs
-    assert (
-        d.judge_files(POLICY, "setuptools", [f"{SITE}/distutils-precedence.pth"], {}, (), [SITE])
-        == []
+        assert _judge("x", [path]) == [], path
+    pth = f"{SITE}/distutils-precedence.pth"
+    good = {pth: d.DISTUTILS_PRECEDENCE + "\n"}
+    assert _judge("setuptools", [pth], "80.0", contents=good) == []
+    # the name alone allows nothing: another dist, or setuptools with other content
+    assert rules(_judge("not-setuptools", [pth], contents=good))[0][0] == "startup-code"
+    assert rules(_judge("setuptools", [pth], contents={pth: EVIL_PTH}))[0][0] == "startup-code"
+    ed = f"{SITE}/__editable__.proj-0.1.pth"
+    finder = "__editable___proj_0_1_finder"
+    ok = {ed: f"import {finder}; {finder}.install()\n"}
+    assert _judge("proj", [ed], "0.1", contents=ok, members={finder}) == []
+    assert _judge("proj", [ed], "0.1", contents={ed: "/src/proj\n"}) == []
+    for name, version, text, members in (
+        ("other", "0.1", ok[ed], {finder}),  # another dist's editable .pth
+        ("proj", "0.1", ok[ed], set()),  # a finder the wheel does not ship
+        ("proj", "0.1", EVIL_PTH, {finder}),
+        ("proj", "0.2", ok[ed], {finder}),
+    ):
+        found = _judge(name, [ed], version, contents={ed: text}, members=members)
+        assert rules(found) == [("startup-code", "critical")], (name, text)
+    venv = f"{SITE}/_virtualenv.pth"
+    assert rules(_judge("virtualenv", [venv], contents={venv: "import _virtualenv"}))
+
+
+def test_namespace_pth_of_setuptools() -> None:
+    line = (
+        "import sys, types, os;has_mfs = sys.version_info > (3, 5);p = os.path.join(sys."
+        "_getframe(1).f_locals['sitedir'], *('google',));importlib = has_mfs and __import__("
+        "'importlib.util');has_mfs and __import__('importlib.machinery');m = has_mfs and "
+        "sys.modules.setdefault('google', importlib.util.module_from_spec(importlib.machinery."
+        "PathFinder.find_spec('google', [os.path.dirname(p)])));m = m or sys.modules.setdefault"
+        "('google', types.ModuleType('google'));mp = (m or []) and m.__dict__.setdefault("
+        "'__path__',[]);(p not in mp) and mp.append(p)\n"
     )
-    assert rules(
-        d.judge_files(
-            POLICY, "not-setuptools", [f"{SITE}/distutils-precedence.pth"], {}, (), [SITE]
-        )
-    ) == [("startup-code", "critical")]
-    assert (
-        d.judge_files(POLICY, "proj", [f"{SITE}/__editable__.proj-0.1.pth"], {}, (), [SITE]) == []
-    )
+    pth = f"{SITE}/google_x-1.0-py3.10-nspkg.pth"
+    assert _judge("google-x", [pth], contents={pth: line}, members={"google"}) == []
+    assert rules(_judge("google-x", [pth], contents={pth: line}, members={"other"}))
+    bad = line.replace("mp.append(p)", "mp.append(p);sys.meta_path.clear()")
+    assert rules(_judge("google-x", [pth], contents={pth: bad}, members={"google"}))
+
+
+def test_removals_judged_by_what_they_delete() -> None:
+    facts = _facts()
+    files = [f"{SITE}/torch/version.py", f"{SITE}/torch/other.so"]
+    assert rules(d.judge_removals(POLICY, "innocent", files, facts)) == [
+        ("file-conflict", "critical")
+    ]
+    assert d.judge_removals(POLICY, "torch", files, facts, replacement=TORCH) == []
+    assert rules(d.judge_removals(POLICY, "torch", files, facts, replacement="2.6.0"))
+    assert rules(d.judge_removals(POLICY, "x", [f"{BIN}/pip"], facts)) == [
+        ("guard-tamper", "critical")
+    ]
+    assert d.judge_removals(POLICY, "pip", [f"{BIN}/pip"], facts, replacement="26.3") == []
+
+
+def test_vendor_deps_broken() -> None:
+    from packaging.requirements import Requirement
+
+    requires = {"torch": ["sympy==1.13.1", "filelock", 'numpy; extra == "opt"', "jinja2>=3"]}
+    before = {"torch": TORCH, "sympy": "1.13.1", "filelock": "3.0", "jinja2": "3.1.4"}
+    assert d.judge_vendor_deps(requires, before, Requirement) == []
+    after = {**before, "sympy": "1.14.0"}
+    after.pop("filelock")
+    found = d.judge_vendor_deps(requires, after, Requirement, before)
+    assert rules(found) == [("vendor-deps-broken", "high")] * 2
+    assert {p.package for p in found} == {"sympy", "filelock"}
+    assert "sympy==1.13.1" in found[1].message or "sympy==1.13.1" in found[0].message
+    # already broken before the change: not the change's doing
+    assert d.judge_vendor_deps(requires, after, Requirement, after) == []
 
 
 def test_rule_engine_and_decision_agree_on_exceptions() -> None:

@@ -1,0 +1,209 @@
+"""The protected set: the files of an environment the guard stands on, defined once.
+
+Standard library only, no dtkguard imports: dtkguard's library imports it (``guard install``,
+``check``, restore, the store's digests) and ``guard install`` copies it beside the pip hook as
+``_dtkguard_protected.py``, as it does with ``decision.py``.
+
+What is protected, and who alone may write it (the *writer*, a canonical dist name, or None):
+
+* the guard's layers in every site directory: ``dtkguard-pip-hook.pth`` and the modules
+  ``_dtkguard_*.py`` (hook, finder, tripwire, decision copy, this module's copy; the whole
+  ``_dtkguard`` prefix is reserved) and their byte code (any ``__pycache__/_dtkguard*``
+  file): nobody;
+* pip itself: every file of pip's RECORD, anything under ``pip/`` and ``pip-*.dist-info`` in a
+  site directory (a module added there shadows what the hook wraps): only a ``pip`` wheel, and
+  only a pip the hook supports (:data:`SUPPORTED_PIP`);
+* the scripts directory: ``python*`` (nobody), ``pip*`` (pip), ``activate*`` (nobody),
+  ``dtkpip``/``dtkuv``/``dtkguard`` (dtkguard), and ``uv`` while it is dtkguard's shim (nobody);
+* the site-level ``pip.conf`` of the prefix and the guard's own state files the caller names:
+  nobody.
+
+Paths are compared as given and after ``realpath``: both spellings of a protected file are in
+the table, and callers resolve what they judge.
+"""
+
+import fnmatch
+import os
+
+#: the guard's module names in a site directory (their ``.py`` and byte code are protected)
+GUARD_MODULES = (
+    "_dtkguard_pip_hook",
+    "_dtkguard_decision",
+    "_dtkguard_tripwire",
+    "_dtkguard_finder",
+    "_dtkguard_protected",
+    "_dtkguard_elf",
+)
+GUARD_PTH = "dtkguard-pip-hook.pth"
+#: the copy of this module beside the hook
+COPY_NAME = "_dtkguard_protected.py"
+#: pip releases the hook knows how to wrap: [oldest, first unsupported)
+SUPPORTED_PIP = ((22, 2), (27, 0))
+#: the uv shim's marker (the same text as ``dtkguard.guard.uvplan.SHIM_MARKER``)
+SHIM_MARKER = "dtkguard-uv-shim"
+#: (pattern of a file name in the scripts directory, writer)
+SCRIPTS = (
+    ("python", None),
+    ("python*", None),
+    ("pip", "pip"),
+    ("pip*", "pip"),
+    ("activate", None),
+    ("activate*", None),
+    ("Activate.ps1", None),
+    ("deactivate*", None),
+    ("dtkpip", "dtkguard"),
+    ("dtkuv", "dtkguard"),
+    ("dtkguard", "dtkguard"),
+)
+#: what each kind of protected file is, for messages and docs
+KINDS = {
+    "guard": "a file of the dtkguard guard itself",
+    "pip": "a file of pip itself (the guard lives inside pip)",
+    "interpreter": "the environment's interpreter or activation script",
+    "uv-shim": "the uv shim of the guard",
+    "dtkguard": "a dtkguard command of the environment",
+}
+_WRITER = {"pip": "pip", "dtkguard": "dtkguard"}
+#: every name the guard may ever put in a site directory starts so (reserved)
+GUARD_PREFIX = "_dtkguard"
+
+
+def _norm(path):
+    return os.path.normpath(os.path.abspath(str(path)))
+
+
+def _both(path):
+    """The path as given (normalised) and resolved."""
+    given = _norm(path)
+    return {given, os.path.normpath(os.path.realpath(given))}
+
+
+def pip_version_supported(version):
+    """Is pip ``version`` (text) one the hook wraps? Unparsable text is not."""
+    parts = []
+    for piece in str(version or "").split("+", 1)[0].split("."):
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+        if digits != piece:
+            break
+    if len(parts) < 2:
+        return False
+    low, high = SUPPORTED_PIP
+    return low <= tuple(parts[:2]) < high
+
+
+def _pip_record(site):
+    """Absolute paths of the files pip's installed RECORD lists in ``site`` (and the
+    dist-info folder itself)."""
+    out = set()
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return out
+    for entry in names:
+        if not (entry.startswith("pip-") and entry.endswith(".dist-info")):
+            continue
+        info = os.path.join(site, entry)
+        out |= _both(info)
+        try:
+            with open(os.path.join(info, "RECORD"), encoding="utf-8") as fh:
+                rows = fh.read().splitlines()
+        except OSError:
+            continue
+        for row in rows:
+            rel = row.rsplit(",", 2)[0] if row.count(",") >= 2 else row
+            if rel:
+                out |= _both(os.path.join(site, rel))
+    return out
+
+
+def is_shim(path):
+    """Is ``path`` dtkguard's uv shim (a small script with the marker)?"""
+    try:
+        with open(path, "rb") as fh:
+            return SHIM_MARKER.encode() in fh.read(4096)
+    except OSError:
+        return False
+
+
+def protected_paths(prefix, site_dirs, scripts, guard_files=()):
+    """{absolute path: kind} of the protected files of one environment that exist now (plus
+    the guard's layer files the caller names in ``guard_files``, existing or not).
+
+    ``prefix``: ``sys.prefix``; ``site_dirs``: its site-packages directories; ``scripts``: its
+    scripts directory (``bin``). The kinds are the keys of :data:`KINDS`."""
+    table = {}
+
+    def add(path, kind):
+        for p in _both(path):
+            table.setdefault(p, kind)
+
+    for site in site_dirs:
+        for name in (*(m + ".py" for m in GUARD_MODULES), GUARD_PTH):
+            add(os.path.join(site, name), "guard")
+        cache = os.path.join(site, "__pycache__")
+        for entry in _listdir(cache):
+            if entry.startswith(GUARD_PREFIX):
+                add(os.path.join(cache, entry), "guard")
+        for path in _pip_record(site):
+            if not table.get(path) and os.path.dirname(path) != _norm(scripts):
+                table[path] = "pip"
+    for entry in _listdir(scripts):
+        kind = script_kind(entry, os.path.join(scripts, entry))
+        if kind is not None:
+            add(os.path.join(scripts, entry), kind)
+    add(os.path.join(prefix, "pip.conf"), "guard")
+    for path in guard_files:
+        add(path, "guard")
+    return table
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def script_kind(name, path=None):
+    """The kind of the scripts-directory file ``name`` (None: not protected). ``uv`` is
+    protected while ``path`` is dtkguard's shim."""
+    if name == "uv":
+        return "uv-shim" if path is not None and is_shim(path) else None
+    for pattern, writer in SCRIPTS:
+        if fnmatch.fnmatchcase(name, pattern):
+            return "interpreter" if writer is None else writer
+    return None
+
+
+def protected_kind(path, site_dirs, scripts, table=None):
+    """The kind of protected file ``path`` (absolute, normalised; pass the resolved path too)
+    is, by name (the rules above, for files that do not exist yet) or by ``table``
+    (:func:`protected_paths`); None when it is not protected."""
+    if table and path in table:
+        return table[path]
+    head, _, base = path.rpartition("/")
+    for site in site_dirs:
+        site = _norm(site)
+        if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
+            return "guard"
+        if head == site + "/__pycache__" and base.startswith(GUARD_PREFIX):
+            return "guard"
+        if path.startswith(site + "/"):
+            top = path[len(site) + 1 :].split("/", 1)[0]
+            if top == "pip" or (top.startswith("pip-") and top.endswith(".dist-info")):
+                return "pip"
+    if scripts and head == _norm(scripts):
+        return script_kind(base, path)
+    return None
+
+
+def may_write(kind, dist, version=None):
+    """May distribution ``dist`` (canonical name) at ``version`` write a protected file of
+    ``kind``? pip's files: only a pip the hook supports (an unknown version is not)."""
+    writer = _WRITER.get(kind)
+    if writer is None or writer != dist:
+        return False
+    return writer != "pip" or pip_version_supported(version)
