@@ -88,4 +88,6 @@ def bench_env() -> dict[str, str]:
     env = hermetic_env(NO_COLOR="1")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["DTKGUARD_CACHE_DIR"] = str(CACHE / "dtkguard-cache")
+    # the guard's store of the benchmark envs (never /var/lib/dtkguard of a root run)
+    env["DTKGUARD_STORE"] = str(CACHE / "store")
     return env

@@ -249,10 +249,10 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     parser.add_argument("--native-mb", type=int, default=300, help="size of the native .so")
-    parser.add_argument("--smoke", action="store_true", help="every step at its smallest size")
+    parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
     args = parser.parse_args()
     if args.smoke:
-        args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 100
+        args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 50
         args.native_mb = 4
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:

@@ -18,7 +18,14 @@ back, alternating the sides so both share the machine's noise:
 Every side must end with exactly the baseline's set (checked). Also: the vault's size and the
 time ``guard install --vault`` takes for the 23 builds.
 
-    PYTHONPATH=. python benchmarks/bench_restore.py [--rounds 3]
+Then a wiped env (``python -m venv --clear``: no torch, no guard): ``dtkguard restore`` rebuilds
+it from the store (pip's files, the guard, the vendor builds from the vault, the other packages
+from pip's configured find-links) against the commands a person would type (``pip install
+--no-deps`` of every wheel of the baseline, then ``dtkguard guard install``).
+
+    PYTHONPATH=. python benchmarks/bench_restore.py [--rounds 3] [--smoke]
+
+``--smoke``: one round of each phase, to show the benchmark still works.
 """
 
 from __future__ import annotations
@@ -49,7 +56,10 @@ def _run(cmd: list[str], env: dict[str, str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="one round of each phase")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     venv = das_venv("restore150")
     house = CACHE / "restore150-wheels"
     # pip's configuration for everything that is not a vendor build: the community wheels
@@ -68,6 +78,7 @@ def main() -> int:
     dtk = dtkguard_cmd()
     py = str(venv.python)
     shutil.rmtree(venv.path / "dtkguard", ignore_errors=True)
+    shutil.rmtree(Path(env["DTKGUARD_STORE"]), ignore_errors=True)
     _run([*dtk, "guard", "install", "--python", py, "--policy", policy], env)
     baseline = venv.installed()
     vendor_keys = {p.key for p in das_25041_packages()}
@@ -125,7 +136,8 @@ def main() -> int:
     if proc.returncode != 0:
         raise SystemExit(proc.stdout + proc.stderr)
     vault_line = next(ln.strip() for ln in proc.stdout.splitlines() if " vault " in ln)
-    wheels = sorted((venv.path / "dtkguard" / "vault").glob("*.whl"))
+    store = _env_store(venv.path, env)
+    wheels = sorted(store.vault.glob("*.whl"))
     vault_bytes = sum(w.stat().st_size for w in wheels)
     times.update(rounds({"restore (vault)": restore, "by hand ": lambda: hand(False)}))
     print(
@@ -148,10 +160,68 @@ def main() -> int:
         f"(site-packages: {env_bytes / 1024:.0f} KiB); {vault_line}; "
         f"`guard install --vault` took {vault_cli:.2f} s in all"
     )
-    journal = venv.path / "dtkguard" / "journal"
-    kept = sum(f.stat().st_size for f in journal.rglob("*") if f.is_file())
+    kept = sum(f.stat().st_size for f in store.journal.rglob("*") if f.is_file())
     print(f"journal after the rounds: {kept / 1024:.1f} KiB (removed files kept until pruned)")
+    wheels = [*vendor_all, *_community(house, baseline, vendor_keys)]
+    _wiped(venv, env, args.rounds, wheels, policy)
     return 0
+
+
+def _env_store(prefix: Path, env: dict[str, str]):
+    import os
+
+    from dtkguard.env import store
+
+    old = os.environ.get(store.STORE_VAR)
+    os.environ[store.STORE_VAR] = env[store.STORE_VAR]
+    try:
+        return store.env_store(prefix)
+    finally:
+        if old is None:
+            os.environ.pop(store.STORE_VAR)
+        else:
+            os.environ[store.STORE_VAR] = old
+
+
+def _community(house: Path, baseline: dict[str, str], vendor: set[str]) -> list[str]:
+    """The community wheels of the baseline's other packages."""
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    out = []
+    for wheel in sorted((house / "community").glob("*.whl")):
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        key = canonicalize_name(name)
+        if key not in vendor and baseline.get(key) == str(version):
+            out.append(str(wheel))
+    return out
+
+
+def _wiped(venv, env: dict[str, str], rounds: int, wheels: list[str], policy: Path) -> None:
+    """``venv --clear``, then `restore` (from the store) against the hand-made commands."""
+    py, dtk = str(venv.python), dtkguard_cmd()
+    baseline = venv.installed()
+
+    def wipe() -> None:
+        _run([sys.executable, "-m", "venv", "--clear", venv.path], env)
+
+    def by_hand() -> float:
+        took = _run([py, "-m", "pip", "install", "--no-deps", "--no-index", *wheels], env)
+        return took + _run([*dtk, "guard", "install", "--python", py, "--policy", policy], env)
+
+    def restore() -> float:
+        return _run([*dtk, "restore", "--python", py], env)
+
+    times: dict[str, list[float]] = {"restore (wiped env)": [], "by hand (wiped env)": []}
+    for _ in range(rounds):
+        for name, fn in (("restore (wiped env)", restore), ("by hand (wiped env)", by_hand)):
+            wipe()
+            times[name].append(fn())
+            if venv.installed() != baseline:
+                raise SystemExit(f"{name} did not bring the baseline set back")
+    ref = statistics.median(times["by hand (wiped env)"])
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"{name:<22} {med:8.2f}  {med / ref:6.2f}x")
 
 
 if __name__ == "__main__":

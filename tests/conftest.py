@@ -8,6 +8,8 @@ Session fixtures:
   wheel_cache          the offline wheel cache (pip 22.2.2 / 26.3, setuptools, wheel)
   uv                   path of the uv executable
 Function fixtures:
+  private_store        (autouse) ``DTKGUARD_STORE`` = a fresh tmp dir: every test has its own
+                       guard store (CI runs as root and must never write /var/lib/dtkguard)
   public_index         IndexServer over community_wheelhouse (``.requests`` cleared per test)
   vendor_index         IndexServer over vendor_wheelhouse (``.requests`` cleared per test)
   hermetic             a fresh hermetic_env() dict
@@ -36,6 +38,7 @@ from tests.support.reports import (
     py310_backports_packages,
     report_names,
 )
+from tests.support.stores import store_env
 from tests.support.venvs import hermetic_env
 
 COMMUNITY_REPORTS = ("vllm085", "vllm092", "hfstack")
@@ -46,9 +49,33 @@ pytest_plugins = ["tests.support.mounts"]
 def pytest_configure(config: pytest.Config) -> None:
     # `guard install` records guarded interpreters under $XDG_STATE_HOME: never the user's
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dtkguard-test-state-")
+    # the guard's store: `private_store` gives each test its own; this one catches what runs
+    # before it (session fixtures), so that no test run ever writes /var/lib/dtkguard as root
+    os.environ["DTKGUARD_STORE"] = tempfile.mkdtemp(prefix="dtkguard-test-store-")
     config.addinivalue_line(
         "markers", "wheel_cache: needs the offline wheel cache (python tests/prepare.py)"
     )
+
+
+@pytest.fixture(scope="module")
+def module_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store shared by one module's tests: a module-scoped fixture that guards an env depends
+    on it (and builds inside ``store_env(module_store)``); `private_store` then hands the same
+    store to every test that uses that fixture."""
+    return tmp_path_factory.mktemp("store-module")
+
+
+@pytest.fixture(autouse=True)
+def private_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Every test gets its own guard store (`dtkguard.env.store`), outside its venvs: the
+    subprocesses a test runs inherit ``DTKGUARD_STORE`` through ``os.environ``. A test that
+    uses a fixture built on `module_store` gets that one."""
+    if "module_store" in request.fixturenames:
+        path = request.getfixturevalue("module_store")
+    else:
+        path = tmp_path_factory.mktemp("store")
+    with store_env(path):
+        yield path
 
 
 def _cache_problem() -> str | None:

@@ -4,10 +4,13 @@ lock."""
 
 from __future__ import annotations
 
+import os
+
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.env.store import Record
     from dtkguard.report import Report
 
 
@@ -34,3 +37,46 @@ def check(request: Request) -> Report:
         rules=checked_by(families),
         facts=facts,
     )
+
+
+def check_all_guarded(request: Request) -> list[Report]:
+    """One `Report` per env the guard's store knows as guarded, by prefix (``request``'s
+    target is replaced by each env's interpreter). An env whose interpreter is gone is reported
+    `env-replaced` without being read."""
+    from dataclasses import replace
+
+    from dtkguard.env.open import TargetSpec
+    from dtkguard.env.store import known_envs
+
+    reports = []
+    for _, rec in known_envs():
+        if not rec.guarded:
+            continue
+        python = rec.identity.python
+        if not os.path.exists(python):
+            reports.append(_gone(rec, request))
+            continue
+        spec = TargetSpec(python=python)
+        reports.append(check(replace(request, target=spec, allow_empty=True)))
+    return reports
+
+
+def _gone(rec: Record, request: Request) -> Report:
+    """The report of a guarded env whose interpreter no longer exists."""
+    from dtkguard.env.baseline import restore_command
+    from dtkguard.policy.load import load_policy
+    from dtkguard.report import Report
+    from dtkguard.rules.catalog import is_known
+    from dtkguard.rules.guard_store import ENV_REPLACED
+
+    ident = rec.identity
+    finding = ENV_REPLACED.finding(
+        "guard",
+        f"the environment {ident.prefix} guarded on {rec.created} is gone: no {ident.python}",
+        f"rebuild it from the store: {restore_command(ident.python)}",
+        ident.prefix,
+        {"recorded": rec.created},
+    )
+    policy = load_policy(request.policy, known_rule=is_known)
+    target = {"kind": "python", "python": ident.python, "prefix": ident.prefix}
+    return Report([finding], target=target, policy=policy.name, rules=[ENV_REPLACED.id])

@@ -59,8 +59,23 @@ def open_request(request: Request) -> Opened:
 
         lock = read_lock(request.lock)
     env = open_target(request.target)
-    require_dists(env, request.allow_empty)
+    require_dists(env, request.allow_empty or guarded_here(env))
     return Opened(env, policy, lock)
+
+
+def guarded_here(env: Environment) -> bool:
+    """The guard's store knows the target as a guarded env of this host: an empty one is a
+    finding (`env-replaced`, `vendor-missing`), not nothing to check."""
+    from dtkguard.env.store import env_store
+    from dtkguard.errors import InputError
+
+    if not env.root.is_host or not env.target.prefix:
+        return False
+    try:
+        rec = env_store(env.target.prefix).record()
+    except InputError:
+        return True
+    return rec is not None and rec.guarded
 
 
 def stack_inputs(

@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         "--fail-on.",
     )
     add_target_options(parser)
+    parser.add_argument(
+        "--all-guarded",
+        action="store_true",
+        help="check every environment the guard's store knows as guarded (one report each)",
+    )
     add_policy_option(parser)
     parser.add_argument("--lock", metavar="L", help="also report drift against a PEP 751 lock")
     add_allow_empty_option(parser)
@@ -38,5 +43,31 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.report import emit
 
     threshold = fail_on(args)
-    report = check(Request(lock=args.lock, **stack_request(args)))
+    request = Request(lock=args.lock, **stack_request(args))
+    if args.all_guarded:
+        return _all_guarded(args, request, threshold)
+    report = check(request)
     return emit(report, args.format, args.output, fail_on=threshold)
+
+
+def _all_guarded(args: argparse.Namespace, request, threshold) -> int:
+    """`check --all-guarded`: each guarded env's report in turn, on stdout; exit 1 when any
+    fails (a target option or ``-o`` with it is bad input)."""
+    import sys
+
+    from dtkguard.audit.check import check_all_guarded
+    from dtkguard.env.store import store_root
+    from dtkguard.errors import InputError
+    from dtkguard.report import emit
+
+    spec = request.target
+    if spec.python or spec.paths or spec.root or spec.pid or spec.container:
+        raise InputError(
+            "--all-guarded checks the store's envs: give no target", field="--all-guarded"
+        )
+    if args.output and args.output != "-":
+        raise InputError("--all-guarded writes one report per env to stdout", field="--output")
+    reports = check_all_guarded(request)
+    if not reports:
+        sys.stderr.write(f"dtkguard check: no guarded environment in the store {store_root()}\n")
+    return max((emit(r, args.format, None, fail_on=threshold) for r in reports), default=0)

@@ -60,9 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.commands.common import target_python
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.recover.guard_repair import recreate
     from dtkguard.recover.restore import restore
     from dtkguard.recover.wanted import baseline_wanted, lock_wanted
 
+    given = args.target or args.python
+    if given and not args.dry_run:
+        for line in recreate(given):  # a wiped venv the store knows: created again first
+            print(f"dtkguard restore: {line}")
     python = target_python(args)
     interp = interpreter(python)
     policy = load_guard_policy(args.policy, interp)

@@ -17,25 +17,28 @@
 ``vendor``
     Every vendor build of the policy that was installed (name and exact version as pinned):
     ``{canonical name: {"name", "version", "site", "dist_info", "top_level": [module, ...],
-    "record": {"sha256", "digest", "size", "mtime_ns"}, "files": {path: {"sha256", "size",
-    "mtime_ns"[, "pyc": true][, "needed": [soname, ...]]}}}}``. ``record.sha256`` is the hex
-    sha256 of the installed RECORD file; ``record.digest`` is `record_digest` of it (the build's
-    identity: the same for the wheel's RECORD and any install of it by pip or uv). ``files``
-    holds every RECORD row with a hash (a shared object's also ``needed``: its ELF DT_NEEDED
-    names, so that a swapped binary is named by what it links), keyed by the row's path as
-    written in RECORD (relative to ``site``; scripts start with ``../``), each verified against
-    RECORD while recording (a vendor build whose files differ from its RECORD is refused: no
-    baseline of damage), plus the ``.pyc`` files pip lists without a hash, marked ``"pyc":
-    true``, whose ``sha256`` covers all but the 16-byte header. ``direct_url``: the build's
-    ``direct_url.json`` (PEP 610) as a dict, or null: where pip installed it from (a path or
-    URL), so that a restore can install it the same way.
+    "record": {"sha256", "digest", "size", "mtime_ns", "ino", "ctime_ns"}, "files": {path:
+    {"sha256", "size", "mtime_ns", "ino", "ctime_ns"[, "pyc": true][, "needed": [soname,
+    ...]]}}}}`` (``ino`` and ``ctime_ns`` since the store; a baseline without them is compared
+    by mtime). ``record.sha256`` is the hex sha256 of the installed RECORD file;
+    ``record.digest`` is `record_digest` of it (the build's identity: the same for the wheel's
+    RECORD and any install of it by pip or uv). ``files`` holds every RECORD row with a hash (a
+    shared object's also ``needed``: its ELF DT_NEEDED names, so that a swapped binary is named
+    by what it links), keyed by the row's path as written in RECORD (relative to ``site``;
+    scripts start with ``../``), each verified against RECORD while recording (a vendor build
+    whose files differ from its RECORD is refused: no baseline of damage), plus the ``.pyc``
+    files pip lists without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the
+    16-byte header. ``direct_url``: the build's ``direct_url.json`` (PEP 610) as a dict, or
+    null: where pip installed it from (a path or URL), so that a restore can install it the same
+    way.
 ``lock``
     ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
     "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.
 
 `is_baseline_build` answers "is this (name, version, RECORD digest or file digests) the
-vendor build of the baseline?"; `compare` finds what changed (a fast size/mtime pass, then
-hashing only the files whose stat changed). `dtkguard.guard.baseline` records it.
+vendor build of the baseline?"; `compare` finds what changed (a fast pass on size, inode and
+``st_ctime_ns``, then hashing only the files whose stat changed). `dtkguard.guard.baseline`
+records it.
 """
 
 from __future__ import annotations
@@ -66,6 +69,15 @@ def restore_command(python: str) -> str:
 
 
 def baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    """The reference baseline of the env at ``prefix``: in the guard's store."""
+    from dtkguard.env.store import env_store
+
+    return env_store(prefix).baseline
+
+
+def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:
+    """``<prefix>/dtkguard/baseline.json``: where a guard before the store (or an image built
+    elsewhere) keeps its baseline; `check` reads it when the store knows no such env."""
     from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / FILE_NAME
@@ -77,6 +89,25 @@ def sha256_file(path: str | os.PathLike[str]) -> str | None:
 
     status, digest, _, _ = hash_file(os.fspath(path), "sha256", False)
     return digest.hex() if status == "ok" else None
+
+
+def file_stat(path: str | os.PathLike[str]) -> dict[str, int] | None:
+    """What a baseline keeps of a file's stat: size, mtime, inode and ctime (``os.utime`` can
+    set the mtime back, `cp -p`, `rsync -t` and `tar` do; nothing sets the ctime back)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _stat_fields(st)
+
+
+def _stat_fields(st: os.stat_result) -> dict[str, int]:
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ino": st.st_ino,
+        "ctime_ns": st.st_ctime_ns,
+    }
 
 
 def size_mtime(path: str) -> tuple[int, int] | None:
@@ -204,10 +235,15 @@ class Change:
 
 @dataclass
 class CompareStats:
-    """How much work a comparison did: files stat'ed and files hashed."""
+    """How much work a comparison did: files stat'ed and files hashed; ``seen``: the
+    ``[ino, ctime_ns, sha256]`` of files a hash found equal to the recorded digest since the
+    baseline was recorded (the store's stat cache: not hashed again while they stay so),
+    ``verified``: those this comparison found."""
 
     stated: int = 0
     hashed: int = 0
+    seen: dict[str, list] = field(default_factory=dict)
+    verified: dict[str, list] = field(default_factory=dict)
 
 
 def _host(root: Root, inner: str) -> str:
@@ -219,28 +255,40 @@ def _host(root: Root, inner: str) -> str:
         return os.path.join(str(root.path), inner.lstrip("/"))
 
 
+def _unchanged(st: os.stat_result, recorded: dict[str, Any], seen: list | None) -> bool:
+    """The fast pass: the same inode and ctime as recorded (or as when a hash last found the
+    bytes equal to the recorded digest: ``seen``, ``[ino, ctime_ns, sha256]``); a baseline
+    without them: the same mtime."""
+    if seen is not None and list(seen) == [st.st_ino, st.st_ctime_ns, recorded.get("sha256")]:
+        return True
+    if "ctime_ns" in recorded:
+        return (st.st_ino, st.st_ctime_ns) == (recorded.get("ino"), recorded["ctime_ns"])
+    return st.st_mtime_ns == recorded.get("mtime_ns")
+
+
 def _changed(
     root: Root,
     path: str,
     recorded: dict[str, Any],
     stats: CompareStats,
     confined: bool,
-    fresh: dict[str, tuple[int, int]] | None = None,
+    fresh: dict[str, dict[str, int]] | None = None,
 ) -> str | None:
     """None when the file is as recorded; else "missing" or "modified". Hashes only when the
-    size is equal and the mtime is not; a file found equal that way goes into ``fresh``
-    (path -> its new size and mtime)."""
+    size is equal and the inode or ctime is not; a file found equal that way goes into
+    ``fresh`` (path -> its stat now, `file_stat`'s fields)."""
     from dtkguard.env.record import hash_file
 
     stats.stated += 1
     host = _host(root, path) if confined else path
-    st = size_mtime(host)
-    if st is None:
+    try:
+        st = os.stat(host)
+    except OSError:
         return "missing"
-    if st == (recorded.get("size"), recorded.get("mtime_ns")):
-        return None
-    if st[0] != recorded.get("size"):
+    if st.st_size != recorded.get("size"):
         return "modified"
+    if _unchanged(st, recorded, stats.seen.get(path)):
+        return None
     stats.hashed += 1
     if recorded.get("pyc"):
         same = pyc_body_sha256(host) == recorded.get("sha256")
@@ -248,8 +296,9 @@ def _changed(
         status, digest, _, _ = hash_file(host, "sha256", confined)
         same = status == "ok" and digest.hex() == recorded.get("sha256")
     if same:
+        stats.verified[path] = [st.st_ino, st.st_ctime_ns, recorded.get("sha256")]
         if fresh is not None:
-            fresh[path] = st
+            fresh[path] = _stat_fields(st)
         return None
     return "modified"
 
@@ -260,7 +309,7 @@ def _record_changed(
     recorded: dict[str, Any],
     stats: CompareStats,
     confined: bool,
-    fresh: dict[str, tuple[int, int]] | None = None,
+    fresh: dict[str, dict[str, int]] | None = None,
 ) -> bool:
     """The RECORD is another build's: its `record_digest` differs (a reinstall of the same
     build by another installer rewrites the file, not the digest)."""
@@ -277,7 +326,7 @@ def _record_changed(
         return True
     if record_digest(text) != recorded["digest"]:
         return True
-    st = size_mtime(str(host))
+    st = file_stat(host)
     if fresh is not None and st is not None:
         fresh[inner] = st
     return False
@@ -287,7 +336,7 @@ def compare(
     baseline: dict[str, Any],
     root: Root | None = None,
     stats: CompareStats | None = None,
-    fresh: dict[str, tuple[int, int]] | None = None,
+    fresh: dict[str, dict[str, int]] | None = None,
 ) -> list[Change]:
     """Every vendor build of the baseline that is gone, not the recorded build, or changed.
 

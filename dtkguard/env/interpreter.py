@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: the fields :func:`interpreter` asks for, in this order
-_FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version")
+_FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version", "platlib")
 _CODE = (
     "import sysconfig as c;g=c.get_path;put([sys.prefix,sys.base_prefix,g('purelib'),"
-    "g('stdlib'),g('scripts') or '','%d.%d'%sys.version_info[:2]])"
+    "g('stdlib'),g('scripts') or '','%d.%d'%sys.version_info[:2],g('platlib') or ''])"
 )
 
 #: where the guard keeps its files inside an interpreter's prefix
@@ -27,6 +27,8 @@ class Interpreter:
     version: str
     #: where console scripts go (``<prefix>/bin``): the place of the `uv` shim
     scripts: Path | None = None
+    #: where binary dists go (the same folder as purelib in most envs)
+    platlib: Path | None = None
 
     @property
     def in_venv(self) -> bool:
@@ -38,10 +40,12 @@ class Interpreter:
 
     @property
     def policy_file(self) -> Path:
+        """The compiled policy the pip hook reads: a cache of the store's copy."""
         return self.state_dir / "policy.json"
 
     @property
-    def overrides_file(self) -> Path:
+    def legacy_overrides_file(self) -> Path:
+        """Where the override log was before the store (read by `check`, moved by install)."""
         return self.state_dir / "overrides.jsonl"
 
 
@@ -71,4 +75,5 @@ def interpreter(python: str | None = None) -> Interpreter:
         stdlib=Path(data["stdlib"]),
         version=data["version"],
         scripts=Path(data["scripts"]) if data.get("scripts") else None,
+        platlib=Path(data["platlib"]) if data.get("platlib") else None,
     )

@@ -62,10 +62,9 @@ def record(
     }
     if token:
         entry["token"] = token
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:  # append-only log: one write per record
-        fh.write(json.dumps(entry, sort_keys=True) + "\n")
-    return entry
+    from dtkguard.env.chain import append
+
+    return append(path, entry)  # digest-chained: a removed or edited record is a finding
 
 
 def read(path: Path) -> Iterator[tuple[int, dict | None]]:

@@ -16,11 +16,11 @@ from dtkguard.env.baseline import (
     FORMAT,
     comparable,
     compare,
+    file_stat,
     pyc_body_sha256,
     record_digest,
     restore_command,
     sha256_file,
-    size_mtime,
 )
 from dtkguard.env.root import Root
 from dtkguard.errors import DtkguardError
@@ -94,18 +94,18 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
     files: dict[str, dict[str, Any]] = {}
     for job in jobs:
         rel = os.path.relpath(job.inner, site)
-        st = size_mtime(job.host)
+        st = file_stat(job.host)
         if st is None:  # vanished since verify: refuse rather than record a hole
             raise BaselineError(f"{job.inner} vanished while recording the baseline")
         digest = job.digest.hex() if job.algo == "sha256" and job.inner not in relocated else None
-        files[rel] = {"sha256": digest or sha256_file(job.host), "size": st[0], "mtime_ns": st[1]}
+        files[rel] = {"sha256": digest or sha256_file(job.host), **st}
         needed = _needed(rel, job.host)
         if needed is not None:
             files[rel]["needed"] = needed
     files.update(_pyc_files(dist))
     record = dist.record
     assert record is not None
-    rst = size_mtime(str(record))
+    rst = file_stat(record) or {"size": None, "mtime_ns": None}
     return {
         "name": dist.name,
         "version": dist.version,
@@ -115,8 +115,7 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
         "record": {
             "sha256": sha256_file(record),
             "digest": record_digest(record.read_text(encoding="utf-8", errors="replace")),
-            "size": rst[0] if rst else None,
-            "mtime_ns": rst[1] if rst else None,
+            **rst,
         },
         "files": files,
         "direct_url": dist.direct_url,
@@ -152,9 +151,9 @@ def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:
         if row is None or len(row) != 3 or row[1] or not row[0].endswith(".pyc"):
             continue
         path = os.path.normpath(os.path.join(dist.site, row[0]))
-        st, body = size_mtime(path), pyc_body_sha256(path)
+        st, body = file_stat(path), pyc_body_sha256(path)
         if st is not None and body is not None:
-            out[row[0]] = {"sha256": body, "size": st[0], "mtime_ns": st[1], "pyc": True}
+            out[row[0]] = {"sha256": body, **st, "pyc": True}
     return out
 
 
@@ -222,7 +221,7 @@ def refreshed(baseline: dict[str, Any]) -> tuple[dict[str, Any], int]:
     reported. Returns (baseline, number of entries refreshed)."""
     import copy
 
-    fresh: dict[str, tuple[int, int]] = {}
+    fresh: dict[str, dict[str, int]] = {}
     compare(baseline, fresh=fresh)
     data = copy.deepcopy(baseline)
     count = 0
@@ -232,7 +231,7 @@ def refreshed(baseline: dict[str, Any]) -> tuple[dict[str, Any], int]:
         rows += [(os.path.normpath(os.path.join(site, r)), f) for r, f in entry["files"].items()]
         for path, recorded in rows:
             if path in fresh:
-                recorded["size"], recorded["mtime_ns"] = fresh[path]
+                recorded.update(fresh[path])
                 count += 1
         if rows[0][0] in fresh:
             entry["record"]["sha256"] = sha256_file(rows[0][0])

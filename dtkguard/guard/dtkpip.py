@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
+from dtkguard.env.store import overrides_log
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, dry_run, run_pip
@@ -29,12 +30,16 @@ if TYPE_CHECKING:
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
-    """--policy, else the policy `guard install` left in the target, else the default lookup."""
+    """--policy, else the policy `guard install` recorded (the store's copy: the one in the
+    env is only the hook's cache, and whoever writes the env can edit it), else the default
+    lookup."""
+    from dtkguard.env.store import env_store
     from dtkguard.policy.load import load_policy
     from dtkguard.rules.catalog import is_known
 
     if ref is None:
-        installed = read_policy_json(interp.policy_file)
+        es = env_store(interp.prefix)
+        installed = read_policy_json(es.policy if es.policy.is_file() else interp.policy_file)
         if installed is not None:
             return installed
     return load_policy(ref, known_rule=is_known)
@@ -92,7 +97,7 @@ def _uninstall(
             _say(render_removal(vendor, policy, f"pip {shlex.join(pip_args)}", DTKPIP))
             return 1
         token = overrides.record_with_token(
-            interp.overrides_file,
+            overrides_log(interp),
             reason,
             ["pip", *pip_args],
             [f"remove {v}" for v in vendor],
@@ -109,7 +114,7 @@ def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> 
     finally:
         token = env.get(overrides.TOKEN_VAR)
         if token:
-            overrides.token_file(interp.overrides_file, token).unlink(missing_ok=True)
+            overrides.token_file(overrides_log(interp), token).unlink(missing_ok=True)
 
 
 def _install(
@@ -183,10 +188,10 @@ def _record_override(
     """Record the override of what blocks and hand its token to the real pip run in ``env``."""
     allowed = [f"{f.rule}: {f.message}" for f in verdict.blocking]
     token = overrides.record_with_token(
-        interp.overrides_file, reason, ["pip", *pip_args], allowed, "dtkpip"
+        overrides_log(interp), reason, ["pip", *pip_args], allowed, "dtkpip"
     )
     env.update({overrides.ENV_VAR: reason, overrides.TOKEN_VAR: token})
-    _say(f"dtkpip: override recorded in {interp.overrides_file}: {reason}\n")
+    _say(f"dtkpip: override recorded in {overrides_log(interp)}: {reason}\n")
 
 
 def _journalled(interp: Interpreter, pip_args: list[str], run: Callable[[], int]) -> int:

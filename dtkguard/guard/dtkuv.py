@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
+from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
@@ -236,8 +237,18 @@ class _Run:
         if vendor and not self.reason:
             _say(render_removal(vendor, self.policy, self.command, DTKUV))
             return self.untouched(1)
-        if vendor:
-            self.record([f"remove {v}" for v in vendor])
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.veto_text import render
+
+        # the env after the removals, judged like an install: `vendor-deps-broken` ...
+        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        if verdict.blocked and not self.reason:
+            _say(render(verdict, self.policy, self.command, [], False, DTKUV))
+            return self.untouched(1)
+        blocking = [f"{f.rule}: {f.message}" for f in verdict.blocking]
+        if vendor or blocking:
+            self.record([f"remove {v}" for v in vendor] + blocking)
         return self.real(self.args)
 
     def same_environment(self, plan: Plan) -> None:
@@ -262,7 +273,7 @@ class _Run:
 
     def record(self, allowed: list[str]) -> None:
         overrides.record(
-            self.interp.overrides_file,
+            overrides_log(self.interp),
             self.reason,
             ["uv", "pip", str(self.sub.command), *self.sub.args],
             allowed,
@@ -270,7 +281,7 @@ class _Run:
         )
         # uv runs no pip hook, so no token is handed on: this record is the only one
         self.env[overrides.ENV_VAR] = self.reason
-        _say(f"dtkuv: override recorded in {self.interp.overrides_file}: {self.reason}\n")
+        _say(f"dtkuv: override recorded in {overrides_log(self.interp)}: {self.reason}\n")
 
     def untouched(self, code: int) -> int:
         """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""

@@ -29,16 +29,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dtkguard.env.journal_chain import CHAIN, txn_digest
 from dtkguard.errors import DtkguardError
 from dtkguard.util.atomic import atomic_write_text
 
 JOURNAL_DIR = "journal"
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
 KEPT_LIST = "kept.list"
-_CODE = (
-    "import json,sys,sysconfig;p=sysconfig.get_paths();print(json.dumps({'prefix':sys.prefix,"
-    "'roots':[p['purelib'],p['platlib'],p['scripts']]}))"
-)
 
 
 class JournalError(DtkguardError):
@@ -58,23 +55,49 @@ class Layout:
 
     @property
     def journal(self) -> Path:
-        from dtkguard.env.interpreter import STATE_DIR
+        """In the guard's store (`dtkguard.env.store`), never inside the env."""
+        from dtkguard.env.store import env_store
 
-        return self.prefix / STATE_DIR / JOURNAL_DIR
+        return env_store(self.prefix).journal
 
 
-def layout(python: str) -> Layout:
-    """Ask ``python`` for its prefix and install roots (purelib, platlib, scripts)."""
-    from dtkguard.env.environment import ask_interpreter
+def layout(python: str, *, adopt: bool = False) -> Layout:
+    """``python``'s prefix and the install roots (purelib, platlib, scripts) a transaction
+    covers: the ones the guard's store recorded for the env, never what a file inside the env
+    says. An env the store does not know yet is recorded now. An interpreter that reports other
+    roots than the record is refused (the env is not the one recorded), unless ``adopt``
+    (`restore` rebuilding it: the record follows the env)."""
+    from dtkguard.env import store
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.errors import InputError
 
-    data = ask_interpreter(python, _CODE, "its install paths")
-    roots: list[Path] = []
-    for raw in data["roots"]:
-        path = Path(os.path.realpath(raw))
-        if path not in roots and path.is_dir():
-            roots.append(path)
-    purelib, _, scripts = (Path(os.path.realpath(p)) for p in data["roots"])
-    return Layout(Path(data["prefix"]), roots, scripts, purelib)
+    interp = interpreter(python)
+    es = store.env_store(interp.prefix)
+    try:
+        rec = es.record()
+    except InputError as exc:
+        raise JournalError(f"cannot read the guard's record of {interp.prefix}: {exc}") from None
+    now = store.current_identity(interp).roots
+    if rec is not None and rec.identity.roots != now and not adopt:
+        raise JournalError(
+            f"{python} installs into {', '.join(now)}, not into the folders the guard's store "
+            f"recorded for {interp.prefix} ({', '.join(rec.identity.roots)}): the environment "
+            "was replaced; `dtkguard restore` rebuilds it"
+        )
+    if rec is None or adopt:
+        _, rec = store.record_env(interp)
+    roots = [Path(r) for r in rec.identity.roots if Path(r).is_dir()]
+    scripts = Path(rec.identity.roots[-1])
+    return Layout(interp.prefix, roots, scripts, Path(rec.identity.purelib))
+
+
+def untrusted(txn: Transaction, lay: Layout) -> str | None:
+    """Why the journal may not act on ``txn`` (None: it may): it names other roots than the
+    store's record of the env, or its ``txn.json`` is not one the journal wrote (its digest is
+    not in the journal's chain, `dtkguard.env.journal_chain`)."""
+    from dtkguard.env.journal_chain import untrusted as why
+
+    return why(txn.dir, [str(r) for r in lay.roots])
 
 
 @dataclass
@@ -126,7 +149,15 @@ class Transaction:
         }
 
     def save(self) -> None:
-        atomic_write_text(self.file, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        """Write ``txn.json``, its digest first into the journal's chain (`untrusted`)."""
+        from dtkguard.env.chain import append
+
+        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
+        append(
+            self.dir.parent / CHAIN,
+            {"id": self.id, "state": self.state, "sha256": txn_digest(text)},
+        )
+        atomic_write_text(self.file, text)
 
     @classmethod
     def load(cls, path: Path) -> Transaction:
@@ -390,10 +421,18 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+#: states after which a transaction changes nothing by itself
+_FINAL = ("committed", "rolled-back", "undone", "pruned")
+
+
 def recover_open(lay: Layout) -> list[Transaction]:
     """Roll back every transaction a killed process left ``open``; discard ``preparing`` ones."""
     done = []
     for txn in transactions(lay.journal):
+        why = untrusted(txn, lay) if txn.state not in _FINAL else None
+        if why:
+            _say(f"dtkguard: refusing journal transaction {txn.dir.name}: {why}; left as it is\n")
+            continue
         if txn.state == "preparing":
             shutil.rmtree(txn.dir, ignore_errors=True)
         elif txn.state == "committing":

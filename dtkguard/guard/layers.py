@@ -1,10 +1,13 @@
 """`dtkguard guard install|status|remove`: the files that guard one interpreter.
 
-Layers: the compiled policy and the constraints file (``<prefix>/dtkguard/``), the site-level
-``<prefix>/pip.conf`` (read even by ``pip --isolated``), the pip hook (a module and a ``.pth``
-line in the target's site-packages), optionally uv's config and a PEP 668 marker. A manifest
-(``<prefix>/dtkguard/manifest.json``) lists what was written, with the previous content of
-files that existed before, so that `remove` undoes exactly that. Every write is atomic.
+Layers: the compiled policy and the constraints file (``<prefix>/dtkguard/``, caches the hook
+and pip read), the site-level ``<prefix>/pip.conf`` (read even by ``pip --isolated``), the pip
+hook (a module and a ``.pth`` line in the target's site-packages), optionally uv's config and a
+PEP 668 marker, and a read-only pointer to the env's folder in the guard's store
+(``<prefix>/dtkguard/store.json``). The store (`dtkguard.env.store`) holds the references: the
+baseline, the manifest (what was written, with its sha256 and the previous content of files that
+existed before, so that `remove` undoes exactly that), copies of the policy and the tripwire
+snapshot. Every write is atomic. A guard from before the store is moved into it (`migrate`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dtkguard.env import store
 from dtkguard.env.baseline import baseline_path
 from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
@@ -47,6 +51,8 @@ MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
 FINDER_MODULE = "_dtkguard_finder.py"
+#: the guard's own files in site-packages (protected: `dtkguard.guard.protected`)
+GUARD_MODULES = (HOOK_PTH, HOOK_MODULE, HOOK_DECISION, FINDER_MODULE, TRIPWIRE_MODULE)
 
 
 def hook_source(name: str) -> str:
@@ -198,6 +204,10 @@ def planned_layers(
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
     layers += _tripwire_layers(interp, policy, baseline)
+    es = store.env_store(interp.prefix)
+    layers.append(
+        Layer("pointer", store.pointer_path(interp.prefix), store.pointer_text(es), 0o444)
+    )
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if uv_shim_too:
@@ -243,10 +253,10 @@ def _read(path: Path) -> str | None:
 
 
 class Manifest:
-    """``<prefix>/dtkguard/manifest.json``: {path: {layer, sha256, original}}."""
+    """The guard's manifest in the store: {path: {layer, sha256, original}}."""
 
-    def __init__(self, interp: Interpreter) -> None:
-        self.path = interp.state_dir / "manifest.json"
+    def __init__(self, interp: Interpreter, path: Path | None = None) -> None:
+        self.path = path or store.env_store(interp.prefix).manifest
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             self.files: dict[str, dict] = dict(data.get("files", {}))
@@ -281,6 +291,10 @@ def install(
 
     The baseline is recorded first (nothing is written when a vendor build does not match
     its RECORD) and kept on later installs unless ``rebaseline``."""
+    store.refuse_inside(interp)
+    from dtkguard.guard.migrate import migrate
+
+    migrate(interp, rebaseline=rebaseline)
     manifest = Manifest(interp)
     if uv_shim_too:
         _refuse_foreign_shim(interp, manifest)
@@ -295,23 +309,10 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=json.loads(base_text),
     )
-    bpath = baseline_path(interp.prefix)
-    require_writable([manifest.path, bpath, *(layer.path for layer in layers)])
-    results = []
-    #: (path, content before) of every file written, manifest included: undone on failure
-    written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
-    try:
-        interp.state_dir.mkdir(parents=True, exist_ok=True)
-        results.append(_write_baseline(manifest, bpath, base_text, base_state, written))
-        for layer in layers:
-            results.append(_write_layer(manifest, layer, originals, written))
-            manifest.save()  # after every file: a crash never leaves an unlisted file behind
-    except (OSError, InputError) as exc:
-        left = roll_back(written)
-        if isinstance(exc, InputError):
-            raise
-        raise _install_error(exc, written, results, left) from None
+    results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
     _list_compiled_hooks(interp, manifest)
+    store.record_env(interp, guarded=True)
+    refresh_protected(interp)
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -320,6 +321,48 @@ def install(
     }
     manifest.save()
     return results
+
+
+def _write_all(
+    interp: Interpreter,
+    manifest: Manifest,
+    layers: list[Layer],
+    originals: dict[str, str | None],
+    base: tuple[str, str],
+) -> list[tuple[str, Path, str]]:
+    """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
+    bpath = baseline_path(interp.prefix)
+    es = store.env_store(interp.prefix)
+    copies = _store_copies(es, layers)
+    # the pointer is read-only: it is replaced by rename, never written through
+    paths = [layer.path for layer in layers if layer.name != "pointer"]
+    require_writable([manifest.path, bpath, *paths, *(p for p, _ in copies)])
+    results = []
+    #: (path, content before) of every file written, manifest included: undone on failure
+    written: list[tuple[Path, str | None]] = [(manifest.path, _read(manifest.path))]
+    try:
+        es.create()
+        interp.state_dir.mkdir(parents=True, exist_ok=True)
+        results.append(_write_baseline(manifest, bpath, *base, written))
+        for layer in layers:
+            results.append(_write_layer(manifest, layer, originals, written))
+            manifest.save()  # after every file: a crash never leaves an unlisted file behind
+        for path, text in copies:
+            written.append((path, _read(path)))
+            atomic_write_text(path, text, 0o600)
+    except (OSError, InputError) as exc:
+        left = roll_back(written)
+        if isinstance(exc, InputError):
+            raise
+        raise _install_error(exc, written, results, left) from None
+    return results
+
+
+def _store_copies(es: store.EnvStore, layers: list[Layer]) -> list[tuple[Path, str]]:
+    """The store's own copies of what the hook and the tripwire read from their caches in the
+    env (restore writes the caches back from them)."""
+    by_name = {layer.name: layer.content for layer in layers}
+    return [(es.policy, by_name["policy"]), (es.tripwire, by_name["tripwire.txt"])]
 
 
 def _refuse_foreign_shim(interp: Interpreter, manifest: Manifest) -> None:
@@ -430,6 +473,7 @@ _OWN_FILES = (
     "externally-managed",
     "tripwire",
     "uv-shim",
+    "pointer",
 )
 
 
@@ -550,6 +594,34 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
             results.append((entry["layer"], path, "removed"))
     if manifest.exists:
         manifest.path.unlink()
+    es = store.env_store(interp.prefix)
+    for copy in (es.policy, es.tripwire):
+        copy.unlink(missing_ok=True)
+    if es.exists:
+        store.record_env(interp, guarded=False)  # the journal and the override log stay
     with contextlib.suppress(OSError):
-        interp.state_dir.rmdir()  # only when empty: overrides.jsonl is an audit record
+        interp.state_dir.rmdir()  # only when empty
     return results
+
+
+def save_baseline(interp: Interpreter, data: dict) -> Path:
+    """Replace the store's baseline of ``interp``'s env with ``data`` and its digest in the
+    store's manifest (for a baseline that moves forward on an approved transaction); returns
+    its path. Nothing inside the env is written."""
+    manifest = Manifest(interp)
+    bpath = baseline_path(interp.prefix)
+    text = baselines.dumps(data)
+    store.env_store(interp.prefix).create()
+    atomic_write_text(bpath, text, 0o600)
+    manifest.files[str(bpath)] = {"layer": "baseline", "original": None, "sha256": _sha(text)}
+    manifest.save()
+    return bpath
+
+
+def refresh_protected(interp: Interpreter) -> None:
+    """Record the protected files of ``interp``'s env as they are now (after an approved
+    change to them, such as a pip upgrade through dtkpip)."""
+    from dtkguard.env import protected_copy
+    from dtkguard.guard.protected import protected_paths
+
+    protected_copy.record(store.env_store(interp.prefix), protected_paths(interp, GUARD_MODULES))

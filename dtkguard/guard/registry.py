@@ -1,8 +1,8 @@
 """The interpreters `guard install` guarded, so that dtkpip/dtkuv can find one when none is
 active: ``$XDG_STATE_HOME/dtkguard/guarded.json`` (default ``~/.local/state``).
 
-An entry counts only while its guard is still there (``<prefix>/dtkguard/manifest.json``), so a
-deleted venv or a `guard remove` done by hand never leaves a stale choice behind.
+An entry counts only while its guard is still there (its manifest in the guard's store,
+`dtkguard.env.store`), so a deleted venv or a `guard remove` never leaves a stale choice behind.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from dtkguard.env.store import env_store
 from dtkguard.util.atomic import atomic_write_text
-
-#: the guard's manifest, relative to an interpreter's prefix (see `layers.Manifest`)
-_MANIFEST = Path("dtkguard") / "manifest.json"
 
 
 def registry_file() -> Path:
@@ -65,7 +63,7 @@ def guarded() -> list[str]:
     seen: dict[str, str] = {}
     for python, prefix in _load(registry_file()).items():
         real = os.path.realpath(prefix)
-        if real in seen or not Path(python).exists() or not (Path(prefix) / _MANIFEST).is_file():
+        if real in seen or not Path(python).exists() or not env_store(prefix).manifest.is_file():
             continue
         seen[real] = python
     return sorted(seen.values())

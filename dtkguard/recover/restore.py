@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dtkguard.env.store import overrides_log
 from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
 from dtkguard.policy.compiled import CompiledPolicy
@@ -194,6 +195,11 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
         txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
         txn.save()
     os.unlink(overrides_file)
+    from dtkguard.env.chain import head_path
+
+    head = head_path(overrides_file)
+    if head.is_file():  # the chain's head goes with the records it counts
+        os.replace(head, txn.dir / head.name)
     return count
 
 
@@ -216,13 +222,16 @@ def restore(
     Exit 0 matched, 1 something not restored."""
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import journal
+    from dtkguard.recover.guard_repair import repair
     from dtkguard.recover.plan import make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault
 
-    lay = journal.layout(python)
+    lay = journal.layout(python, adopt=not dry_run)
     if not dry_run:
         journal.recover(lay)
+        for line in repair(interpreter(python)):  # pip and the guard first, from the store
+            say(f"dtkguard restore: repaired {line}\n")
     with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
         sources = Sources(
             python,
@@ -239,9 +248,9 @@ def restore(
         if plan.removals or plan.installs:
             interp = interpreter(python)
             with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
-                execute(python, plan, policy, txn, Path(tmp), interp.overrides_file)
+                execute(python, plan, policy, txn, Path(tmp), overrides_log(interp))
                 if not plan.missing:
-                    archive_overrides(interp.overrides_file, txn)
+                    archive_overrides(overrides_log(interp), txn)
             say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
     return final_check(python, wanted, policy, lay)
 
@@ -270,11 +279,34 @@ def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout
     lines += [f"  - {i.want.name} {i.want.version}: {i.why}" for i in left.installs]
     lines += [f"  - {what}: {why}" for what, why in left.missing]
     lines += [f"  - {f.rule} ({f.severity.value}) {f.subject}: {f.message}" for f in findings]
+    lines += guard_status_lines(python, policy)
     if not lines:
         say(f"check: {python} matches {_target_words(wanted)} again; `dtkguard check` is clean.\n")
         return 0
     say(f"check: {python} does not match {_target_words(wanted)} yet:\n" + "\n".join(lines) + "\n")
     return 1
+
+
+def guard_status_lines(python: str, policy: CompiledPolicy) -> list[str]:
+    """What `guard status` would show as not present, for a guarded env (the store's policy
+    copy is the reference; ``policy`` when there is none)."""
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.env.store import env_store
+    from dtkguard.guard import layers
+    from dtkguard.guard.hook_policy import read_policy_json
+
+    interp = interpreter(python)
+    es = env_store(interp.prefix)
+    rec = es.record()
+    if rec is None or not rec.guarded:
+        return []
+    reference = read_policy_json(es.policy) or policy
+    rows = layers.status(interp, reference)
+    return [
+        f"  - guard status: {layer} {path} {state}"
+        for layer, path, state in rows
+        if state != "present"
+    ]
 
 
 def _target_words(wanted: Wanted) -> str:

@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from dtkguard.env.store import overrides_log
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.guard import journal
 from dtkguard.guard.journal import Layout, Transaction
@@ -97,7 +98,7 @@ def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> 
                 return 1
             requested = was_requested(txn, key, version)
             builds.append(Build(want.name, version, wheel, requested, False, key in now))
-        log = interpreter(python).overrides_file
+        log = overrides_log(interpreter(python))
         ovr = Override(log, reason, "dtkguard undo") if reason else None
         with journal.transaction(
             python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay

@@ -50,9 +50,10 @@ class Vault:
 
 
 def vault_dir(prefix: Path) -> Path:
-    from dtkguard.env.interpreter import STATE_DIR
+    """The vault of the env at ``prefix``: in the guard's store."""
+    from dtkguard.env.store import env_store
 
-    return Path(prefix) / STATE_DIR / VAULT_DIR
+    return env_store(prefix).vault
 
 
 def open_vault(prefix: Path) -> Vault:

@@ -66,18 +66,32 @@ if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
 
 
-def baseline_files(env: Environment) -> list[tuple[str, Path]]:
-    """(inner path, host path) of every guard baseline of the target's prefixes."""
-    from dtkguard.env.baseline import baseline_path
+def target_prefixes(env: Environment) -> list[str]:
+    """The interpreter prefixes of the target, as it sees them (its own, its sites')."""
     from dtkguard.env.environment import prefix_of
+
+    prefixes = [env.target.prefix] if env.target.prefix else []
+    prefixes += [prefix_of(env.root.inner(site)) for site in env.sites]
+    return list(dict.fromkeys(p for p in prefixes if p))
+
+
+def baseline_files(env: Environment) -> list[tuple[str, Path]]:
+    """(inner path, host path) of every guard baseline of the target's prefixes: the guard
+    store's copy (the reference) for an env of this host the store knows, else a baseline
+    inside the prefix (a guard from before the store, or an image guarded elsewhere)."""
+    from dtkguard.env.baseline import baseline_path, legacy_baseline_path
     from dtkguard.env.root import ConfinementError
 
     root = env.root
-    prefixes = [env.target.prefix] if env.target.prefix else []
-    prefixes += [prefix_of(root.inner(site)) for site in env.sites]
     found: dict[str, tuple[str, Path]] = {}
-    for prefix in prefixes:
-        inner = str(baseline_path(prefix))
+    for prefix in target_prefixes(env):
+        stored = baseline_path(prefix)
+        if root.is_host and stored.parent.joinpath("manifest.json").is_file():
+            # guarded since the store: its copy or none (guard-missing), never the env's own
+            if stored.is_file():
+                found.setdefault(str(stored), (str(stored), stored))
+            continue
+        inner = str(legacy_baseline_path(prefix))
         try:
             host = root.resolve(inner) if not root.is_host else Path(inner)
         except ConfinementError:
@@ -144,11 +158,25 @@ def _relinked(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> str:
     return f"; now links {', '.join(now) or 'nothing'} (recorded: {', '.join(was) or 'nothing'})"
 
 
-def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
-    from dtkguard.env.baseline import compare
+def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list:
+    """`compare` with the store's stat cache when the baseline is the store's (files a hash
+    found equal are not hashed again while their inode and ctime stay); the cache is kept up to
+    date when the store can be written."""
+    from dtkguard.env.baseline import CompareStats, compare
+    from dtkguard.env.store import load_stat_cache, save_stat_cache
 
+    cache = Path(inner).with_name("stat-cache.json")
+    stored = ctx.env.root.is_host and Path(inner).name == "baseline.json"
+    stats = CompareStats(seen=load_stat_cache(cache) if stored else {})
+    changes = compare(data, ctx.env.root, stats)
+    if stored and stats.verified and cache.parent.joinpath("env.json").is_file():
+        save_stat_cache(cache, {**stats.seen, **stats.verified})
+    return changes
+
+
+def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> Iterator[Finding]:
     when = data.get("created", "?")
-    for change in compare(data, ctx.env.root):
+    for change in _compare(ctx, data, inner):
         label = f"{change.name} {change.version}"
         evidence: dict[str, Any] = {"baseline": inner, "recorded": when, "expected": label}
         if change.kind == "missing":

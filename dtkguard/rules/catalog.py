@@ -25,6 +25,7 @@ FAMILIES: dict[str, str] = {
     "torch-build": "dtkguard.rules.torch_build",
     "override": "dtkguard.rules.override",
     "baseline": "dtkguard.rules.baseline",
+    "store": "dtkguard.rules.guard_store",
     "drift": "dtkguard.rules.drift",
     "files": "dtkguard.rules.files",
     "fp8": "dtkguard.rules.fp8",

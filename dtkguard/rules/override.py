@@ -30,7 +30,8 @@ _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 
 
 def _records(ctx: CheckContext) -> list[Path]:
-    """Host paths of the overrides files of the environment's interpreter prefixes."""
+    """Host paths of the override logs of the environment's interpreter prefixes: the guard
+    store's (for an env of this host) and one inside the prefix (before the store, images)."""
     env = ctx.env
     prefixes: set[str] = set()
     if env.target.prefix:
@@ -48,6 +49,12 @@ def _records(ctx: CheckContext) -> list[Path]:
             continue
         if host.is_file() and host not in out:
             out.append(host)
+        if env.root.is_host:
+            from dtkguard.env.store import env_store
+
+            stored = env_store(prefix).overrides
+            if stored.is_file() and stored not in out:
+                out.append(stored)
     return out
 
 

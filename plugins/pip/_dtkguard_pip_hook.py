@@ -117,6 +117,7 @@ def _prepare():
     import base64  # noqa: F401
     import binascii  # noqa: F401
     import csv  # noqa: F401
+    import fcntl  # noqa: F401
     import getpass  # noqa: F401
     import hashlib  # noqa: F401
     import inspect  # noqa: F401
@@ -618,7 +619,7 @@ def _token_recorded():
     token = os.environ.get("DTKGUARD_OVERRIDE_TOKEN", "").strip()
     if not token or not token.isalnum():
         return False
-    state = os.path.dirname(_state["policy_path"] or ".")
+    state = _override_dir()
     try:
         os.unlink(os.path.join(state, f"override-{token}.token"))
     except OSError:
@@ -634,10 +635,57 @@ def _token_recorded():
     return _state["token"]
 
 
-def _record(reason, allowed):
-    """Append the override to overrides.jsonl beside the policy (unless dtkpip did)."""
-    import getpass
+def _override_dir():
+    """Where the override log is: the guard's store folder the env's pointer (``store.json``
+    beside the policy) names when this user may write it, else the folder of the policy."""
     import json
+    import os
+
+    here = os.path.dirname(_state["policy_path"] or ".")
+    try:
+        with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
+            store = json.load(fh).get("store")
+        if isinstance(store, str) and os.path.isdir(store) and os.access(store, os.W_OK):
+            return store
+    except (OSError, ValueError, AttributeError):
+        pass
+    return here
+
+
+def _chain_append(path, entry):
+    """Append ``entry`` to the digest-chained log ``path`` (`dtkguard.env.chain`'s format:
+    ``prev`` is the sha256 of the previous line; ``<log>.head`` holds the count and the last
+    line's digest)."""
+    import fcntl
+    import hashlib
+    import json
+    import os
+
+    with open(path + ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+        except FileNotFoundError:
+            lines = []
+        prev = (
+            hashlib.sha256(lines[-1].encode("utf-8", "surrogateescape")).hexdigest()
+            if lines
+            else ""
+        )
+        line = json.dumps({**entry, "prev": prev}, sort_keys=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+        tmp = f"{path}.head.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            last = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
+            fh.write(f"{len(lines) + 1} {last}\n")
+        os.replace(tmp, path + ".head")
+
+
+def _record(reason, allowed):
+    """Append the override to the override log (unless dtkpip did)."""
+    import getpass
     import os
     import time
 
@@ -655,9 +703,7 @@ def _record(reason, allowed):
         "tool": "pip-hook",
         "allowed": allowed,
     }
-    path = os.path.join(os.path.dirname(_state["policy_path"] or "."), "overrides.jsonl")
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    _chain_append(os.path.join(_override_dir(), "overrides.jsonl"), entry)
 
 
 def _summary(problems, limit=6):

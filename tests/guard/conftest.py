@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.env.store import EnvStore, env_store
 from tests.support.cache import MATRIX_PIP_VERSIONS, PIP_VERSIONS, find_wheel
 from tests.support.cli import dtkguard_in
 from tests.support.reports import DAS_25041
+from tests.support.stores import store_env
 from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_sdist, build_wheel
 
@@ -52,6 +54,11 @@ class Guarded:
         return subprocess.run(
             [*map(str, cmd), *args], env=env or hermetic_env(), capture_output=True, text=True
         )
+
+    @property
+    def store(self) -> EnvStore:
+        """The env's folder in the guard's store (the test's ``DTKGUARD_STORE``)."""
+        return env_store(self.venv.path)
 
     def dtkguard(self, *args: str, env: dict[str, str] | None = None):
         """``python -m dtkguard ARGS`` from this checkout (the dev interpreter)."""
@@ -134,9 +141,13 @@ def guarded(
     pip_version: str,
     tmp_path_factory: pytest.TempPathFactory,
     build_guarded: Callable[..., Guarded],
+    module_store: Path,
 ) -> Guarded:
-    """A guarded venv shared by the cases that must leave it unchanged."""
-    return build_guarded(tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv", pip_version)
+    """A guarded venv shared by the cases that must leave it unchanged (its store is the
+    module's: `private_store` gives it to every test that uses this fixture)."""
+    with store_env(module_store):
+        path = tmp_path_factory.mktemp(f"guarded-{pip_version}") / "venv"
+        return build_guarded(path, pip_version)
 
 
 @pytest.fixture

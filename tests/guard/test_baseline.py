@@ -35,7 +35,7 @@ def env(tmp_path: Path, request: pytest.FixtureRequest) -> Guarded:
 
 
 def baseline_of(g: Guarded) -> dict:
-    return json.loads((g.venv.path / "dtkguard" / "baseline.json").read_text())
+    return json.loads(g.store.baseline.read_text())
 
 
 def check(g: Guarded, *args: str):
@@ -47,7 +47,7 @@ def check(g: Guarded, *args: str):
 def test_guard_install_records_the_vendor_builds(env: Guarded) -> None:
     from dtkguard.env.baseline import is_baseline_build, load
 
-    path = env.venv.path / "dtkguard" / "baseline.json"
+    path = env.store.baseline
     data = load(path)
     assert data is not None and data["python"] == str(env.venv.python)
     assert set(data["vendor"]) == {"torch", "torchvision", "torchaudio", "triton", "vllm"}
@@ -65,7 +65,7 @@ def test_guard_install_records_the_vendor_builds(env: Guarded) -> None:
         "mtime_ns": version_py.stat().st_mtime_ns,
     }
     assert data["restore"] == f"dtkguard restore --python {env.venv.python}"
-    manifest = json.loads((env.venv.path / "dtkguard" / "manifest.json").read_text())
+    manifest = json.loads(env.store.manifest.read_text())
     assert manifest["files"][str(path)]["layer"] == "baseline"
     # identity: the name and the label are not enough
     digest = torch["record"]["sha256"]
@@ -94,7 +94,7 @@ def test_the_identity_of_a_wheel_by_its_record_and_the_lock(
     proc = env.dtkguard("guard", "install", "--python", py, "--lock", str(lock))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[0].split()[:2] == ["written", "baseline"]
-    data = load(env.venv.path / "dtkguard" / "baseline.json")
+    data = load(env.store.baseline)
     assert data is not None and data["lock"]["path"] == str(lock)
     vendor = vendor_wheelhouse / f"torch-{TORCH}-py3-none-any.whl"
     wheel_sha = hashlib.sha256(vendor.read_bytes()).hexdigest()
@@ -116,7 +116,7 @@ def test_the_identity_of_a_wheel_by_its_record_and_the_lock(
 
 def test_guard_install_keeps_the_baseline_and_refuses_a_tampered_one(env: Guarded) -> None:
     py = str(env.venv.python)
-    path = env.venv.path / "dtkguard" / "baseline.json"
+    path = env.store.baseline
     before = path.read_text()
     again = env.dtkguard("guard", "install", "--python", py, "--policy", str(env.policy))
     assert again.returncode == 0 and "written" not in again.stdout, again.stdout
@@ -163,7 +163,7 @@ def test_guard_remove_removes_the_baseline_and_the_tripwire(env: Guarded) -> Non
 def test_compare_hashes_only_what_changed(env: Guarded) -> None:
     from dtkguard.env.baseline import CompareStats, compare, load
 
-    data = load(env.venv.path / "dtkguard" / "baseline.json")
+    data = load(env.store.baseline)
     assert data is not None
     # every recorded file and RECORD, but not what pip wrote itself (INSTALLER, REQUESTED)
     own = [r for e in data["vendor"].values() for r in e["files"]]
@@ -383,7 +383,7 @@ def test_a_reinstall_of_the_same_vendor_build_is_not_damage(
 def test_pyc_files_are_derived_but_a_planted_one_is_damage(env: Guarded) -> None:
     from dtkguard.env.baseline import compare, load
 
-    data = load(env.venv.path / "dtkguard" / "baseline.json")
+    data = load(env.store.baseline)
     assert data is not None
     pycs = sorted((env.venv.site_packages / "torch" / "__pycache__").glob("version.*.pyc"))
     assert pycs and any(r.endswith(pycs[0].name) for r in data["vendor"]["torch"]["files"])

@@ -156,7 +156,7 @@ def test_override_env_var_is_recorded(fresh: Guarded) -> None:
     env = hermetic_env(DTKGUARD_OVERRIDE="vendor asked us to test cublas")
     proc = g.pip("install", *g.index_args, "--no-deps", "nvidia-cublas-cu12", env=env)
     assert proc.returncode == 0, proc.stderr
-    log = (g.venv.path / "dtkguard" / "overrides.jsonl").read_text()
+    log = g.store.overrides.read_text()
     assert "vendor asked us to test cublas" in log and "nvidia-cublas-cu12" in log
     check = g.dtkguard("check", "--python", str(g.venv.python), "--format", "json")
     assert check.returncode == 1

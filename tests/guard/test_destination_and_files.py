@@ -355,7 +355,7 @@ def test_relabelled_community_torch_is_refused(
 def test_unreadable_baseline_refuses_a_vendor_reinstall(
     guarded: Guarded, vendor_wheelhouse: Path
 ) -> None:
-    baseline = guarded.venv.path / "dtkguard" / "baseline.json"
+    baseline = guarded.store.baseline
     saved = baseline.read_bytes()
     try:
         baseline.write_text("{broken")

@@ -87,7 +87,7 @@ def test_safe_install_and_override(fresh: Guarded) -> None:
         "nvidia-cublas-cu12",
     )
     assert proc.returncode == 0, proc.stderr
-    records = (g.venv.path / "dtkguard" / "overrides.jsonl").read_text().splitlines()
+    records = g.store.overrides.read_text().splitlines()
     assert len(records) == 1  # recorded by dtkpip once, not again by the hook
     entry = json.loads(records[0])
     assert entry["reason"] == "cublas for a CPU test" and entry["tool"] == "dtkpip"
@@ -116,7 +116,7 @@ def test_override_token_is_one_time(fresh: Guarded) -> None:
     """dtkpip records the override and hands the hook a one-time token: one record. A token
     set by hand (or one used already) is not dtkpip's record: the hook records again."""
     g = fresh
-    log = g.venv.path / "dtkguard" / "overrides.jsonl"
+    log = g.store.overrides
     proc = g.dtkpip(
         "--override",
         "cublas for a test",

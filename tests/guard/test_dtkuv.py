@@ -126,7 +126,7 @@ def test_safe_install_runs_uv_and_override_is_recorded(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "nvidia-cublas-cu12" in g.venv.installed()
-    lines = (g.venv.path / "dtkguard" / "overrides.jsonl").read_text().splitlines()
+    lines = g.store.overrides.read_text().splitlines()
     assert len(lines) == 1
     entry = json.loads(lines[0])
     assert entry["tool"] == "dtkuv" and entry["reason"] == "cublas for a CPU test"

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
+from tests.support.cache import PIP_VERSIONS, wheel_dir
+from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.wheel_cache
@@ -259,3 +262,38 @@ def test_build_that_changes_a_vendor_file_aborts(fresh: Guarded, tmp_path: Path)
     assert "code run while pip prepared or built packages changed" in proc.stderr, proc.stderr
     assert str(target) in proc.stderr
     assert g.venv.installed() == installed  # nothing was installed
+
+
+def test_dtkpip_and_dtkuv_keep_vendor_requirements(
+    guarded: Guarded, tmp_path: Path, uv: str
+) -> None:
+    """The same rule on the other paths: dtkpip's and dtkuv's plans are judged by `check`'s
+    rules, `vendor-deps-broken` among them."""
+    g = guarded
+    old = build_wheel(tmp_path, "typing-extensions", "4.0.0", files={"typing_extensions.py": ""})
+    env = hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"), DTKGUARD_UV=uv)
+    before = g.venv.snapshot()
+    for args in (
+        ["pip", "--python", str(g.venv.python), "install", "--no-deps", "--no-index", str(old)],
+        ["uv", "--python", str(g.venv.python), "pip", "install", "--no-deps", str(old)],
+        ["uv", "--python", str(g.venv.python), "pip", "uninstall", "filelock"],
+    ):
+        proc = g.dtkguard(*args, env=env)
+        assert proc.returncode == 1, (args, proc.stdout + proc.stderr)
+        assert "vendor-deps-broken" in proc.stderr, (args, proc.stderr)
+        assert changed(before, g.venv.snapshot()) == []
+
+
+def test_upgrading_pip_to_a_supported_pip_keeps_the_guard(
+    build_guarded: Callable[..., Guarded], tmp_path: Path, community_wheelhouse: Path
+) -> None:
+    """pip's own files may be written by pip itself, a release the hook supports; after the
+    upgrade the hook still judges (it lives beside pip, not inside it)."""
+    g = build_guarded(tmp_path / "venv", PIP_VERSIONS[0])
+    proc = g.pip("install", "--no-index", "-f", str(wheel_dir()), f"pip=={PIP_VERSIONS[-1]}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert g.venv.pip_version() == PIP_VERSIONS[-1]
+    before = g.venv.snapshot()
+    torch = next(community_wheelhouse.glob("torch-2.6.0-*.whl"))
+    proc = g.pip("install", "--no-deps", str(torch))
+    _refused(g, before, proc, "vendor-replaced")

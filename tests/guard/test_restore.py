@@ -76,14 +76,14 @@ def test_vllm_092_clobber_is_restored(env: Guarded) -> None:
     assert g.venv.installed() == clobbered
 
     # exactly the command the baseline (and so check and the tripwire) names
-    named = json.loads((g.venv.path / "dtkguard" / "baseline.json").read_text())["restore"]
+    named = json.loads(g.store.baseline.read_text())["restore"]
     assert named == f"dtkguard restore --python {g.venv.python}"
     proc = g.dtkguard(*named.split()[1:])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matches its baseline again" in proc.stdout
     assert_back(g, before, before_set)
     # the override records that let the clobber in were archived with the restore
-    assert not (g.venv.path / "dtkguard" / "overrides.jsonl").exists()
+    assert not g.store.overrides.exists()
     check = g.dtkguard("check", "--python", str(g.venv.python), "--policy", str(g.policy))
     assert check.returncode == 0, check.stdout
     # and a second restore has nothing to do
@@ -153,7 +153,7 @@ def test_a_tampered_vault_wheel_is_not_installed(env: Guarded, tmp_path: Path) -
         "guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy), "--vault"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    wheel = next((g.venv.path / "dtkguard" / "vault").glob("torchaudio-*.whl"))
+    wheel = next(g.store.vault.glob("torchaudio-*.whl"))
     with zipfile.ZipFile(wheel, "a") as zf:
         zf.writestr("torchaudio/_cuda_kernels.py", "evil = True\n")
     assert g.pip("uninstall", "-y", "torchaudio", env=OVERRIDE).returncode == 0
@@ -175,7 +175,7 @@ def test_vault_refuses_a_modified_build(env: Guarded) -> None:
     )
     assert proc.returncode == 1
     assert "refused" in proc.stdout and "triton" in proc.stdout and "modified" in proc.stdout
-    assert not list((g.venv.path / "dtkguard" / "vault").glob("triton-*.whl"))
+    assert not list(g.store.vault.glob("triton-*.whl"))
 
 
 def test_bad_input_and_unreadable_target(env: Guarded, tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_bad_input_and_unreadable_target(env: Guarded, tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     proc = g.dtkguard("restore", "--python", str(tmp_path / "nope" / "python"))
     assert proc.returncode == 3 and len(proc.stderr.strip().splitlines()) == 1
-    baseline = g.venv.path / "dtkguard" / "baseline.json"
+    baseline = g.store.baseline
     baseline.write_text(baseline.read_text().replace('"torch"', '"torch" ', 1))
     proc = restore(g)
     assert proc.returncode == 2 and "cannot be trusted" in proc.stderr
@@ -306,7 +306,10 @@ def test_restore_to_a_lock(env: Guarded, tmp_path: Path, vendor_wheelhouse: Path
     before, before_set = files(g), g.venv.installed()
     houses = [vendor_wheelhouse, Path(g.index_args[2])]
     lock = _lock_of(before_set, houses, tmp_path / "pylock.env.toml")
-    (g.venv.path / "dtkguard" / "baseline.json").unlink()
+    g.store.baseline.unlink()  # and out of the store's manifest: a guard without a baseline
+    manifest = json.loads(g.store.manifest.read_text())
+    del manifest["files"][str(g.store.baseline)]
+    g.store.manifest.write_text(json.dumps(manifest))
     before = files(g)
     assert g.pip("install", *g.index_args, "vllm==0.9.2", env=OVERRIDE).returncode == 0
     policy = tmp_path / "nowheels.toml"

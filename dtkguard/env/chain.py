@@ -1,0 +1,105 @@
+"""Digest-chained logs: a JSON-lines file whose every record hashes the one before it.
+
+Each line is one JSON object with ``"prev"``: the hex sha256 of the previous line's bytes (""
+for the first line). Beside the log, ``<log>.head`` holds ``COUNT SHA256`` of the last line,
+rewritten atomically after each append. So an edited line breaks the chain at the next one, a
+removed line too, and a truncated log no longer matches its head. The pip hook writes the same
+format with the standard library only (`plugins/pip/_dtkguard_pip_hook.py`, ``_chain_append``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.safe_read import read_capped
+
+#: a log is many short lines; larger than this is not a log of ours
+MAX_BYTES = 64 << 20
+
+
+def head_path(path: Path) -> Path:
+    return path.with_name(path.name + ".head")
+
+
+def line_digest(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        text = read_capped(path, MAX_BYTES, what="log").decode("utf-8", "replace")
+    except FileNotFoundError:
+        return []
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def append(path: Path, entry: dict) -> dict:
+    """Append ``entry`` (with its ``prev`` link) to the log at ``path``; returns it."""
+    with _locked(path):
+        lines = _lines(path)
+        entry = {**entry, "prev": line_digest(lines[-1]) if lines else ""}
+        line = json.dumps(entry, sort_keys=True)
+        with open(path, "a", encoding="utf-8") as fh:  # one write per record
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        atomic_write_text(head_path(path), f"{len(lines) + 1} {line_digest(line)}\n", 0o600)
+    return entry
+
+
+def records(path: Path) -> list[tuple[int, dict | None]]:
+    """(line number, record or None when the line is not a JSON object)."""
+    out: list[tuple[int, dict | None]] = []
+    for no, line in enumerate(_lines(path), 1):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        out.append((no, data if isinstance(data, dict) else None))
+    return out
+
+
+def problems(path: Path) -> list[str]:
+    """What is wrong with the chain of the log at ``path``, in words ([]: intact, or no log
+    and no head)."""
+    lines = _lines(path)
+    out = []
+    prev = ""
+    for no, line in enumerate(lines, 1):
+        try:
+            link = json.loads(line).get("prev")
+        except (ValueError, AttributeError):
+            link = None
+        if link != prev:
+            out.append(f"{path.name} line {no} does not follow line {no - 1} (edited or removed)")
+        prev = line_digest(line)
+    try:
+        count, _, last = head_path(path).read_text(encoding="utf-8").strip().partition(" ")
+    except FileNotFoundError:
+        if lines:
+            out.append(f"{head_path(path).name} is missing")
+        return out
+    except OSError as exc:
+        return [*out, f"{head_path(path).name} is unreadable: {exc.strerror}"]
+    if count != str(len(lines)) or last != (prev if lines else last):
+        out.append(
+            f"{path.name} holds {len(lines)} record(s), its head says {count}: "
+            "truncated or rewritten"
+        )
+    return out

@@ -1,0 +1,56 @@
+"""What the journal's own records must be, so a forged or edited transaction is refused.
+
+The journal (`dtkguard.guard.journal`) lives in the env's store folder; every time it writes a
+transaction's ``txn.json`` it first appends that file's digest to ``chain.jsonl`` beside the
+transactions (a `dtkguard.env.chain` log). A transaction the journal may act on names exactly
+the install roots the store recorded for the env, and its ``txn.json`` is one the chain holds.
+`check` reports the others (`dtkguard.rules.guard_store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+CHAIN = "chain.jsonl"
+
+
+def txn_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def untrusted(txn_dir: Path, roots: list[str]) -> str | None:
+    """Why the journal may not act on the transaction in ``txn_dir`` (None: it may)."""
+    from dtkguard.env.chain import records
+
+    try:
+        text = (txn_dir / "txn.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+        named, tid = list(data.get("roots") or []), int(data["id"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "its txn.json cannot be read"
+    if named != roots:
+        return f"it names {', '.join(map(str, named)) or 'no folder'}, not the env's folders"
+    digest = txn_digest(text)
+    chain = txn_dir.parent / CHAIN
+    if not any(r and r.get("id") == tid and r.get("sha256") == digest for _, r in records(chain)):
+        return "its txn.json is not one the journal wrote (not in the journal's digest chain)"
+    return None
+
+
+def problems(journal: Path, roots: list[str]) -> list[str]:
+    """What is wrong with the journal at ``journal`` for an env whose install roots are
+    ``roots``: its chain, and each transaction it may not act on."""
+    from dtkguard.env.chain import problems as chain_problems
+
+    if not journal.is_dir():
+        return []
+    out = chain_problems(journal / CHAIN)
+    for name in sorted(os.listdir(journal)):
+        if name.isdigit():
+            why = untrusted(journal / name, roots)
+            if why:
+                out.append(f"transaction {name}: {why}")
+    return out

@@ -1,0 +1,405 @@
+"""The guard's store: the trusted state of every guarded environment, kept outside it.
+
+Whoever can write an environment can also rewrite whatever the guard keeps inside it, so the
+reference copies live in a folder the guard owns elsewhere:
+
+* ``$DTKGUARD_STORE`` when set; else ``/var/lib/dtkguard`` when run as root (euid 0); else
+  ``$XDG_STATE_HOME/dtkguard`` (default ``~/.local/state/dtkguard``). Created mode 0700.
+* One folder per environment, ``envs/<name>-<key>/``, keyed by the realpath of the env's prefix
+  (`env_key`), so that an env re-created at the same place (``python -m venv --clear``,
+  ``uv venv --clear``) finds its folder again; ``env.json`` in it (`Record`) holds the identity
+  the env had when it was recorded: the prefix, the interpreter, its version, the inode of its
+  site-packages and the install roots (site-packages, scripts). An identity that differs now is
+  an env that was replaced.
+* The folder holds the baseline, the compiled policy, the guard's manifest, the vault
+  (content-addressed wheels), the journal, the override log, the tripwire snapshot, the digests
+  of the protected files (``protected.json``) and their copies (``blobs/<sha256>``).
+
+The environment keeps the hook, its caches (policy, tripwire snapshot: what the hook and the
+tripwire read at start-up) and a read-only pointer, ``<prefix>/dtkguard/store.json``, naming its
+folder here. Nothing inside the env is trusted: `check` and `restore` read the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from dtkguard.errors import InputError
+from dtkguard.util.atomic import atomic_write_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.interpreter import Interpreter
+
+#: the variable that names another store (tests give every test its own)
+STORE_VAR = "DTKGUARD_STORE"
+ROOT_STORE = Path("/var/lib/dtkguard")
+FORMAT = "dtkguard-store/1"
+POINTER_FORMAT = "dtkguard-store-pointer/1"
+RECORD_FILE = "env.json"
+#: the read-only pointer inside the env's state folder (``<prefix>/dtkguard/``)
+POINTER_FILE = "store.json"
+ENVS_DIR = "envs"
+MODE = 0o700
+
+
+def store_root() -> Path:
+    """Where the store is (not created): ``$DTKGUARD_STORE``, ``/var/lib/dtkguard`` for root,
+    else ``$XDG_STATE_HOME/dtkguard`` (default ``~/.local/state/dtkguard``)."""
+    named = os.environ.get(STORE_VAR, "").strip()
+    if named:
+        return Path(os.path.abspath(os.path.expanduser(named)))
+    if os.geteuid() == 0:
+        return ROOT_STORE
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(os.path.abspath(state)) / "dtkguard"
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and its parents) mode 0700; an existing folder of ours is set to 0700."""
+    path.mkdir(mode=MODE, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        if path.stat().st_uid == os.geteuid() and path.stat().st_mode & 0o077:
+            os.chmod(path, MODE)
+    return path
+
+
+def env_key(prefix: str | os.PathLike[str]) -> str:
+    """The folder name of an env: its prefix's last part and a digest of its realpath."""
+    real = os.path.realpath(prefix)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip("/")) or "root")
+    return f"{name[:40]}-{digest}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What makes an env the one that was guarded (see `differences`)."""
+
+    #: realpath of the env's prefix
+    prefix: str
+    #: the interpreter as given to `guard install`, and its realpath
+    python: str
+    python_real: str
+    #: ``major.minor``
+    version: str
+    #: realpath of site-packages (purelib) and its (st_dev, st_ino)
+    purelib: str
+    site_dev: int
+    site_ino: int
+    #: realpaths of the install roots a transaction covers (purelib, platlib, scripts)
+    roots: list[str] = field(default_factory=list)
+    #: the interpreter file as given (``bin/python``, a symlink in a venv): ``ino`` or, for a
+    #: symlink, ``ino:ctime_ns`` (re-creating the env makes a new one; a freed inode number
+    #: can come back, a ctime cannot be set back)
+    python_file: str = ""
+    #: ``<prefix>/pyvenv.cfg`` as ``ino:ctime_ns`` ("" when there is none): written again by
+    #: every ``venv --clear``, ``virtualenv --clear``, ``uv venv --clear``
+    cfg: str = ""
+
+    def differences(self, now: Identity) -> list[str]:
+        """What changed from this (recorded) identity to ``now``, in words; [] when none."""
+        out = []
+        if not now.python_real:
+            out.append(f"the interpreter {now.python} is gone")
+        elif self.python_real != now.python_real or self.version != now.version:
+            out.append(
+                f"the interpreter is {now.python_real} (Python {now.version}), "
+                f"not {self.python_real} (Python {self.version})"
+            )
+        if self.purelib != now.purelib:
+            out.append(f"site-packages is {now.purelib}, not {self.purelib}")
+        elif (self.site_dev, self.site_ino) != (now.site_dev, now.site_ino):
+            out.append(f"{now.purelib} is a new folder (inode {now.site_ino}, was {self.site_ino})")
+        if self.python_file and self.python_file != now.python_file:
+            out.append(f"{now.python} is a new file (the env was created again)")
+        if self.cfg and self.cfg != now.cfg:
+            gone = not now.cfg
+            out.append(f"{now.prefix}/pyvenv.cfg was {'removed' if gone else 'written again'}")
+        return out
+
+
+def _file_mark(path: str | os.PathLike[str]) -> str:
+    """``ino:ctime_ns`` of ``path`` itself (not what a symlink names); "" when there is none."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ""
+    return f"{st.st_ino}:{st.st_ctime_ns}"
+
+
+def _roots(interp: Interpreter) -> list[str]:
+    out: list[str] = []
+    for path in (
+        interp.purelib,
+        interp.platlib or interp.purelib,
+        interp.scripts or interp.prefix / "bin",
+    ):
+        real = os.path.realpath(path)
+        if real not in out:
+            out.append(real)
+    return out
+
+
+def current_identity(interp: Interpreter) -> Identity:
+    """The identity of ``interp``'s env as it is now (a missing site-packages: inode 0)."""
+    purelib = os.path.realpath(interp.purelib)
+    try:
+        st = os.stat(purelib)
+        dev, ino = st.st_dev, st.st_ino
+    except OSError:
+        dev = ino = 0
+    return Identity(
+        prefix=os.path.realpath(interp.prefix),
+        python=str(interp.python),
+        python_real=os.path.realpath(interp.python),
+        version=interp.version,
+        purelib=purelib,
+        site_dev=dev,
+        site_ino=ino,
+        roots=_roots(interp),
+        python_file=_python_mark(interp.python),
+        cfg=_file_mark(interp.prefix / "pyvenv.cfg"),
+    )
+
+
+def identity_now(recorded: Identity, version: str | None = None) -> Identity:
+    """The recorded identity's paths as they are now, without asking the interpreter (``check``
+    reads the env as files): its realpath, the inode of site-packages, the interpreter file and
+    ``pyvenv.cfg`` (``version``: the interpreter's, when the caller knows it)."""
+    try:
+        st = os.stat(recorded.purelib)
+        dev, ino = st.st_dev, st.st_ino
+    except OSError:
+        dev = ino = 0
+    python = recorded.python
+    return Identity(
+        prefix=recorded.prefix,
+        python=python,
+        python_real=os.path.realpath(python) if os.path.lexists(python) else "",
+        version=version or recorded.version,
+        purelib=recorded.purelib,
+        site_dev=dev,
+        site_ino=ino,
+        roots=recorded.roots,
+        python_file=_python_mark(python),
+        cfg=_file_mark(os.path.join(recorded.prefix, "pyvenv.cfg")),
+    )
+
+
+def _python_mark(python: str | os.PathLike[str]) -> str:
+    """`_file_mark` of a symlink; of a regular interpreter file its inode only (it may lie in
+    the scripts folder, which the journal hard-links)."""
+    mark = _file_mark(python)
+    return mark if os.path.islink(python) else mark.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class EnvStore:
+    """One env's folder in the store, and the paths of what it holds (nothing is created)."""
+
+    dir: Path
+
+    @property
+    def record_file(self) -> Path:
+        return self.dir / RECORD_FILE
+
+    @property
+    def baseline(self) -> Path:
+        return self.dir / "baseline.json"
+
+    @property
+    def policy(self) -> Path:
+        return self.dir / "policy.json"
+
+    @property
+    def constraints(self) -> Path:
+        return self.dir / "constraints.txt"
+
+    @property
+    def manifest(self) -> Path:
+        return self.dir / "manifest.json"
+
+    @property
+    def journal(self) -> Path:
+        return self.dir / "journal"
+
+    @property
+    def vault(self) -> Path:
+        return self.dir / "vault"
+
+    @property
+    def overrides(self) -> Path:
+        return self.dir / "overrides.jsonl"
+
+    @property
+    def tripwire(self) -> Path:
+        return self.dir / "tripwire.txt"
+
+    @property
+    def protected(self) -> Path:
+        """``{path: {"sha256", "size", "mode"}}`` of the env's protected files."""
+        return self.dir / "protected.json"
+
+    @property
+    def stat_cache(self) -> Path:
+        """``{path: [ino, ctime_ns, sha256]}`` of files a hash found equal to the baseline
+        since it was recorded (`dtkguard.env.baseline.CompareStats.seen`)."""
+        return self.dir / "stat-cache.json"
+
+    @property
+    def blobs(self) -> Path:
+        """Content-addressed copies of the protected files: ``blobs/<sha256>``."""
+        return self.dir / "blobs"
+
+    @property
+    def exists(self) -> bool:
+        return self.record_file.is_file()
+
+    def record(self) -> Record | None:
+        """The env's record; None when there is none; `InputError` when it is unreadable."""
+        return read_record(self.record_file)
+
+    def create(self) -> EnvStore:
+        """Create the folder (mode 0700, the store's root too)."""
+        ensure_dir(self.dir.parent.parent)
+        ensure_dir(self.dir.parent)
+        ensure_dir(self.dir)
+        return self
+
+
+@dataclass
+class Record:
+    """``env.json``: the env's identity when it was recorded, and whether it is guarded."""
+
+    identity: Identity
+    #: `guard install` guards it (False: only journalled, or `guard remove`d)
+    guarded: bool = False
+    created: str = ""
+    updated: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "identity": asdict(self.identity),
+            "guarded": self.guarded,
+            "created": self.created,
+            "updated": self.updated,
+        }
+
+
+def read_record(path: Path) -> Record | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable store record: {exc}", file=str(path)) from None
+    try:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format is not {FORMAT}")
+        ident = data["identity"]
+        identity = Identity(**{k: ident[k] for k in Identity.__dataclass_fields__ if k in ident})
+        return Record(
+            identity, bool(data.get("guarded")), str(data["created"]), str(data["updated"])
+        )
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"not a dtkguard store record: {exc}", file=str(path)) from None
+
+
+def write_record(es: EnvStore, record: Record) -> None:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    record.created = record.created or now
+    record.updated = now
+    es.create()
+    atomic_write_text(es.record_file, json.dumps(record.to_json(), indent=1) + "\n", 0o600)
+
+
+def env_store(prefix: str | os.PathLike[str], root: Path | None = None) -> EnvStore:
+    """The folder of the env at ``prefix`` (in ``root``, default `store_root`)."""
+    return EnvStore((root or store_root()) / ENVS_DIR / env_key(prefix))
+
+
+def refuse_inside(interp: Interpreter, root: Path | None = None) -> None:
+    """`InputError` when the store would live inside the env it guards."""
+    store = os.path.realpath(root or store_root())
+    prefix = os.path.realpath(interp.prefix)
+    if store == prefix or store.startswith(prefix.rstrip("/") + "/"):
+        raise InputError(
+            f"the store {store} is inside the environment {prefix}: whoever writes the env "
+            f"could rewrite it; set {STORE_VAR} to a folder outside it",
+            field=STORE_VAR,
+        )
+
+
+def record_env(interp: Interpreter, *, guarded: bool | None = None) -> tuple[EnvStore, Record]:
+    """Create or update the env's record with its identity now (``guarded``: None keeps it)."""
+    refuse_inside(interp)
+    es = env_store(interp.prefix)
+    old = es.record()
+    rec = Record(current_identity(interp), bool(old and old.guarded), old.created if old else "")
+    if guarded is not None:
+        rec.guarded = guarded
+    write_record(es, rec)
+    return es, rec
+
+
+def known_envs(root: Path | None = None) -> list[tuple[EnvStore, Record]]:
+    """Every env the store has a readable record of, by prefix."""
+    base = (root or store_root()) / ENVS_DIR
+    out = []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return out
+    for name in names:
+        es = EnvStore(base / name)
+        with contextlib.suppress(InputError):
+            rec = es.record()
+            if rec is not None:
+                out.append((es, rec))
+    return sorted(out, key=lambda item: item[1].identity.prefix)
+
+
+def overrides_log(interp: Interpreter) -> Path:
+    """The override log of ``interp``'s env: in its store folder, digest-chained."""
+    return env_store(interp.prefix).overrides
+
+
+def pointer_path(prefix: str | os.PathLike[str]) -> Path:
+    """``<prefix>/dtkguard/store.json``: where the env says its store folder is."""
+    from dtkguard.env.interpreter import STATE_DIR
+
+    return Path(prefix) / STATE_DIR / POINTER_FILE
+
+
+def pointer_text(es: EnvStore) -> str:
+    """The pointer's content: informative only (the store never trusts it)."""
+    data = {"format": POINTER_FORMAT, "store": str(es.dir)}
+    return json.dumps(data, indent=1) + "\n"
+
+
+def load_stat_cache(path: Path) -> dict[str, list]:
+    """The stat cache at ``path`` (see `EnvStore.stat_cache`); {} when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return (
+        {str(k): v for k, v in data.items() if isinstance(v, list)}
+        if isinstance(data, dict)
+        else {}
+    )
+
+
+def save_stat_cache(path: Path, entries: dict[str, list]) -> None:
+    """Best effort: a store that cannot be written only means hashing again next time."""
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600)

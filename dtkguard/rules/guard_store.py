@@ -1,0 +1,203 @@
+"""guard-missing, env-replaced, protected-changed, guard-state-tampered: the target against
+what the guard's store (`dtkguard.env.store`) recorded when it was guarded.
+
+The store lives outside the env, so what it holds is the reference: the identity of the env
+(interpreter, site-packages, pyvenv.cfg), the guard's manifest (every layer it wrote, with its
+sha256), the protected files' digests, the override log and the journal with their digest
+chains. Only envs of this host are compared (an image's store is not here).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from dtkguard.findings import Finding, Severity
+from dtkguard.rules.context import CheckContext
+from dtkguard.rules.rule_info import RuleInfo
+
+GUARD_MISSING = RuleInfo(
+    "guard-missing",
+    Severity.CRITICAL,
+    "The guard of a guarded environment is gone or altered",
+    "The store knows this environment as guarded, but a layer guard install wrote (the pip "
+    "hook, its finder, tripwire, decision copy, .pth line, compiled policy, pip.conf, the "
+    "pointer to the store) is missing or differs from the digest the store holds, or the "
+    "store's own manifest or baseline is gone. Repair it with dtkguard restore --python "
+    "<interpreter>.",
+    family="store",
+)
+
+ENV_REPLACED = RuleInfo(
+    "env-replaced",
+    Severity.CRITICAL,
+    "The environment was created again or its interpreter changed",
+    "The store recorded this environment with another interpreter, site-packages folder or "
+    "pyvenv.cfg (python -m venv --clear, virtualenv --clear, uv venv --clear, uv venv "
+    "--allow-existing --python X): whatever it held is gone. Rebuild it from the store with "
+    "dtkguard restore --python <interpreter>.",
+    family="store",
+)
+
+PROTECTED_CHANGED = RuleInfo(
+    "protected-changed",
+    Severity.CRITICAL,
+    "A file the guard protects changed",
+    "pip's own files, bin/python*, bin/pip*, the uv shim, bin/dtkpip or bin/activate* differ "
+    "from the copy the store keeps (a patched pip can install past the guard). Put them back "
+    "with dtkguard restore --python <interpreter>.",
+    family="store",
+)
+
+STATE_TAMPERED = RuleInfo(
+    "guard-state-tampered",
+    Severity.CRITICAL,
+    "The guard's records were edited or truncated",
+    "A digest chain of the store does not hold: an override record or a journal transaction "
+    "was removed or edited, a log was truncated, or a transaction names folders outside the "
+    "environment (the journal refuses it). Inspect the store folder named.",
+    family="store",
+)
+
+#: the rules this family reports (collected by `dtkguard.rules.catalog`)
+RULES = (GUARD_MISSING, ENV_REPLACED, PROTECTED_CHANGED, STATE_TAMPERED)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.store import EnvStore, Record
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    from dtkguard.env import store
+    from dtkguard.errors import InputError
+    from dtkguard.rules.baseline import target_prefixes
+
+    if not ctx.env.root.is_host:
+        return
+    seen: set[Path] = set()
+    for prefix in target_prefixes(ctx.env):
+        es = store.env_store(prefix)
+        if es.dir in seen:
+            continue
+        seen.add(es.dir)
+        try:
+            rec = es.record()
+        except InputError as exc:
+            yield STATE_TAMPERED.finding("guard", exc.message, "inspect it", str(es.record_file))
+            continue
+        if rec is not None:
+            yield from check_env(ctx, es, rec)
+
+
+def check_env(ctx: CheckContext, es: EnvStore, rec: Record) -> Iterator[Finding]:
+    """Every finding of this family for the env ``es`` records as ``rec``."""
+    from dtkguard.env.baseline import restore_command
+
+    fix = f"rebuild it from the store: {restore_command(rec.identity.python)}"
+    yield from _replaced(ctx, rec, fix)
+    if rec.guarded:
+        yield from _guard_layers(es, rec, fix)
+        yield from _protected(es, fix)
+    yield from _chains(es, rec)
+
+
+def _replaced(ctx: CheckContext, rec: Record, fix: str) -> Iterator[Finding]:
+    from dtkguard.env.store import identity_now
+
+    ident = rec.identity
+    now = identity_now(ident, ctx.env.target.python_version)
+    why = ident.differences(now)
+    sites = {os.path.realpath(s) for s in ctx.env.sites}
+    if ctx.env.sites and ident.purelib not in sites:
+        why.append(f"{ident.purelib} is no longer on the interpreter's path")
+    if why:
+        yield ENV_REPLACED.finding(
+            "guard",
+            f"the environment {ident.prefix} is not the one guarded on {rec.created}: "
+            + "; ".join(why),
+            fix,
+            ident.prefix,
+            {"recorded": rec.created, "changes": why},
+        )
+
+
+def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
+    """Each guard layer inside the env (from the store's manifest) that is gone or differs."""
+    import json
+
+    try:
+        files = json.loads(es.manifest.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        yield GUARD_MISSING.finding(
+            "guard", f"the store has no readable manifest of the guard ({es.manifest})", fix
+        )
+        return
+    if str(es.baseline) in files and not es.baseline.is_file():
+        yield GUARD_MISSING.finding("guard", f"the store's baseline {es.baseline} is gone", fix)
+    bad = [(path, what) for path, entry in sorted(files.items()) if (what := _layer(path, entry))]
+    inside = [(p, w) for p, w in bad if p.startswith(rec.identity.prefix.rstrip("/") + "/")]
+    if inside:
+        shown = ", ".join(f"{p} ({w})" for p, w in inside[:6])
+        more = f" and {len(inside) - 6} more" if len(inside) > 6 else ""
+        yield GUARD_MISSING.finding(
+            "guard",
+            f"{len(inside)} file(s) of the guard changed since `guard install`: {shown}{more}",
+            fix,
+            inside[0][0],
+            {"files": [{"path": p, "change": w} for p, w in inside]},
+        )
+
+
+def _layer(path: str, entry: dict) -> str | None:
+    """ "missing" or "modified" when a guard layer is not what install wrote; None when it is
+    (a missing ``.pyc`` is none: Python compiles the source again)."""
+    import hashlib
+
+    from dtkguard.env.baseline import pyc_body_sha256
+
+    if entry.get("code_sha256"):
+        if not os.path.exists(path):
+            return None
+        return None if pyc_body_sha256(path) == entry["code_sha256"] else "modified"
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return "missing"
+    want = entry.get("sha256")
+    return None if not want or hashlib.sha256(data).hexdigest() == want else "modified"
+
+
+def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:
+    from dtkguard.env.protected_copy import changed
+
+    bad = [(p, w) for p, w in changed(es) if not os.path.basename(p).startswith("_dtkguard")]
+    bad = [(p, w) for p, w in bad if "dtkguard-pip-hook" not in p]
+    if bad:
+        shown = ", ".join(f"{p} ({w})" for p, w in bad[:6])
+        more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
+        yield PROTECTED_CHANGED.finding(
+            "guard",
+            f"{len(bad)} protected file(s) differ from the store's copy: {shown}{more}",
+            fix,
+            bad[0][0],
+            {"files": [{"path": p, "change": w} for p, w in bad]},
+        )
+
+
+def _chains(es: EnvStore, rec: Record) -> Iterator[Finding]:
+    from dtkguard.env import chain, journal_chain
+
+    roots = [r for r in rec.identity.roots if os.path.isdir(r)]
+    for where, problems in (
+        (es.overrides, chain.problems(es.overrides)),
+        (es.journal, journal_chain.problems(es.journal, roots)),
+    ):
+        for problem in problems:
+            yield STATE_TAMPERED.finding(
+                "guard",
+                f"{problem} ({where})",
+                "inspect the store folder: the guard's records must only be appended to by "
+                "dtkguard; `dtkguard history` lists the journal",
+                str(where),
+            )

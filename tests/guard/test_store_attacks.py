@@ -1,0 +1,273 @@
+# ruff: noqa: F811  (the `env` fixture is imported, and taken as an argument)
+"""The guard's trust lives in the store, outside the env (issue 23): each attack of the issue is
+reproduced on a real guarded venv with real pip, uv and venv, and `check` names it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.guard.conftest import TORCH, Guarded
+from tests.guard.test_baseline import env  # noqa: F401  (a new guarded venv, newest pip)
+from tests.support.pythons import find_python
+from tests.support.venvs import hermetic_env, run_uv
+
+pytestmark = pytest.mark.wheel_cache
+
+
+def check(g: Guarded, *args: str) -> tuple[int, list[dict]]:
+    proc = g.dtkguard(
+        "check", "--python", str(g.venv.python), "--policy", str(g.policy), "-f", "json", *args
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+def rules(findings: list[dict]) -> set[str]:
+    return {f["rule"] for f in findings}
+
+
+def test_the_state_is_in_the_store_not_in_the_env(env: Guarded, private_store: Path) -> None:
+    g = env
+    assert g.store.dir.is_relative_to(private_store)
+    for path in (g.store.baseline, g.store.manifest, g.store.policy, g.store.tripwire):
+        assert path.is_file(), path
+    assert (g.store.dir.stat().st_mode & 0o777) == 0o700
+    state = g.venv.path / "dtkguard"
+    assert sorted(p.name for p in state.iterdir()) == [
+        "constraints.txt",
+        "policy.json",
+        "store.json",
+        "tripwire.txt",
+    ]
+    pointer = json.loads((state / "store.json").read_text())
+    assert pointer["store"] == str(g.store.dir)
+    assert (state / "store.json").stat().st_mode & 0o222 == 0  # read-only
+    assert check(g) == (0, [])
+
+
+@pytest.mark.parametrize("how", ["venv", "uv", "uv-allow-existing"])
+def test_a_recreated_env_is_env_replaced(env: Guarded, how: str) -> None:
+    """`python -m venv --clear`, `uv venv --clear` (uv's own hint when the folder exists) and
+    `uv venv --allow-existing --python 3.X` leave an env without torch: not a PASS."""
+    g = env
+    path = g.venv.path
+    if how == "venv":
+        subprocess.run([sys.executable, "-m", "venv", "--clear", path], check=True)
+    elif how == "uv":
+        run_uv("venv", "--clear", "--python", sys.executable, path)
+    else:
+        other = _other_python()
+        if other is None:
+            pytest.skip("needs a second Python version")
+        run_uv("venv", "--allow-existing", "--python", other, path)
+    code, found = check(g)
+    assert code == 1
+    assert "env-replaced" in rules(found), found
+    if how != "uv-allow-existing":  # that one leaves the old site-packages, off the path
+        assert "guard-missing" in rules(found)
+        assert any(f["rule"] == "vendor-missing" for f in found)
+
+
+def _other_python() -> str | None:
+    mine = sys.version_info[1]
+    for minor in (12, 11, 10, 13, 9):
+        found = find_python(f"3.{minor}") if minor != mine else None
+        if found:
+            return found
+    return None
+
+
+def test_deleting_the_state_in_the_env_does_not_blind_check(env: Guarded) -> None:
+    """Delete the env's state folder (or a baseline there), then remove a vendor build."""
+    g = env
+    shutil.rmtree(g.venv.path / "dtkguard")
+    shutil.rmtree(next(g.venv.site_packages.glob("torchaudio-*.dist-info")))
+    code, found = check(g)
+    assert code == 1
+    assert {"vendor-missing", "guard-missing"} <= rules(found), found
+
+
+def test_rewriting_a_vendor_file_and_every_record_in_the_env(env: Guarded) -> None:
+    """Rewrite a vendor file and whatever the env holds about it: the store still knows."""
+    g = env
+    target = g.venv.site_packages / "torch" / "version.py"
+    target.write_text("__version__ = '2.7.0'\n")
+    # the tripwire snapshot in the env, at the new stat
+    tw = g.venv.path / "dtkguard" / "tripwire.txt"
+    st = target.stat()
+    lines = [
+        f"stat\ttorch\t{st.st_size}\t{st.st_mtime_ns}\t{target}"
+        if line.endswith(str(target))
+        else line
+        for line in tw.read_text().splitlines()
+    ]
+    tw.write_text("\n".join(lines) + "\n")
+    code, found = check(g)
+    assert code == 1
+    assert "vendor-files-changed" in rules(found) and "guard-missing" in rules(found), found
+
+
+def test_same_size_and_mtime_put_back_is_found(env: Guarded) -> None:
+    """`cp -p`, `rsync -t`, `tar` keep mtimes: a rewrite at the same size with the mtime put
+    back is found by the ctime pass."""
+    g = env
+    target = g.venv.site_packages / "torch" / "__init__.py"
+    data = target.read_bytes()
+    st = target.stat()
+    forged = data[:-2] + (b"#\n" if data[-2:] != b"#\n" else b"!\n")
+    assert len(forged) == len(data)
+    target.write_bytes(forged)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert target.stat().st_mtime_ns == st.st_mtime_ns
+    code, found = check(g)
+    assert code == 1
+    changed = [f for f in found if f["rule"] == "vendor-files-changed"]
+    assert changed and "torch/__init__.py" in changed[0]["message"], found
+
+
+def test_a_truncated_or_edited_override_log_is_found(env: Guarded) -> None:
+    g = env
+    proc = g.pip(
+        "install",
+        *g.index_args,
+        "--no-deps",
+        "nvidia-cublas-cu12",
+        env=hermetic_env(DTKGUARD_OVERRIDE="test: an override"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    log = g.store.overrides
+    assert len(log.read_text().splitlines()) == 1
+    _, found = check(g)
+    assert "override-used" in rules(found) and "guard-state-tampered" not in rules(found)
+    log.write_text("")  # truncated
+    _, found = check(g)
+    assert "guard-state-tampered" in rules(found), found
+    log.write_text(json.dumps({"user": "nobody", "reason": "edited", "prev": ""}) + "\n")
+    _, found = check(g)
+    assert "guard-state-tampered" in rules(found), found
+
+
+def test_patched_pip_is_protected_changed(env: Guarded) -> None:
+    g = env
+    pip_init = next(g.venv.site_packages.glob("pip/__init__.py"))
+    pip_init.write_text(pip_init.read_text() + "\n# patched\n")
+    (g.venv.bin / "pip").unlink()
+    code, found = check(g)
+    assert code == 1
+    bad = [f for f in found if f["rule"] == "protected-changed"]
+    assert bad and "pip/__init__.py" in bad[0]["message"] and "bin/pip" in bad[0]["message"]
+
+
+def test_the_finder_deleted_is_guard_missing(env: Guarded) -> None:
+    g = env
+    (g.venv.site_packages / "_dtkguard_finder.py").unlink()
+    code, found = check(g)
+    assert code == 1 and "guard-missing" in rules(found), found
+    assert TORCH
+
+
+def _forge(journal: Path, victim: Path) -> None:
+    """An open transaction whose txn.json names ``victim`` as a root and nothing before it:
+    rolling it back would delete everything under ``victim``."""
+    txn = journal / "0001"
+    txn.mkdir(parents=True)
+    data = {"id": 1, "tool": "dtkpip", "argv": ["x"], "time": "", "state": "open"}
+    (txn / "txn.json").write_text(json.dumps({**data, "roots": [str(victim)]}))
+    (txn / "pre.list").write_text("")
+
+
+@pytest.mark.parametrize("where", ["store", "env"])
+def test_a_forged_open_transaction_deletes_nothing(
+    env: Guarded, tmp_path: Path, where: str
+) -> None:
+    """A forged open transaction makes the next journal command roll back `/elsewhere`: it is
+    refused (never acted on) and `check` reports it. In the env's old journal folder it is
+    moved into the store by the next `guard install`, and refused there too."""
+    g = env
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    py = str(g.venv.python)
+    if where == "store":
+        _forge(g.store.journal, victim)
+    else:
+        _forge(g.venv.path / "dtkguard" / "journal", victim)
+        proc = g.dtkguard("guard", "install", "--python", py, "--policy", str(g.policy))
+        assert proc.returncode == 0, proc.stderr
+        assert not (g.venv.path / "dtkguard" / "journal").exists()
+    proc = g.dtkguard("history", "--python", py)
+    assert (victim / "precious.txt").read_text() == "keep me\n"
+    assert "refusing journal transaction 0001" in proc.stderr, proc.stderr
+    assert "not the env's folders" in proc.stderr
+    _, found = check(g)
+    bad = [f for f in found if f["rule"] == "guard-state-tampered"]
+    assert bad and "transaction 0001" in bad[0]["message"], found
+    # dtkpip journals a real change in spite of it, and still leaves the victim alone
+    proc = g.dtkpip("install", *g.index_args, "--no-deps", "pins-torch==1.0")
+    assert proc.returncode == 0, proc.stderr
+    assert (victim / "precious.txt").is_file()
+
+
+def test_an_edited_transaction_is_reported(env: Guarded) -> None:
+    g = env
+    proc = g.dtkpip("install", *g.index_args, "--no-deps", "pins-torch==1.0")
+    assert proc.returncode == 0, proc.stderr
+    assert check(g)[0] == 0
+    txn = next(g.store.journal.glob("0*/txn.json"))
+    data = json.loads(txn.read_text())
+    data["argv"] = ["something else"]
+    txn.write_text(json.dumps(data))
+    _, found = check(g)
+    assert "guard-state-tampered" in rules(found), found
+
+
+def test_check_all_guarded_checks_every_env_of_the_store(
+    env: Guarded, build_guarded, tmp_path: Path
+) -> None:
+    g = env
+    other = build_guarded(tmp_path / "other")
+    proc = g.dtkguard("check", "--all-guarded", "-f", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shutil.rmtree(next(other.venv.site_packages.glob("torch-*.dist-info")))
+    shutil.rmtree(g.venv.path)
+    proc = g.dtkguard("check", "--all-guarded")
+    assert proc.returncode == 1
+    assert "env-replaced" in proc.stdout and "vendor-missing" in proc.stdout
+    assert str(g.venv.path) in proc.stdout and str(other.venv.path) in proc.stdout
+    bad = g.dtkguard("check", "--all-guarded", "--python", str(other.venv.python))
+    assert bad.returncode == 2 and "give no target" in bad.stderr
+
+
+def test_an_in_env_guard_is_moved_into_the_store(env: Guarded) -> None:
+    """A guard from before the store (its state in <prefix>/dtkguard/) moves on the next
+    `guard install`: baseline, manifest, override log, journal."""
+    g = env
+    state = g.venv.path / "dtkguard"
+    # make it look like a guard from before the store
+    manifest = json.loads(g.store.manifest.read_text())
+    entry = manifest["files"].pop(str(g.store.baseline))
+    manifest["files"][str(state / "baseline.json")] = entry
+    shutil.copyfile(g.store.baseline, state / "baseline.json")
+    (state / "manifest.json").write_text(json.dumps(manifest))
+    record = {"user": "old", "reason": "before the store", "allowed": [], "time": "t"}
+    (state / "overrides.jsonl").write_text(json.dumps(record) + "\n")
+    shutil.rmtree(g.store.dir)
+    proc = g.dtkguard("guard", "install", "--python", str(g.venv.python), "--policy", str(g.policy))
+    assert proc.returncode == 0, proc.stderr
+    assert "unchanged  baseline" in proc.stdout  # the same baseline, carried over
+    assert sorted(p.name for p in state.iterdir()) == [
+        "constraints.txt",
+        "policy.json",
+        "store.json",
+        "tripwire.txt",
+    ]
+    assert g.store.baseline.is_file() and g.store.overrides.is_file()
+    _, found = check(g)
+    assert rules(found) == {"override-used"}, found
