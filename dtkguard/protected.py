@@ -32,6 +32,7 @@ GUARD_MODULES = (
     "_dtkguard_tripwire",
     "_dtkguard_finder",
     "_dtkguard_protected",
+    "_dtkguard_elf",
 )
 GUARD_PTH = "dtkguard-pip-hook.pth"
 #: the copy of this module beside the hook

@@ -526,4 +526,25 @@ def _classify(
         line = head.partition(b"\n")[0].decode("utf-8", "replace")
         issue("shebang", f"shebang rewritten ({line}): relocated environment", **evidence)
         return
+    needed = _needed_now(job)
+    if needed is not None:
+        evidence["needed"] = needed
+        links = ", ".join(needed) or "no library"
+        issue("modified", f"content differs from RECORD; it now links {links}", **evidence)
+        return
     issue("modified", "content differs from RECORD", **evidence)
+
+
+def _needed_now(job: Job) -> list[str] | None:
+    """The DT_NEEDED names of a modified shared object (None: not one, or not readable ELF):
+    a swapped binary is named by what it links."""
+    from dtkguard.elf import ElfError
+    from dtkguard.env.binaries import looks_shared, read_binary
+
+    if not looks_shared(job.inner):
+        return None
+    try:
+        linkage = read_binary(job.host)
+    except (OSError, ElfError):
+        return None
+    return list(linkage.needed) if linkage is not None else None

@@ -99,6 +99,9 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
             raise BaselineError(f"{job.inner} vanished while recording the baseline")
         digest = job.digest.hex() if job.algo == "sha256" and job.inner not in relocated else None
         files[rel] = {"sha256": digest or sha256_file(job.host), **st}
+        needed = _needed(rel, job.host)
+        if needed is not None:
+            files[rel]["needed"] = needed
     files.update(_pyc_files(dist))
     record = dist.record
     assert record is not None
@@ -117,6 +120,21 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
         "files": files,
         "direct_url": dist.direct_url,
     }
+
+
+def _needed(rel: str, host: str) -> list[str] | None:
+    """The DT_NEEDED names of a shared object the vendor build ships (None: not ELF, or not
+    readable as ELF), recorded so that a swapped binary is named by what it links."""
+    from dtkguard.elf import ElfError
+    from dtkguard.env.binaries import looks_shared, read_binary
+
+    if not looks_shared(rel):
+        return None
+    try:
+        linkage = read_binary(host)
+    except (OSError, ElfError):
+        return None
+    return list(linkage.needed) if linkage is not None else None
 
 
 def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:

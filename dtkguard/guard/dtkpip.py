@@ -140,10 +140,11 @@ def _install(
             sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
             return 0
         from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.verdict import judge, pip_locator, say_unjudged
 
         before = from_python(interp.python)
-        verdict = judge(before, plan, policy, interp.purelib)
+        verdict = judge(before, plan, policy, interp.purelib, pip_locator(Path(tmp)))
+        _say(say_unjudged("dtkpip", verdict))
         command = "pip " + shlex.join(pip_args)
         if verdict.blocked and not reason:
             from dtkguard.guard.instead import suggestions

@@ -21,7 +21,7 @@ from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
-from dtkguard.guard.plan import Plan
+from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, say_target
 from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
@@ -176,9 +176,11 @@ class _Run:
             _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
             return self.untouched(0)
         from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.verdict import judge, say_unjudged
 
-        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        before = from_python(self.interp.python)
+        verdict = judge(before, plan, self.policy, self.interp.purelib, self.locate)
+        _say(say_unjudged("dtkuv", verdict))
         if verdict.blocked and not self.reason:
             from dtkguard.guard.instead import suggestions
             from dtkguard.guard.veto_text import render
@@ -209,6 +211,22 @@ class _Run:
             _say(quiet_output(plan))
             return self.untouched(0)
         return self.real([*self.args, *pins])
+
+    def locate(self, planned: Planned) -> list[Path] | None:
+        """The wheels of a planned dist uv would install: its direct URL or path, else the
+        wheels of that name and version given on the command line or in its find-links
+        folders; None when none is local (from an index: judged by `check` once installed)."""
+        from dtkguard.resolve.binaries import fetch_wheel, local_wheels
+
+        if planned.url.endswith(".whl") and not planned.url.startswith(("http:", "https:")):
+            try:
+                return [fetch_wheel(planned.url, Path())]
+            except InputError:
+                return None
+        folders = [v for v in self.sub.option_values("-f", "--find-links") if "://" not in v]
+        paths = [a for a in self.sub.positionals() if a.endswith(".whl")]
+        found = local_wheels(planned.name, planned.version, folders, paths)
+        return found or None
 
     def _uninstall(self) -> int:
         from dtkguard.guard.verdict import vendor_removals

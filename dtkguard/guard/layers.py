@@ -45,6 +45,8 @@ HOOK_PTH = "dtkguard-pip-hook.pth"
 HOOK_DECISION = "_dtkguard_decision.py"
 #: the copy of `dtkguard.protected` (the protected set) beside the hook
 HOOK_PROTECTED = "_dtkguard_protected.py"
+#: the copy of `dtkguard.elf` beside the hook (what a wheel's native code links)
+HOOK_ELF = "_dtkguard_elf.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -195,6 +197,7 @@ def planned_layers(
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
+        Layer("elf", interp.purelib / HOOK_ELF, decision_source("elf.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -454,6 +457,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
         (HOOK_PROTECTED, "hook.pyc"),
+        (HOOK_ELF, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -468,6 +472,7 @@ _OWN_FILES = (
     "hook",
     "decision",
     "protected",
+    "elf",
     "finder",
     "hook.pth",
     "externally-managed",

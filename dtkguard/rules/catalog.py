@@ -30,6 +30,7 @@ FAMILIES: dict[str, str] = {
     "files": "dtkguard.rules.files",
     "fp8": "dtkguard.rules.fp8",
     "stack": "dtkguard.rules.stack",
+    "binary": "dtkguard.rules.binary",
 }
 
 #: what the decision core (`dtkguard.decision`) refuses while pip or uv installs

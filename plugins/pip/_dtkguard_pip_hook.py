@@ -29,6 +29,8 @@ import sys
 
 _MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
 DECISION = "_dtkguard_decision.py"
+#: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
+ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 PTH = "dtkguard-pip-hook.pth"
 _state = {
@@ -125,6 +127,7 @@ def _prepare():
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
+    import zlib  # noqa: F401
 
     import pip._internal.exceptions
     import pip._internal.locations
@@ -135,6 +138,7 @@ def _prepare():
         import pip._vendor.packaging.specifiers  # noqa: F401
     _load_decision()
     _load_protected()
+    _load_elf()
     _load_policy()
     _roots()
 
@@ -176,6 +180,28 @@ def _load_protected():
     if _state.get("protected") is None:
         _state["protected"] = _load_copy(PROTECTED, "protected_paths", "protected-set module")
     return _state["protected"]
+
+
+def _load_elf():
+    """The copy of ``dtkguard/elf.py`` beside this module, or None: then native code is not
+    judged before install, and pip says so (`check` still reads it once installed)."""
+    if "elf" in _state:
+        return _state["elf"]
+    import importlib.util
+    import os
+
+    path = os.path.join(_here(), ELF)
+    try:
+        spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.read_member  # noqa: B018  (the entry point must exist)
+    except Exception as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+        _state["elf_error"] = f"the guard's ELF reader {path} is missing or broken ({why})"
+        module = None
+    _state["elf"] = module
+    return module
 
 
 def _load_policy():
@@ -400,6 +426,43 @@ def _console_scripts(text):
 #: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
 #: judgements of other kinds of member (shared objects, ...) plug in here
 MEMBER_JUDGES = []
+
+
+def _wheel_dist(zf):
+    """The dist name a wheel file is of (its file name's first part)."""
+    import os
+
+    return os.path.basename(str(zf.filename or "?")).split("-", 1)[0]
+
+
+def _judge_shared_member(zf, info, dest, effect):
+    """A shared-object member judged by what it links (the decision's ``judge_binary``), read
+    from the wheel pip is about to unpack: stored members in place, compressed ones inflated
+    only as far as needed (``_dtkguard_elf.read_member``); waived problems are dropped."""
+    decision, elf = _state["decision"], _state.get("elf")
+    if elf is None or not elf.shared_member(info.filename):
+        if elf is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
+            effect["elf_warned"] = True
+            why = _state.get("elf_error") or "no ELF reader beside the hook"
+            sys.stderr.write(f"dtkguard: warning: native code not judged: {why}\n")
+        return
+    name = _wheel_dist(zf)
+    try:
+        linkage = elf.read_member(zf, info)
+    except elf.NotElf:
+        return
+    except Exception as exc:  # ElfError, or a broken member: a warning, never a traceback
+        text = f"{info.filename} of {name} could not be judged: {exc}"
+        found = [decision.Problem("binary-unreadable", "medium", _canonical(name), text)]
+    else:
+        found = decision.judge_binary(
+            _state["policy"], name, info.filename, linkage.needed, linkage.soname
+        )
+    today = _today()
+    effect["problems"] += [p for p in found if decision.waiver(_state["policy"], p, today) is None]
+
+
+MEMBER_JUDGES.append(_judge_shared_member)
 
 
 def _wheel_effect(wheel, scheme):
