@@ -168,7 +168,7 @@ def run_node(args: argparse.Namespace) -> int:
     import json
 
     from dtkguard.errors import TargetError
-    from dtkguard.fleet.node import node_report
+    from dtkguard.fleet.node import node_report, summary_line
     from dtkguard.util.output import write_output
 
     proc = Path(args.proc)
@@ -186,9 +186,9 @@ def run_node(args: argparse.Namespace) -> int:
         return failed
     path = Path(args.out) / f"{node}.json"
     write_output(path, text, field="--out")
+    real = [f for f in data["findings"] if f["rule"] != "container-skipped"]
     print(
         f"dtkguard node {node}: {data['verdict'].upper()} "
-        f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "
-        f"-> {path}"
+        f"({summary_line(data)}; {len(real)} findings) -> {path}"
     )
     return failed

@@ -11,6 +11,7 @@ from typing import Any
 
 from dtkguard import __version__
 from dtkguard.fleet.merge import Fleet
+from dtkguard.fleet.node import FAILING as FAILING_CONTAINER
 from dtkguard.fleet.render import counts_text, drift_text, headline
 
 CSS = """
@@ -133,6 +134,19 @@ def _common(fleet: Fleet) -> list[str]:
     )
 
 
+def _containers(fleet: Fleet) -> list[str]:
+    """The containers `report node` did not audit, and why."""
+    rows = [
+        [_e(n.name), _e(c), _badge(st) if st in FAILING_CONTAINER else _e(st), _e(why)]
+        for n in fleet.nodes
+        for c, st, why in n.unaudited
+    ]
+    if not rows:
+        return []
+    head = ["node", "container", "status", "why"]
+    return _section("containers", "Containers not audited", head, rows)
+
+
 def _stacks(fleet: Fleet) -> list[str]:
     """Nodes by DTK release and driver, when the fleet knows more than one (or any)."""
     stacks = fleet.by_stack()
@@ -180,6 +194,7 @@ _SECTIONS: tuple[Callable[[Fleet], list[str]], ...] = (
     _duplicates,
     _drift,
     _common,
+    _containers,
     _stacks,
     _nodes,
 )
