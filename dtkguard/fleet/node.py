@@ -151,6 +151,17 @@ def _scan(proc: Path) -> tuple[dict[tuple[int, int], list[str]], dict[str, Any]]
     return roots, ids
 
 
+def _host_root(proc: Path, ids: dict[str, Any]) -> tuple[int, int] | None:
+    """The host's root: process 1's; when that may not be read (a sandbox's init), the root of
+    the first process whose cgroup names no container."""
+    if isinstance(ids.get("1"), tuple):
+        return ids["1"]
+    for pid in sorted(ids, key=int):
+        if isinstance(ids[pid], tuple) and not _container_id(proc, pid):
+            return ids[pid]
+    return None
+
+
 def _denied(proc: Path, ids: dict[str, Any]) -> list[Container]:
     """One `Container` per container whose processes' roots may not be read. A process that
     names no container in its cgroup is a host process (its root is the host's)."""
@@ -167,8 +178,8 @@ def container_processes(proc: str | os.PathLike[str] = "/proc") -> list[Containe
     one per container whose processes may not be read (with its `Container.error`)."""
     proc = Path(proc)
     own = os.stat("/")
-    skip = {_root_id(proc, "1"), (own.st_dev, own.st_ino)}
     roots, ids = _scan(proc)
+    skip = {_host_root(proc, ids), (own.st_dev, own.st_ino)}
     found = []
     for rid, pids in roots.items():
         if rid in skip:
@@ -244,15 +255,14 @@ def audit_container(
     process of its root, or is `EXITED` when none is left; one that could not be read fails."""
     if c.error:
         return Outcome(UNREADABLE, c.error)
-    pid, python = c.pid, c.python
     for _attempt in range(3):
-        code, report, err = _run_audit(pid, python, proc, dtkguard, command, extra, out)
-        if report is not None or _root_id(proc, str(pid)) is not None:  # not gone (nor a zombie)
+        code, report, err = _run_audit(c.pid, c.python, proc, dtkguard, command, extra, out)
+        if report is not None or _root_id(proc, str(c.pid)) is not None:  # not gone (a zombie)
             return _classify(code, report, err)
         other = _stand_in(c, proc)
         if other is None:
             return Outcome(EXITED, "exited during the audit", code)
-        pid, python = other, _is_python(proc, str(other))
+        c.pid, c.python = other, _is_python(proc, str(other))  # the container is this one now
     return _classify(code, report, err)
 
 
