@@ -59,14 +59,15 @@ def decision_source() -> str:
     return resources.files("dtkguard").joinpath("decision.py").read_text(encoding="utf-8")
 
 
-def default_uv_config() -> Path:
-    """uv's system config (``uv/uv.toml`` in the first of ``$XDG_CONFIG_DIRS``, default ``/etc``)
-    when we may write it (root), else the user's (under ``$XDG_CONFIG_HOME``)."""
-    if os.geteuid() == 0:
-        dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc").split(":")
-        return Path(dirs[0] or "/etc") / "uv" / "uv.toml"
-    home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(home) / "uv" / "uv.toml"
+def env_uv_config(interp: Interpreter) -> Path:
+    """uv's config of one environment, ``<prefix>/uv.toml``: the env's uv shim points uv at it
+    (``UV_CONFIG_FILE``), so uv anywhere else on the machine never reads the vendor pins."""
+    return interp.prefix / "uv.toml"
+
+
+def machine_wide(path: Path | str | None, interp: Interpreter) -> bool:
+    """A uv config outside the environment: every uv of the machine (or user) may read it."""
+    return path is not None and not Path(path).is_relative_to(interp.prefix)
 
 
 @dataclass(frozen=True)
@@ -126,16 +127,19 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
-def uv_shim(interp: Interpreter) -> str:
+def uv_shim(interp: Interpreter, config: Path | None = None) -> str:
     """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
-    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file. With
+    ``config``, uv reads that file (``UV_CONFIG_FILE``): the vendor pins, for this env only."""
     from dtkguard.guard.uvplan import SHIM_MARKER
 
+    use = f"UV_CONFIG_FILE={shlex.quote(str(config))}; export UV_CONFIG_FILE\n" if config else ""
     return (
         "#!/bin/sh\n"
         f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
         "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
         "uv unchanged.\n"
+        f"{use}"
         f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
         f'{shlex.quote(str(interp.python))} "$@"\n'
     )
@@ -194,7 +198,7 @@ def planned_layers(
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if uv_shim_too:
-        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp, uv_config), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
