@@ -135,8 +135,9 @@ def run_merge(args: argparse.Namespace) -> int:
 
         write_output(args.output, text)
         from dtkguard.fleet.render import headline
+        from dtkguard.util.console import note
 
-        print(f"dtkguard: {headline(fleet)}; wrote {args.output}", file=sys.stderr)
+        note(f"{headline(fleet)}; wrote {args.output}")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -216,16 +216,28 @@ def _run_audit(
     interpreter (``--pid``) when it is a Python process, else (or when that fails) its root."""
     root = ["--root", str(proc / str(pid) / "root")]
     targets = [["--pid", str(pid)], root] if command == "audit" and python else [root]
+    from dtkguard.util.console import info
+
     for target in targets:
+        info(f"report node: auditing pid {pid}: {' '.join([command, *target])}")
         out.unlink(missing_ok=True)
         argv = [*dtkguard, command, *target, *extra, "--allow-empty", "--format", "json"]
-        run = subprocess.run([*argv, "-o", str(out)], capture_output=True, text=True, check=False)
+        run = subprocess.run(
+            [*argv, "-o", str(out)], capture_output=True, text=True, check=False, env=_quiet_env()
+        )
         if run.returncode in (0, 1):
             break
     try:
         return run.returncode, json.loads(out.read_text()), run.stderr.strip()
     except (OSError, ValueError):
         return run.returncode, None, run.stderr.strip()
+
+
+def _quiet_env() -> dict[str, str]:
+    """This environment, without ``-v`` (an audit's stderr is the reason it failed)."""
+    from dtkguard.util.console import VERBOSITY_ENV
+
+    return {k: v for k, v in os.environ.items() if k != VERBOSITY_ENV}
 
 
 def _stand_in(c: Container, proc: Path) -> int | None:
