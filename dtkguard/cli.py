@@ -67,6 +67,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     for name, command in sub.choices.items():
         if name not in PASSTHROUGH:
             _on_every_parser(command, add_output_options)
+    if "completion" in sub.choices:  # it writes the script from the parser of every command
+        sub.choices["completion"].set_defaults(full_parser=build_parser)
     return parser
 
 

@@ -182,8 +182,6 @@ def _fish_quote(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from dtkguard.cli import build_parser
-
-    parser = build_parser(())
+    parser = args.full_parser(())  # `dtkguard.cli.build_parser`, of every command
     sys.stdout.write({"bash": bash, "zsh": zsh, "fish": fish}[args.shell](parser))
     return 0

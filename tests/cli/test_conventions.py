@@ -192,3 +192,17 @@ def test_one_spelling_of_the_uv_lock_install():
         )
     }
     assert found == {"uv pip sync --preview-features pylock pylock.NAME.toml"}
+
+
+def test_readme_names_every_tool_ci_installs_for_the_tests():
+    """What .ci/ installs for the tests (apt-get install ...) is in the README's list of what the
+    tests need, so a plain `pytest` run can be made complete by hand."""
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("What the tests need besides Python") :]
+    table = table[: table.index("\n\n", table.index("|"))]
+    installed = set()
+    for script in (REPO / ".ci").iterdir():
+        for m in re.finditer(r"apt-get install [^\n]*", script.read_text()):
+            installed |= {w for w in m.group(0).split()[2:] if not w.startswith("-")}
+    assert installed >= {"chromium", "strace", "zsh", "fish", "docker.io", "slurmd"}
+    assert [name for name in sorted(installed) if f"`{name}`" not in table] == []

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from dtkguard.fleet.html import render_html
 from dtkguard.fleet.merge import merge
 from dtkguard.fleet.render import render_markdown
 from tests.fleet.nodes import chrooted, doom_wrapper, sleep_root, stop
@@ -64,6 +65,8 @@ def test_das_container_and_busybox_sidecar(tmp_path, roots):
         text = render_markdown(merge([tmp_path / "real.json"]))
         assert "### Containers not audited" in text
         assert "| no-python | no Python environment: nothing to audit |" in text
+        html = render_html(merge([tmp_path / "real.json"]))
+        assert '<h2 id="containers">Containers not audited</h2>' in html
     finally:
         stop(das, sidecar)
 
