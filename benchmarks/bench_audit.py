@@ -181,7 +181,10 @@ def main() -> int:
     parser.add_argument("--dists", type=int, default=150)
     parser.add_argument("--small", type=int, default=20000)
     parser.add_argument("--large-mb", type=int, default=512)
+    parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.dists, args.small, args.large_mb = 5, 50, 1
     work = Path(tempfile.mkdtemp(prefix="dtkguard-bench-"))
     try:
         metadata_bench(work, args.dists)

@@ -18,7 +18,10 @@ from _common import bench_env, das_venv, dtkguard_cmd, table, timeit
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--smoke", action="store_true", help="one run: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     venv = das_venv()
     env = bench_env()
     n = len(venv.installed())

@@ -156,7 +156,10 @@ def main() -> int:
     parser.add_argument("--pip-runs", type=int, default=5, help="pip/dtkpip runs per side")
     parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
+    parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 50
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         base = Path(tmp)

@@ -220,7 +220,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.nodes, args.runs = 3, 1
     bench_merge(args.nodes, args.runs)
     bench_node_audit(args.runs)
 

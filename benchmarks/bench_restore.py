@@ -49,7 +49,10 @@ def _run(cmd: list[str], env: dict[str, str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="one round: does it still run?")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     venv = das_venv("restore150")
     house = CACHE / "restore150-wheels"
     # pip's configuration for everything that is not a vendor build: the community wheels

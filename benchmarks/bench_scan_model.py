@@ -242,7 +242,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per method (median); default 1")
     ap.add_argument("--snapshots", type=int, default=50, help="revisions in the hub cache")
     ap.add_argument("--keep", action="store_true", help="keep the built folder")
+    ap.add_argument("--smoke", action="store_true", help="two snapshots: does it still run?")
     args = ap.parse_args()
+    if args.smoke:
+        args.snapshots, args.repeat = 2, 1
     if args.worker:
         worker(*args.worker)
         return 0

@@ -27,12 +27,10 @@ from dtkguard.policy.compiled import (
     canonical,
     series_key,
 )
+from dtkguard.policy.locate import MAX_POLICY_BYTES
 from dtkguard.policy.model import PolicyExceptionModel, PolicyFile
 from dtkguard.policy.tomlpos import key_positions, locate, parse_toml
 from dtkguard.util.text import Undecodable, decode_utf8
-
-#: a real policy is a few kilobytes; past this a file is refused before it is parsed
-MAX_POLICY_BYTES = 256 << 10
 
 #: answers "is this a rule id?" for an exception's ``rule``
 KnownRule = Callable[[str], bool]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dtkguard.decision import canonical
-from dtkguard.policy.compile import MAX_POLICY_BYTES
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.policy.locate import MAX_POLICY_BYTES
 from dtkguard.policy.tomlpos import key_positions
 from dtkguard.util.safe_read import read_capped
 

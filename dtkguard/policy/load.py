@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dtkguard import __version__
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.policy.locate import resolve_policy_path
+from dtkguard.policy.locate import MAX_POLICY_BYTES, resolve_policy_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +65,6 @@ def _cache_file(path: Path) -> Path:
 def _digest(path: str) -> str:
     import hashlib
 
-    from dtkguard.policy.compile import MAX_POLICY_BYTES
     from dtkguard.util.safe_read import read_capped
 
     return hashlib.sha256(read_capped(path, MAX_POLICY_BYTES, what="policy")).hexdigest()

@@ -9,6 +9,8 @@ from dtkguard.errors import PolicyError
 
 DEFAULT_POLICY = "dtk-25.04.1"
 SYSTEM_POLICY = Path("/etc/dtkguard/policy.toml")
+#: a real policy is a few kilobytes; past this a file is refused before it is parsed
+MAX_POLICY_BYTES = 256 << 10
 
 
 def bundled_dir() -> Path:

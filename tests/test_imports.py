@@ -1,0 +1,96 @@
+"""Heavy libraries stay off the paths that run most: a cached `check`, a `dtkpip` plan, `--help`.
+
+dtkguard lives in crowded environments and runs before every guarded pip command, so pydantic and
+tomlkit (only when a policy's TOML is parsed), rich (only on a terminal), resolvelib (only `lock`
+and an explanation) and pip-api must not be imported by these commands. Each case runs the real
+command line in a subprocess and reads the modules it loaded when it exited.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import REPO
+from tests.support.sitetree import add_dist
+from tests.support.venvs import hermetic_env, make_venv
+from tests.support.wheels import build_wheel
+
+HEAVY = ("pydantic", "pydantic_core", "tomlkit", "rich", "resolvelib", "pip_api")
+
+#: run the CLI, then print the names of the loaded modules on the last line of stderr
+_PROBE = (
+    "import atexit, json, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules))))\n"
+    "sys.argv = ['dtkguard', *sys.argv[1:]]\n"
+    "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _loaded(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        env={**env, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    marker = proc.stderr.rpartition("\nMODULES ")[2]
+    assert proc.stderr.count("MODULES ") == 1, proc.stderr
+    return proc, set(json.loads(marker))
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A hermetic environment with its own policy cache (so the first run is a miss)."""
+    return hermetic_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def test_help_loads_no_heavy_module(env: dict[str, str]) -> None:
+    proc, modules = _loaded("--help", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert _heavy(modules) == []
+    assert len(modules) < 140, len(modules)
+
+
+def test_cached_check_loads_no_heavy_module(env: dict[str, str], tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    add_dist(site, "six", "1.17.0", files={"six.py": "x = 1\n"})
+    first, cold = _loaded("check", "--path", str(site), "--format", "json", env=env)
+    assert first.returncode in (0, 1), first.stderr
+    assert "pydantic" in cold, "the first run compiles the policy (a cache miss)"
+    again, modules = _loaded("check", "--path", str(site), "--format", "json", env=env)
+    assert again.returncode == first.returncode, again.stderr
+    assert json.loads(again.stdout)["findings"] == json.loads(first.stdout)["findings"]
+    assert _heavy(modules) == []
+    assert len(modules) < 220, len(modules)
+
+
+@pytest.mark.wheel_cache
+def test_dtkpip_plan_loads_no_heavy_module(env: dict[str, str], tmp_path: Path) -> None:
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0")
+    args = ["pip", "--python", str(venv.python), "install", "--no-index", "-f", str(wheels)]
+    _loaded(*args, "--dry-run", "tiny-lib", env=env)  # fills the policy cache
+    proc, modules = _loaded(*args, "tiny-lib", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (venv.site_packages / "tiny_lib-1.0.dist-info").is_dir()
+    assert _heavy(modules) == []
+    assert len(modules) < 260, len(modules)
+
+
+def test_probe_sees_a_heavy_import(env: dict[str, str]) -> None:
+    """The probe itself works: a command that does parse TOML is seen loading pydantic."""
+    policy = REPO / "policies" / "dtk-25.04.1.toml"
+    proc, modules = _loaded("policy", "check", str(policy), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "pydantic" in _heavy(modules)
