@@ -3,8 +3,8 @@ the report of one node, from the containers running on it.
 
 Exit codes of merge: 0 every node passed; 1 a node failed, or a report is missing, truncated,
 unreadable or of an older schema version; 2 bad arguments (e.g. an unreadable --nodes file).
-Exit codes of node: 0 pass; 1 a container failed or could not be audited; 2 bad arguments;
-3 no readable /proc.
+Exit codes of node: 0 pass (containers without Python do not fail it); 1 a container failed or
+could not be read or audited; 2 bad arguments; 3 no readable /proc.
 """
 
 from __future__ import annotations
@@ -65,7 +65,9 @@ def _register_node(actions: argparse._SubParsersAction) -> None:
         help="audit every container of this node into one json report (Kubernetes)",
         description="Audit every container running on this node (one process per container "
         "root, found through the host's /proc) and write one json report, NODE.json, for "
-        "`report merge`. Options after -- are passed to each container's audit. Exit 0 pass; "
+        "`report merge`. Options after -- are passed to each container's audit. A container "
+        "without a Python environment (pause, nginx and Go sidecars) is listed as no-python "
+        "and never fails the node; one whose root cannot be read fails it. Exit 0 pass; "
         "1 a container failed or could not be audited; 2 bad arguments; 3 no readable /proc.",
     )
     node.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
