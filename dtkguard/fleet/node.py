@@ -162,13 +162,14 @@ def _host_root(proc: Path, ids: dict[str, Any]) -> tuple[int, int] | None:
     return None
 
 
-def _denied(proc: Path, ids: dict[str, Any]) -> list[Container]:
-    """One `Container` per container whose processes' roots may not be read. A process that
-    names no container in its cgroup is a host process (its root is the host's)."""
+def _denied(proc: Path, ids: dict[str, Any], seen: set[str]) -> list[Container]:
+    """One `Container` per container whose processes' roots may not be read (and none of them
+    could, ``seen`` being the ids of those read). A process that names no container in its
+    cgroup is a host process (its root is the host's)."""
     found: dict[str, Container] = {}
     for pid, why in sorted(ids.items(), key=lambda kv: int(kv[0])):
         cid = _container_id(proc, pid) if isinstance(why, str) else ""
-        if cid and cid not in found:
+        if cid and cid not in found and cid not in seen:
             found[cid] = Container(int(pid), "", id=cid, error=why)
     return list(found.values())
 
@@ -194,7 +195,7 @@ def container_processes(proc: str | os.PathLike[str] = "/proc") -> list[Containe
             continue
         _describe(proc, c)
         found.append(c)
-    found += _denied(proc, ids)
+    found += _denied(proc, ids, {c.id for c in found if c.id})
     return sorted(found, key=lambda c: c.pid)
 
 

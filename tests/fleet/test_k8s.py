@@ -4,6 +4,7 @@ on real and built /proc trees."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -318,3 +319,34 @@ def test_report_node_passes_options_after_dashes_to_every_audit_and_needs_a_proc
     assert str(missing) in entry["reason"]
     nothing = run_in_process("report", "node", "--proc", str(tmp_path / "empty"), "--out", "-")
     assert nothing.code == 3 and nothing.err.count("\n") == 1 and "is hostPID set?" in nothing.err
+
+
+def test_a_process_whose_root_is_refused_is_an_unreadable_container(tmp_path, monkeypatch):
+    """/proc/PID/root refused (EACCES: no SYS_PTRACE) for a process whose cgroup names a
+    container: that container is listed as unreadable and fails the node; a refused host
+    process (no container in its cgroup) and a container read through another of its
+    processes are not."""
+    image = _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041")
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, image), 103: (101, image), 300: (1, image)})
+    (proc / "300" / "cgroup").write_text("0::/system.slice/sshd.service\n")  # a host process
+    (proc / "103" / "cgroup").write_text((proc / "101" / "cgroup").read_text())  # 101's container
+    refused = {str(proc / pid / "root") for pid in ("103", "300")}
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if str(path) in refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(node.os, "stat", stat)
+    assert [(c.pid, c.error) for c in node.container_processes(proc)] == [(101, "")]
+    refused.add(str(proc / "101" / "root"))  # now no process of that container can be read
+    (c,) = node.container_processes(proc)
+    assert (
+        c.pid == 101 and c.id == f"{101:064x}" and "Permission denied (needs SYS_PTRACE)" in c.error
+    )
+    report = node.combine(
+        "n", [(c, node.audit_container(c, proc, [], "check", [], tmp_path / "x"))]
+    )
+    assert report["verdict"] == "fail"
+    assert [e["status"] for e in report["target"]["containers"]] == ["unreadable"]
