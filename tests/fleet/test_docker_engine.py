@@ -79,7 +79,7 @@ class Engine:
         return {**extra, **{k: v for k, v in self.env.items() if k.startswith("DOCKER")}}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # shared with test_docker_node.py
 def engine():
     """The running test engine; started (and stopped) here when not up."""
     root("the test Docker engine")
@@ -103,7 +103,7 @@ def _build(docker: Engine, context: Path, tag: str, dockerfile: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once for test_docker_node.py too
 def images(engine, tmp_path_factory, vendor_wheelhouse, community_wheelhouse):
     """(clean DAS-like image, the same with community torch 2.4.1 in place of the vendor one)."""
     context = tmp_path_factory.mktemp("das-image")
