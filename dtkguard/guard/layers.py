@@ -309,6 +309,8 @@ def install(
             raise
         raise _install_error(exc, written, results, left) from None
     _list_compiled_hooks(interp, manifest)
+    if uv_config is not None:
+        results += _undo_moved_uv(manifest, uv_config)
     manifest.options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
@@ -316,6 +318,27 @@ def install(
         "uv_shim": uv_shim_too,
     }
     manifest.save()
+    return results
+
+
+def _undo_moved_uv(manifest: Manifest, uv_config: Path) -> list[tuple[str, Path, str]]:
+    """A uv config the guard wrote elsewhere before (``/etc/uv/uv.toml``, the default of older
+    dtkguards) gets its previous content back, unless edited since: the pins live in
+    ``uv_config`` now."""
+    results = []
+    for path_text, entry in list(manifest.files.items()):
+        if entry.get("layer") != "uv" or path_text == str(uv_config):
+            continue
+        path, current = Path(path_text), _read(Path(path_text))
+        if current is not None and _sha(current) != entry.get("sha256"):
+            continue  # changed since install: left as it is, and listed for `remove`
+        if entry.get("original") is not None:
+            atomic_write_text(path, entry["original"])
+            results.append(("uv", path, "restored"))
+        elif current is not None:
+            path.unlink()
+            results.append(("uv", path, "removed"))
+        del manifest.files[path_text]
     return results
 
 

@@ -88,3 +88,11 @@ def test_a_machine_wide_uv_config_only_when_named_and_status_says_so(
     assert f"note: {wide} is machine-wide" in proc.stdout
     status = fresh.dtkguard("guard", "status", "--python", py, env=env)
     assert f"uv config {wide} is machine-wide" in status.stdout
+    # installed again without naming it (an env guarded by an older dtkguard, whose default
+    # was that file): the pins move into the env, the machine-wide file is put back as it was
+    again = fresh.dtkguard("guard", "install", "--python", py, "--uv", env=env)
+    assert again.returncode == 0, again.stderr
+    assert f"removed  uv                 {wide}" in again.stdout and not wide.exists()
+    assert f'"torch=={TORCH}"' in (fresh.venv.path / "uv.toml").read_text()
+    status = fresh.dtkguard("guard", "status", "--python", py, env=env)
+    assert "machine-wide" not in status.stdout, status.stdout
