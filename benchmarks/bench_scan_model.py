@@ -15,6 +15,15 @@ read are the ``rchar`` delta of ``/proc/self/io`` around the work (mmap page-ins
 few hundred KB on disk.
 
     python benchmarks/bench_scan_model.py [--safetensors-python PY] [--repeat N] [--dir DIR]
+    python benchmarks/bench_scan_model.py --smoke   # 2 shards of 4 layers, 2 snapshots: a run check
+    python benchmarks/bench_scan_model.py --against ../main --repeat 7   # CPU time A/B
+
+``--against CHECKOUT`` also times the library of another checkout of dtkguard on the same folder,
+runs of the two interleaved, as CPU time (``time.process_time``: less disturbed by other jobs on
+a shared machine than wall time) and prints the ratio of the medians.
+
+Every run also checks that the library read headers only: its ``bytes_read`` must equal the
+safetensors headers plus the index and config.json, byte for byte.
 
 ``--safetensors-python`` defaults to this interpreter when it can import safetensors (the
 ``test`` extra installs it).
@@ -49,9 +58,9 @@ def _linear(out: list, name: str, rows: int, cols: int) -> None:
     out.append((f"{name}.weight_scale_inv", "F32", [math.ceil(rows / 128), math.ceil(cols / 128)]))
 
 
-def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
+def deepseek_v3_tensors(layers: int = LAYERS) -> list[tuple[str, str, list[int]]]:
     t: list[tuple[str, str, list[int]]] = [("model.embed_tokens.weight", "BF16", [VOCAB, HIDDEN])]
-    for i in range(LAYERS):
+    for i in range(layers):
         p = f"model.layers.{i}"
         for norm, size in (
             ("input_layernorm", HIDDEN),
@@ -90,14 +99,14 @@ def deepseek_v3_tensors() -> list[tuple[str, str, list[int]]]:
     return t
 
 
-def build(folder: Path) -> int:
-    """Write config, index and 163 sparse shards; returns the apparent size in bytes."""
+def build(folder: Path, shards: int = SHARDS, layers: int = LAYERS) -> int:
+    """Write config, index and ``shards`` sparse shards; returns the apparent size in bytes."""
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = deepseek_v3_tensors()
-    per = math.ceil(len(tensors) / SHARDS)
+    tensors = deepseek_v3_tensors(layers)
+    per = math.ceil(len(tensors) / shards)
     weight_map, total = {}, 0
-    for k in range(SHARDS):
-        name = f"model-{k + 1:05d}-of-{SHARDS:06d}.safetensors"
+    for k in range(shards):
+        name = f"model-{k + 1:05d}-of-{shards:06d}.safetensors"
         header, offset = {"__metadata__": {"format": "pt"}}, 0
         for tname, dtype, shape in tensors[k * per : (k + 1) * per]:
             size = math.prod(shape) * BITS[dtype] // 8
@@ -168,7 +177,7 @@ def worker(method: str, folder: str) -> None:
     if method == "safetensors":
         from safetensors import safe_open
     else:
-        sys.path.insert(0, str(ROOT))
+        sys.path.insert(0, os.environ.get("BENCH_DTKGUARD_ROOT") or str(ROOT))
         import dtkguard.cli
         from dtkguard.modelscan.scan import scan
     target = Path(folder)
@@ -176,7 +185,8 @@ def worker(method: str, folder: str) -> None:
         target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
     files = sorted(str(p) for p in target.glob("*.safetensors"))
     io0, flt0, t0 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
-    tensors = 0
+    cpu0 = time.process_time()
+    tensors = bytes_read = 0
     if method == "safetensors":
         for path in files:
             with safe_open(path, framework="numpy") as f:
@@ -185,7 +195,9 @@ def worker(method: str, folder: str) -> None:
                     f.get_slice(key).get_dtype()
                     tensors += 1
     elif method == "dtkguard-lib":
-        tensors = sum(s.tensors for s in scan([folder]))
+        scans = scan([folder])
+        tensors = sum(s.tensors for s in scans)
+        bytes_read = sum(s.bytes_read for s in scans)
     else:
         with open(os.devnull, "w") as sink:
             saved, sys.stdout = sys.stdout, sink
@@ -206,32 +218,53 @@ def worker(method: str, folder: str) -> None:
                 sys.stdout = saved
         tensors = -1
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     io1, flt1 = _io(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     print(
         json.dumps(
             {
                 "seconds": seconds,
+                "cpu": cpu,
                 "rchar": io1["rchar"] - io0["rchar"],
                 "syscr": io1["syscr"] - io0["syscr"],
                 "minflt": flt1 - flt0,
                 "tensors": tensors,
+                "bytes_read": bytes_read,
             }
         )
     )
 
 
+def _once(python: str, method: str, folder: Path, root: str | None = None) -> dict:
+    env = {**os.environ, "BENCH_DTKGUARD_ROOT": root} if root else None
+    out = subprocess.run(
+        [python, __file__, "--worker", method, str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(python: str, method: str, folder: Path, repeat: int) -> dict[str, float]:
-    results = []
-    for _ in range(repeat):
-        out = subprocess.run(
-            [python, __file__, "--worker", method, str(folder)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    results = [_once(python, method, folder) for _ in range(repeat)]
     best = {k: statistics.median(r[k] for r in results) for k in results[0]}
     return best
+
+
+def against(other: str, folder: Path, repeat: int) -> None:
+    """CPU time of the library here and in the checkout ``other``, runs interleaved."""
+    times: dict[str, list[float]] = {"this": [], "other": []}
+    for _ in range(repeat):
+        times["this"].append(_once(sys.executable, "dtkguard-lib", folder, str(ROOT))["cpu"])
+        times["other"].append(_once(sys.executable, "dtkguard-lib", folder, other)["cpu"])
+    this, base = (statistics.median(times[k]) for k in ("this", "other"))
+    print(
+        f"\nCPU time of dtkguard.modelscan.scan, median of {repeat} interleaved runs "
+        f"(Python {sys.version.split()[0]}): this checkout {this:.3f} s, {other} {base:.3f} s, "
+        f"ratio {this / base:.3f}"
+    )
 
 
 def main() -> int:
@@ -242,7 +275,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per method (median); default 1")
     ap.add_argument("--snapshots", type=int, default=50, help="revisions in the hub cache")
     ap.add_argument("--keep", action="store_true", help="keep the built folder")
-    ap.add_argument("--smoke", action="store_true", help="two snapshots: does it still run?")
+    ap.add_argument("--smoke", action="store_true", help="smallest size: 2 shards, 2 snapshots")
+    ap.add_argument("--against", metavar="CHECKOUT", help="also time another checkout's library")
     args = ap.parse_args()
     if args.smoke:
         args.snapshots, args.repeat = 2, 1
@@ -255,14 +289,20 @@ def main() -> int:
     if free < 1 << 30:
         print(f"need ~1 GiB free for headers, have {free >> 20} MiB", file=sys.stderr)
         return 1
+    shards = 2 if args.smoke else SHARDS
     t0 = time.perf_counter()
-    apparent = build(folder)
+    apparent = build(folder, shards, 4 if args.smoke else LAYERS)
     on_disk = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
     headers = sum(
         8 + struct.unpack("<Q", p.open("rb").read(8))[0] for p in folder.glob("*.safetensors")
     )
+    expected_read = (
+        headers
+        + (folder / "model.safetensors.index.json").stat().st_size
+        + (folder / "config.json").stat().st_size
+    )
     print(
-        f"built {SHARDS} shards in {time.perf_counter() - t0:.1f}s: apparent "
+        f"built {shards} shards in {time.perf_counter() - t0:.1f}s: apparent "
         f"{apparent / 1e9:,.1f} GB, on disk {on_disk / 1e6:,.1f} MB, "
         f"headers {headers / 1e6:.2f} MB, index "
         f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB"
@@ -286,6 +326,10 @@ def main() -> int:
         if st_python:
             rows.append(("safetensors.safe_open", st_python, "safetensors"))
         results = [(label, run(py, m, target, args.repeat)) for label, py, m in rows]
+        lib_read = int(dict(results)["dtkguard.modelscan.scan (library)"]["bytes_read"])
+        if lib_read != expected_read:
+            print(f"not headers only: read {lib_read:,}, expected {expected_read:,}")
+            return 1
         ref = results[-1][1] if st_python else results[0][1]
         print(
             f"\n{title}\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
@@ -298,9 +342,12 @@ def main() -> int:
                 f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
             )
     print(
-        f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; "
+        f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; the library "
+        f"read exactly the headers, the index and config.json: {expected_read:,} bytes; "
         f"{'single run' if args.repeat == 1 else f'median of {args.repeat} runs'} per method)"
     )
+    if args.against:
+        against(args.against, folder, args.repeat)
     if not args.keep and not args.dir:
         shutil.rmtree(base)
     return 0

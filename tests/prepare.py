@@ -48,6 +48,21 @@ def _image_wheels(dest: Path, *, refresh: bool) -> None:
         done.write_text("")
 
 
+def _floor_wheels(dest: Path, *, refresh: bool) -> None:
+    """The lowest versions dtkguard declares (``name>=X`` taken as ``name==X``) with what they
+    need, for the running Python: the floors test installs exactly these."""
+    from tests.support.cache import floor_requirements
+
+    done = dest / ".complete"
+    if done.exists() and not refresh:
+        print("have dtkguard's declared floors")
+        return
+    print("fetching dtkguard's declared floors", flush=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--dest", str(dest)]
+    subprocess.run([*cmd, *floor_requirements()], check=True)
+    done.write_text("")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refresh", action="store_true", help="re-fetch unpinned wheels")
@@ -67,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--dest", str(dest), spec]
         subprocess.run(cmd, check=True)
     _image_wheels(dest / "image", refresh=args.refresh)
+    _floor_wheels(dest / "floors", refresh=args.refresh)
     print(f"wheel cache ready: {dest}")
     return 0
 

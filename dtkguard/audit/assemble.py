@@ -135,10 +135,7 @@ def fp8_inputs(
                 "could be read (--allow-empty to pass it)"
             )
         items += scans
-        facts["models"] = [
-            {"path": s.path, "name": s.name, "tensors": s.tensors, "bytes_read": s.bytes_read}
-            for s in scans
-        ]
+        facts["models"] = [s.summary() for s in scans]
         facts["model_problems"] = problem_lines(scans)
     if request.processes:
         from dtkguard.modelscan.serving import scan_processes

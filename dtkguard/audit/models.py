@@ -55,16 +55,7 @@ def scan_models(request: ModelScanRequest) -> Report:
     facts = {
         "card": card,
         "cards": cards,
-        "models": [
-            {
-                "path": s.path,
-                "name": s.name,
-                "shards": s.shards,
-                "tensors": s.tensors,
-                "bytes_read": s.bytes_read,
-            }
-            for s in scans
-        ],
+        "models": [s.summary() for s in scans],
     }
     return Report(
         findings,

@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     checked = check_serving(request)
     for line in checked.problems:
         _say(f"warning: {line}")
+    for line in checked.notes:
+        _say(f"note: {line}")
     for f in checked.findings:
         _say(f"{f.severity.value}: {f.rule}: {f.message}")
         print(f"  evidence: {f.evidence.get('summary', '')}", file=sys.stderr)

@@ -84,6 +84,19 @@ def _add_resolver_options(p: argparse.ArgumentParser) -> None:
         help="consider pre-releases and dev releases (default: only when a specifier names "
         "one or nothing else satisfies)",
     )
+    for flag, kind, what in (
+        ("--only-binary", "only", "never an sdist for these projects"),
+        ("--no-binary", "no", "never a wheel for these projects"),
+    ):
+        p.add_argument(
+            flag,
+            action=_FormatAction,
+            dest="formats",
+            const=kind,
+            default=[],
+            metavar="NAMES",
+            help=f"{what} (comma-separated, :all: or :none:, pip's meaning; repeatable)",
+        )
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -100,9 +113,25 @@ def _add_resolver_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _FormatAction(argparse.Action):
+    """``--only-binary``/``--no-binary`` into one list, in command-line order (pip's rules
+    depend on it)."""
+
+    def __init__(self, option_strings, dest, const=None, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=None, const=const, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        given = [*getattr(namespace, self.dest, []), (self.const, values)]
+        setattr(namespace, self.dest, given)
+
+
 def _add_image_options(p: argparse.ArgumentParser) -> None:
     """What the lock is for: the image's Python and platforms, or the installed set of a TARGET."""
-    p.add_argument("--python-version", metavar="X.Y", help="target Python (default: policy)")
+    p.add_argument(
+        "--python-version",
+        metavar="X.Y[.Z]",
+        help="target Python, e.g. 3.10 or 3.10.12 (default: policy)",
+    )
     p.add_argument(
         "--platform",
         action="append",
@@ -125,11 +154,17 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def _sources(args: argparse.Namespace, policy, fetcher):
-    from dtkguard.resolve.resolver import build_sources, default_index_url
+    from dtkguard.resolve.auth import redact
+    from dtkguard.resolve.indexes import default_index_credentials, default_index_url
+    from dtkguard.resolve.resolver import build_sources
 
-    index = None if args.no_index else (args.index_url or default_index_url(args.python))
-    if index and not args.index_url and not args.quiet:
-        print(f"dtkguard: public index (from pip's configuration): {index}", file=sys.stderr)
+    index = args.index_url
+    if index is None and not args.no_index:
+        index, origin = default_index_url(args.python)
+        if origin.startswith("$UV_DEFAULT_INDEX"):
+            fetcher.credentials.add(index.split("=", 1)[-1], default_index_credentials())
+        if not args.quiet:
+            print(f"dtkguard: public index (from {origin}): {redact(index)}", file=sys.stderr)
     sources = build_sources(
         policy,
         fetcher,
@@ -138,22 +173,36 @@ def _sources(args: argparse.Namespace, policy, fetcher):
         find_links=args.find_links,
         index_url=index,
         extra_index_urls=[] if args.no_index else args.extra_index_url,
+        env_extras=not args.no_index and not args.extra_index_url,
     )
-    return sources, index
+    return sources, None if index is None else fetcher.credentials.add(index)
 
 
 def _inputs(args: argparse.Namespace, reqs, index) -> dict:
+    """What the lock was made from, as given, credentials taken out of every URL."""
+    from dtkguard.resolve.auth import split_userinfo
+
+    def clean(urls) -> list[str]:
+        return [split_userinfo(u)[0] for u in urls]
+
     return {
         "requirements": [str(r) for r in reqs],
         "requirement-files": list(args.requirement),
         "vendor-find-links": list(args.vendor_find_links),
-        "vendor-indexes": list(args.vendor_index_url),
+        "vendor-indexes": clean(args.vendor_index_url),
         "find-links": list(args.find_links),
         "index-url": index or "none",
-        "extra-index-urls": [] if args.no_index else list(args.extra_index_url),
+        "extra-index-urls": [] if args.no_index else clean(args.extra_index_url),
         "from-env": bool(args.from_env),
         **({"pre": True} if getattr(args, "pre", False) else {}),
+        **_formats(args).to_inputs(),
     }
+
+
+def _formats(args: argparse.Namespace):
+    from dtkguard.resolve.binary import FormatControl
+
+    return FormatControl.from_options(getattr(args, "formats", []))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -230,14 +279,20 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     from dtkguard.lock.build import entry_for, tool_table
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
     from dtkguard.resolve.metacache import MetadataCache
+    from dtkguard.resolve.progress import showing
     from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
+    from dtkguard.resolve.sdist import builder_for
 
     timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
     if not timeout > 0:
         raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     try:
         cache = None if args.no_cache else MetadataCache()
-        res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout, cache=cache)
+        builder = builder_for(sources, fetcher.credentials)
+        with showing(fetcher, quiet=args.quiet) as progress:
+            res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout,
+                          cache=cache, formats=_formats(args), builder=builder,
+                          progress=progress)  # fmt: skip
     except Unsatisfiable as exc:
         print("dtkguard: cannot lock:", file=sys.stderr)
         for line in exc.lines:
@@ -262,20 +317,25 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
     doc = build_document(
         entries,
-        requires_python=f"=={target.python}.*",
+        requires_python=target.lock_requires_python(),
         environments=[target.environment_marker()],
         tool=tool_table(policy, target, _inputs(args, reqs, index), args.note),
     )
     write_lock(out, doc)
     if not args.quiet:
-        vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
-        took = time.perf_counter() - started
-        print(
-            f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
-            f"{target.implementation}{target.python} {target.platforms[0]}; "
-            f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
-            f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
-            f"{took:.2f}s",
-            file=sys.stderr,
-        )
+        _summary(out, entries, target, res, fetcher, time.perf_counter() - started)
     return 0
+
+
+def _summary(out: Path, entries, target, res, fetcher, took: float) -> None:
+    """The last line: what was written, for which target, and what it cost."""
+    vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
+    builds = res.provider.builder.built if res.provider.builder is not None else 0
+    print(
+        f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
+        f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
+        f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
+        f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
+        f"{builds} sdist builds, {took:.2f}s",
+        file=sys.stderr,
+    )

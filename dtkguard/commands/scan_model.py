@@ -14,11 +14,15 @@ from dtkguard.commands.common import (
 
 
 def register(subparsers: argparse._SubParsersAction, name: str) -> None:
+    from dtkguard.modelscan.reads import help_text
+
     p = subparsers.add_parser(
         name,
         help="find FP8/FP4 weights, scales and KV caches in model folders and files",
         description="Find FP8/FP4 weights, scales and KV caches in model folders, Hugging Face "
         "cache repositories and weight files. Reads headers only; never unpickles.",
+        epilog=help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "paths",
@@ -48,5 +52,8 @@ def run(args: argparse.Namespace) -> int:
     report = scan_models(request)
     for line in report.warnings:  # files that could not be read
         print(f"dtkguard: error: {line}", file=sys.stderr)
+    for model in report.facts.get("models", ()):  # what a verdict without weights rests on
+        for note in model["notes"]:
+            print(f"dtkguard: note: {note}", file=sys.stderr)
     code = emit(report, args.format, args.output, fail_on=threshold)
     return 2 if report.warnings and code == 0 else code

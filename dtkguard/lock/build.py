@@ -29,9 +29,11 @@ def entry_for(link: FileLink, policy: Any, lock_dir: Path, **fields: Any) -> Loc
     link.source.complete(link)
     url, path = _location(link, lock_dir)
     name = canonical(link.project)
-    tool = {"source": "vendor" if link.vendor else "public"}
+    tool: dict[str, Any] = {"source": "vendor" if link.vendor else "public"}
     if policy is not None and policy.vendor_build(name) is not None:
         tool["vendor-build"] = True
+    if link.yanked:  # PEP 592: taken for an exact pin; the lock says so
+        tool["yanked"] = link.yank_reason or True
     return LockEntry(
         name=name,
         version=str(link.version),
@@ -43,6 +45,7 @@ def entry_for(link: FileLink, policy: Any, lock_dir: Path, **fields: Any) -> Loc
         upload_time=link.upload_time,
         index=link.source.index_url,
         tool=tool,
+        sdist=link.is_sdist,
         **fields,
     )
 

@@ -57,7 +57,7 @@ def lock_installed(
     """Match every installed dist of ``env`` to a wheel in ``sources`` (see the module)."""
     from dtkguard.lock.build import entry_for, match_installed, record_digest
     from dtkguard.lock.write import LockEntry, closure_problems
-    from dtkguard.resolve.provider import Metadata
+    from dtkguard.resolve.metadata import Metadata
     from dtkguard.resolve.sources import InstalledEnv
 
     found = InstalledLock()
@@ -109,7 +109,7 @@ def installed_document(
         tool["installed"] = found.installed
     return build_document(
         found.entries,
-        requires_python=f"=={target.python}.*",
+        requires_python=target.lock_requires_python(),
         environments=[target.environment_marker()],
         tool=tool,
     )

@@ -51,6 +51,8 @@ class LockEntry:
     index: str | None = None
     dependencies: list[str] = field(default_factory=list)
     tool: dict[str, Any] = field(default_factory=dict)
+    #: the file is an sdist (``[packages.sdist]``), not a wheel
+    sdist: bool = False
 
 
 def require_pylock() -> Any:
@@ -159,7 +161,10 @@ def build_document(
         if e.size is not None:
             wheel["size"] = e.size
         wheel["hashes"] = {"sha256": e.sha256}
-        pkg["wheels"] = [wheel]
+        if e.sdist:
+            pkg["sdist"] = wheel
+        else:
+            pkg["wheels"] = [wheel]
         if e.tool:
             pkg["tool"] = {"dtkguard": dict(e.tool)}
         packages.append(pkg)

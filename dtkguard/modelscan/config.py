@@ -76,6 +76,8 @@ class QuantConfig:
     int_weights: bool = False
     #: the method quantises at load: FP8/FP4 compute whatever the tensors hold
     online: bool = False
+    #: ``expert_dtype: fp4`` (DeepSeek-V4): the MoE experts are FP4, packed into I8 tensors
+    fp4_experts: bool = False
     details: list[str] = field(default_factory=list)
     _noted: set[str] = field(default_factory=set, repr=False, compare=False)
 
@@ -103,6 +105,13 @@ def load_json(
     path: str | os.PathLike[str], cap: int = MAX_CONFIG, what: str = "config"
 ) -> dict[str, Any]:
     """A JSON object from ``path``, refusing files larger than ``cap`` (``what`` names it)."""
+    return read_json(path, cap, what)[0]
+
+
+def read_json(
+    path: str | os.PathLike[str], cap: int = MAX_CONFIG, what: str = "config"
+) -> tuple[dict[str, Any], int]:
+    """`load_json` and the number of bytes read (the whole file)."""
     from dtkguard.util.safe_read import TooLarge, read_capped
     from dtkguard.util.text import json_loads
 
@@ -120,7 +129,7 @@ def load_json(
         raise ConfigError(f"not JSON: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise ConfigError("not a JSON object")
-    return data
+    return data, len(raw)
 
 
 def _walk(obj: Any, role: str, depth: int = 0) -> Iterator[tuple[dict[str, Any], str]]:
@@ -241,9 +250,10 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         elif "mxfp8" in f:
             out.weights.add("fp8")
         out.note(f"format={f}")
-    for key in ("dtype", "quant_dtype", "expert_dtype", "weight_dtype"):
+    for key in ("dtype", "quant_dtype", "weight_dtype"):
         if isinstance(d.get(key), str):
             _add(out, role, dtype_family(d[key]))
+    _expert_dtype(d, out)
     for key, sub in (("weights", "weights"), ("activations", "activations")):
         if isinstance(d.get(key), str):  # quanto: ``weights: "float8"``
             _add(out, sub, dtype_family(d[key]))
@@ -257,9 +267,8 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         _add(out, "activations", autoround_family(d.get("act_data_type"), act_bits))
         if isinstance(d["act_data_type"], str):
             out.note(f"act_data_type={d['act_data_type']}")
-    if isinstance(d.get("_type"), str) and "float8" in d["_type"].lower():
-        out.weights.add("fp8")
-        out.note(f"torchao {d['_type']}")
+    if isinstance(d.get("_type"), str) and d["_type"].endswith("Config"):
+        _torchao(d, out)
     algo = d.get("quant_algo")
     if isinstance(algo, str) and algo:
         up = algo.upper()
@@ -267,6 +276,66 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         w, a = algo_families(up)
         _add(out, "weights", w)
         _add(out, "activations", a)
+
+
+def _expert_dtype(d: dict[str, Any], out: QuantConfig) -> None:
+    """DeepSeek-V4's ``expert_dtype`` (in config.json itself or its quantisation block)."""
+    value = d.get("expert_dtype")
+    if not isinstance(value, str):
+        return
+    fam = dtype_family(value)
+    _add(out, "weights", fam)
+    if fam == "fp4":
+        out.fp4_experts = True
+    out.note(f"expert_dtype={value}")
+
+
+#: torchao config class names, by the part naming a format -> family (``Float8``, ``NVFP4``...)
+_TORCHAO_PARTS = (
+    ("float8", "fp8"),
+    ("mxfp8", "fp8"),
+    ("fp8", "fp8"),
+    ("nvfp4", "fp4"),
+    ("mxfp4", "fp4"),
+    ("mxfp6", "fp4"),
+    ("float4", "fp4"),
+    ("fp4", "fp4"),
+    ("uint", "int"),
+    ("int", "int"),
+    ("mx", "fp8"),  # an MX config whose dtypes are not serialised: MXFP8 is torchao's default
+)
+
+
+def _torchao_part(text: str) -> str | None:
+    low = text.lower()
+    return next((fam for part, fam in _TORCHAO_PARTS if part in low), None)
+
+
+def _torch_dtype(value: Any) -> str | None:
+    """The family of a serialised ``{"_type": "torch.dtype", "_data": "float8_e4m3fn"}``."""
+    if isinstance(value, dict) and value.get("_type") == "torch.dtype":
+        data = value.get("_data")
+        return dtype_family(data) if isinstance(data, str) else None
+    return None
+
+
+def _torchao(d: dict[str, Any], out: QuantConfig) -> None:
+    """A torchao config (``TorchAoConfig.quant_type``): the class name says the scheme
+    (``Float8DynamicActivationInt4WeightConfig``: FP8 activations over int4 weights), the
+    serialised ``weight_dtype``/``activation_dtype`` say it for the MX configs."""
+    name = d["_type"]
+    split = re.match(r"(.*?)(?:Dynamic|Static)Activation(.*)", name)
+    act_part, weight_part = split.groups() if split else ("", name)
+    weights, acts = _torchao_part(weight_part), _torchao_part(act_part)
+    data = d.get("_data")
+    if isinstance(data, dict):
+        weights = _torch_dtype(data.get("weight_dtype")) or weights
+        acts = _torch_dtype(data.get("activation_dtype")) or acts
+    if weights is None and acts is None:
+        return
+    _add(out, "weights", weights)
+    _add(out, "activations", acts)
+    out.note(f"torchao {name}")
 
 
 def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
@@ -289,7 +358,7 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
         _add(out, "weights", "fp8" if bits == 8 else "fp4" if bits == 6 else None)
     if algo:
         out.note(f"quant_algo={algo}")
-    for key in ("fmt", "scale_fmt", "expert_dtype", "quant_dtype", "packing_format"):
+    for key in ("fmt", "scale_fmt", "quant_dtype", "packing_format"):
         if isinstance(qc.get(key), str):
             out.note(f"{key}={qc[key]}")
     block = qc.get("weight_block_size")
@@ -373,6 +442,10 @@ def classify_config(config: dict[str, Any], out: QuantConfig | None = None) -> Q
     for qc in blocks:
         out.source = out.source or "config.json"
         classify_quant(qc, out)
+    for holder in [config, *(config.get(k) for k in _NESTED)]:
+        if isinstance(holder, dict) and isinstance(holder.get("expert_dtype"), str):
+            out.source = out.source or "config.json"
+            _expert_dtype(holder, out)
     for key in ("torch_dtype", "dtype"):
         value = config.get(key)
         fam = dtype_family(value) if isinstance(value, str) else None
@@ -404,4 +477,26 @@ def classify_sidecar(data: dict[str, Any], out: QuantConfig | None = None) -> Qu
     out = out or QuantConfig()
     out.source = out.source or "quantization_config.json"
     classify_quant(data, out)
+    return out
+
+
+#: gpt-oss ``original/dtypes.json`` tags: ``FP4`` packed values, ``UE8`` E8M0 block scales
+_DTYPES_JSON = {"FP4": "fp4", "UE8": "e8m0", "FP8": "fp8"}
+
+
+def classify_dtypes_json(data: dict[str, Any], out: QuantConfig | None = None) -> QuantConfig:
+    """Classify gpt-oss's ``original/dtypes.json`` (tensor name -> ``BF16``/``FP4``/``UE8``)."""
+    out = out or QuantConfig()
+    counts: Counter[str] = Counter()
+    for value in data.values():
+        if isinstance(value, str):
+            tag = value.upper()
+            fam = _DTYPES_JSON.get(tag) or dtype_family(value)
+            if fam in ("fp4", "fp8", "e8m0"):
+                counts[tag] += 1
+                if fam != "e8m0":
+                    out.weights.add(fam)
+    if counts:
+        out.source = out.source or "dtypes.json"
+        out.note("dtypes.json " + ", ".join(f"{n} {t}" for t, n in counts.most_common()))
     return out

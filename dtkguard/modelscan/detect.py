@@ -167,6 +167,8 @@ class Evidence:
     u8_fp4: int
     #: U8 ``weight_packed``/``*_blocks`` taken as packed FP4
     packed_fp4: int
+    #: I8 expert weights that ``expert_dtype: fp4`` says are packed FP4 (DeepSeek-V4)
+    i8_fp4: int
     #: U8 scale tensors that are E8M0 exponents (beside FP4/FP8 values or an MX config)
     e8m0_u8: int
     #: index tensor names standing in for shards that are missing
@@ -197,9 +199,11 @@ class Evidence:
         u8_fp4 = scan.u8_weights if ("fp4" in cfg.weights or scan.fp8_scales) else 0
         # U8 ``weight_packed``/``*_blocks`` are FP4 unless the config says integer weights only
         packed = 0 if cfg.int_weights and "fp4" not in cfg.weights else scan.packed_u8
+        i8_fp4 = scan.i8_experts if cfg.fp4_experts else 0
         fp4_n = (
             sum(scan.fp4_values.values())
             + packed
+            + i8_fp4
             + u8_fp4
             + sum(fp4_pickle.values())
             + sum(gguf_fp4.values())
@@ -217,6 +221,7 @@ class Evidence:
             fp4_n=fp4_n,
             u8_fp4=u8_fp4,
             packed_fp4=packed,
+            i8_fp4=i8_fp4,
             e8m0_u8=scan.u8_scales if mx_context else 0,
             index_scale_inv=max(0, index.scale_inv - scan.scale_inv) if index else 0,
             index_packed=index.packed if index else 0,
@@ -262,6 +267,8 @@ def _fp4_weights(ev: Evidence) -> Detection | None:
     hist = ev.scan.fp4_values + ev.gguf_fp4
     if ev.packed_fp4 + ev.u8_fp4:
         hist["U8 (packed FP4)"] = ev.packed_fp4 + ev.u8_fp4
+    if ev.i8_fp4:
+        hist["I8 (packed FP4 experts)"] = ev.i8_fp4
     part = _histogram(hist) + "".join(f"; pickle global {g}" for g in ev.fp4_pickle)
     if ev.index_packed and not ev.fp4_n:
         hint = f"index names {ev.index_packed:,} packed FP4 tensors (*_blocks, weight_packed)"
@@ -327,6 +334,7 @@ def _stale_config(ev: Evidence) -> Detection | None:
     where = {
         "hf_quant_config.json": "hf_quant_config.json",
         "quantization_config.json": "quantization_config.json",
+        "dtypes.json": "the FP4/UE8 entries of dtypes.json",
     }.get(cfg.source or "", "quantization_config from config.json")
     return ev.made(
         "stale-config",

@@ -84,9 +84,10 @@ def is_scale_name(name: str) -> bool:
 
 
 def is_packed_fp4_name(name: str) -> bool:
-    """U8 tensors that carry packed FP4 values (compressed-tensors, gpt-oss MXFP4)."""
+    """U8 tensors that carry packed FP4 values (compressed-tensors, gpt-oss MXFP4: ``*_blocks``
+    in the Hugging Face layout, ``*.blocks`` in its ``original/`` one)."""
     leaf = name.rsplit(".", 1)[-1]
-    return leaf == "weight_packed" or leaf.endswith("_blocks")
+    return leaf in ("weight_packed", "blocks") or leaf.endswith("_blocks")
 
 
 #: k/v cache scale tensors: compressed-tensors/ModelOpt ``k_scale``/``v_scale`` (``q_scale``),
@@ -117,6 +118,7 @@ QUANT_SUFFIXES = (
     ".weight_zero_point",
     ".weight_shape",
     "_blocks",
+    ".blocks",
     ".scale_weight",
     ".scale_input",
     ".absmax",

@@ -33,6 +33,9 @@ class GgufHeader:
     version: int
     types: Counter[str] = field(default_factory=Counter)
     architecture: str | None = None
+    #: bytes read: magic, counts, key/values (arrays of fixed-size values are skipped, not
+    #: read) and the tensor infos; never tensor data
+    bytes_read: int = 0
 
 
 def _read(fh: BinaryIO, n: int) -> bytes:
@@ -81,10 +84,11 @@ def _skip_value(fh: BinaryIO, vtype: int, size: int, depth: int = 0) -> bytes | 
 
 def read_gguf(path: str | os.PathLike[str]) -> GgufHeader:
     """Tensor type histogram of a GGUF file."""
-    from dtkguard.util.safe_read import open_regular
+    from dtkguard.util.safe_read import CountingReader, open_regular
 
-    with open_regular(path, buffering=-1) as fh:
-        size = os.fstat(fh.fileno()).st_size
+    with open_regular(path, buffering=-1) as raw:
+        fh = CountingReader(raw)
+        size = os.fstat(raw.fileno()).st_size
         if _read(fh, 4) != b"GGUF":
             raise GgufError("no GGUF magic")
         version = _u32(fh)
@@ -108,4 +112,5 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufHeader:
             ttype = _u32(fh)
             _u64(fh)
             out.types[GGML_TYPES.get(ttype, f"type{ttype}")] += 1
+        out.bytes_read = fh.count
     return out

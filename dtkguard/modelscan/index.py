@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from operator import methodcaller
 
-from dtkguard.modelscan.config import ConfigError, load_json
+from dtkguard.modelscan.config import ConfigError, read_json
 from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
 
 #: more shards than this in one index is not a real model; names are still counted
@@ -27,6 +27,8 @@ class IndexInfo:
     packed: int = 0
     #: ``*.weight_scale`` names: quantised weights of a format the names alone do not tell
     weight_scales: int = 0
+    #: the whole file is read
+    bytes_read: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -42,17 +44,18 @@ def _safe_shard(name: str) -> bool:
 
 def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> IndexInfo:
     """Parse an index; a malformed one raises :class:`ConfigError`."""
-    data = load_json(path, cap=MAX_INDEX, what="index")
+    data, size = read_json(path, cap=MAX_INDEX, what="index")
     weight_map = data.pop("weight_map", None)
     del data
     if not isinstance(weight_map, dict):
         raise ConfigError("no weight_map object")
-    info = IndexInfo(path=str(path), tensors=len(weight_map))
+    info = IndexInfo(path=str(path), tensors=len(weight_map), bytes_read=size)
     names = weight_map.keys()
     info.scale_inv = sum(map(methodcaller("endswith", "_scale_inv"), names))
     info.kv_scales = sum(map(methodcaller("endswith", KV_SCALE_SUFFIXES), names))
     info.weight_scales = sum(map(methodcaller("endswith", ".weight_scale"), names))
-    info.packed = sum(map(methodcaller("endswith", ("_blocks", ".weight_packed")), names))
+    packed = ("_blocks", ".blocks", ".weight_packed")
+    info.packed = sum(map(methodcaller("endswith", packed), names))
     # one pass, no copy of the values: a hostile index names a million distinct "shards"
     distinct: set[str] = set()
     unsafe = 0

@@ -19,7 +19,8 @@ WEIGHT_FORMATS: dict[str, tuple[str, ...]] = {
     "gguf": (".gguf",),
 }
 WEIGHT_SUFFIXES = tuple(s for suffixes in WEIGHT_FORMATS.values() for s in suffixes)
-CONFIG_NAMES = ("config.json", "hf_quant_config.json", "quantization_config.json")
+#: config files and sidecars: gpt-oss's ``original/dtypes.json`` names each tensor's real dtype
+CONFIG_NAMES = ("config.json", "hf_quant_config.json", "quantization_config.json", "dtypes.json")
 INDEX_SUFFIX = ".safetensors.index.json"
 MAX_FILES = 10_000
 MAX_MODELS = 1_000

@@ -44,6 +44,9 @@ class PickleGlobals:
     globals: Counter[str] = field(default_factory=Counter)
     rebuilds: int = 0
     members: list[str] = field(default_factory=list)
+    #: bytes taken from the file: the zip directory and ``data.pkl`` members, or the legacy
+    #: format's leading pickles (tensor storages are never read)
+    bytes_read: int = 0
 
 
 class _Reader:
@@ -131,28 +134,34 @@ def _add(out: PickleGlobals, dotted: str) -> None:
 
 def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleGlobals:
     """Globals referenced by the checkpoint at ``path`` (zip or legacy format)."""
-    from dtkguard.util.safe_read import open_regular
+    from dtkguard.util.safe_read import CountingReader, open_regular
 
     out = PickleGlobals(path=str(path))
-    with open_regular(path, buffering=-1) as fh:  # a FIFO or device is refused, never read
-        if zipfile.is_zipfile(fh):
-            fh.seek(0)
-            try:
-                with zipfile.ZipFile(fh) as zf:
-                    members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
-                    if not members:
-                        raise PickleScanError("zip without a data.pkl")
-                    for info in members[:16]:
-                        if info.file_size > cap:
-                            raise PickleScanError(
-                                f"{info.filename}: {info.file_size} bytes, over cap"
-                            )
-                        out.members.append(info.filename)
-                        with zf.open(info) as raw:
-                            _walk(_Reader(raw, cap), out, 1)
-            except zipfile.BadZipFile as exc:
-                raise PickleScanError(f"bad zip: {exc}") from None
-            return out
+    with open_regular(path, buffering=-1) as raw:  # a FIFO or device is refused, never read
+        fh = CountingReader(raw)
+        _read_globals(fh, out, cap)
+        out.bytes_read = fh.count
+    return out
+
+
+def _read_globals(fh: BinaryIO, out: PickleGlobals, cap: int) -> None:
+    # the zip format starts with a local file header; ``zipfile.is_zipfile`` would instead
+    # search the last 64 KiB for a zip directory: tensor data of a legacy checkpoint
+    if fh.read(4) != b"PK\x03\x04":
         fh.seek(0)
         _walk(_Reader(fh, cap), out, LEGACY_PICKLES)
-    return out
+        return
+    fh.seek(0)
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            members = [i for i in zf.infolist() if i.filename.endswith("data.pkl")]
+            if not members:
+                raise PickleScanError("zip without a data.pkl")
+            for info in members[:16]:
+                if info.file_size > cap:
+                    raise PickleScanError(f"{info.filename}: {info.file_size} bytes, over cap")
+                out.members.append(info.filename)
+                with zf.open(info) as raw:
+                    _walk(_Reader(raw, cap), out, 1)
+    except zipfile.BadZipFile as exc:
+        raise PickleScanError(f"bad zip: {exc}") from None

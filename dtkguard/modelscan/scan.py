@@ -17,10 +17,11 @@ from dtkguard.modelscan.config import (
     ConfigError,
     QuantConfig,
     classify_config,
+    classify_dtypes_json,
     classify_hf_quant_config,
     classify_sidecar,
     is_mla,
-    load_json,
+    read_json,
 )
 from dtkguard.modelscan.gguf import GgufError, read_gguf
 from dtkguard.modelscan.index import IndexInfo, read_index
@@ -68,15 +69,49 @@ class ModelScan:
     pickle_globals: Counter[str] = field(default_factory=Counter)
     ggufs: int = 0
     gguf_types: Counter[str] = field(default_factory=Counter)
-    bytes_read: int = 0
+    #: I8 expert weights (``*.experts.*.weight``): packed FP4 when the config says
+    #: ``expert_dtype: fp4`` (DeepSeek-V4), INT8 otherwise
+    i8_experts: int = 0
+    #: bytes read by each reader that produced evidence (`READERS`); a reader that failed
+    #: adds a problem instead
+    read: Counter[str] = field(default_factory=Counter)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: what the verdict rests on when the weights are absent (config-only, shards missing)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def weight_files(self) -> int:
         return self.shards + self.pickles + self.ggufs
 
+    @property
+    def bytes_read(self) -> int:
+        return sum(self.read.values())
 
-_INTERESTING = frozenset({"U8"})
+    @property
+    def weights_read(self) -> bool:
+        """A weight file (safetensors header, pickle, GGUF header) was read."""
+        return self.weight_files > 0
+
+    def summary(self) -> dict[str, object]:
+        """The JSON facts of this model: what was read, by which reader, in bytes."""
+        return {
+            "path": self.path,
+            "name": self.name,
+            "shards": self.shards,
+            "tensors": self.tensors,
+            "bytes_read": self.bytes_read,
+            "read": {r: self.read[r] for r in READERS if r in self.read},
+            "weights_read": self.weights_read,
+            "notes": list(self.notes),
+        }
+
+
+#: every reader of a model, in the order `ModelScan.read` reports them: a model was read when
+#: any of them produced evidence (docs/fp8.md says what each reads)
+READERS = ("config", "sidecar", "index", "safetensors", "pickle", "gguf")
+
+
+_INTERESTING = frozenset({"U8", "I8"})
 
 
 def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
@@ -109,6 +144,9 @@ def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
             scan.e8m0 += 1
         elif fam == "fp4":
             scan.fp4_values[dtype] += 1
+        elif dtype == "I8":
+            if ".experts." in name and name.rpartition(".")[2] == "weight":
+                scan.i8_experts += 1
         elif dtypes.is_scale_name(name):
             scan.u8_scales += 1
         elif dtypes.is_packed_fp4_name(name):
@@ -124,7 +162,7 @@ def _read_safetensors(scan: ModelScan, path: str) -> None:
         scan.problems.append((path, _why(exc)))
         return
     scan.shards += 1
-    scan.bytes_read += header.bytes_read
+    scan.read["safetensors"] += header.bytes_read
     _add_tensors(scan, header)
 
 
@@ -135,6 +173,7 @@ def _read_pickle(scan: ModelScan, path: str) -> None:
         scan.problems.append((path, _why(exc)))
         return
     scan.pickles += 1
+    scan.read["pickle"] += found.bytes_read
     for dotted, count in found.globals.items():
         module, _, leaf = dotted.rpartition(".")
         if module.startswith("torch") and dtypes.torch_family(leaf) != "other":
@@ -148,6 +187,7 @@ def _read_gguf(scan: ModelScan, path: str) -> None:
         scan.problems.append((path, _why(exc)))
         return
     scan.ggufs += 1
+    scan.read["gguf"] += header.bytes_read
     scan.gguf_types.update(header.types)
 
 
@@ -160,19 +200,8 @@ def scan_source(src: ModelSource) -> ModelScan:
     """Scan one model found by :func:`find_models`."""
     scan = ModelScan(path=src.path, name=src.name, problems=list(src.problems))
     for path in src.files:
-        base = os.path.basename(path)
         try:
-            if base == "config.json" and _top(path, src):
-                data = load_json(path)
-                classify_config(data, scan.config)
-                scan.mla = is_mla(data)
-            elif base == "hf_quant_config.json":
-                classify_hf_quant_config(load_json(path), scan.config)
-            elif base == "quantization_config.json" and _top(path, src):
-                classify_sidecar(load_json(path), scan.config)
-            elif base.endswith(INDEX_SUFFIX) and scan.index is None:
-                scan.index = read_index(path)
-                scan.problems.extend((path, p) for p in scan.index.problems)
+            _read_config_file(scan, src, path)
         except (ConfigError, OSError) as exc:
             scan.problems.append((path, _why(exc)))
     readers = {"safetensors": _read_safetensors, "pickle": _read_pickle, "gguf": _read_gguf}
@@ -181,12 +210,44 @@ def scan_source(src: ModelSource) -> ModelScan:
         if fmt is not None:
             readers[fmt](scan, path)
     _check_index(scan, src)
+    if scan.read and not scan.weights_read and not scan.problems:
+        judged = [r for r in ("config", "sidecar", "index") if r in scan.read]
+        scan.notes.append(
+            f"{scan.path}: no weight file read; judged by the {', '.join(judged)} only"
+        )
     return scan
 
 
+def _read_config_file(scan: ModelScan, src: ModelSource, path: str) -> None:
+    """Read ``path`` if it is a config, sidecar or index file (each counted in ``scan.read``)."""
+    base = os.path.basename(path)
+    if base == "config.json" and _top(path, src):
+        data, size = read_json(path)
+        classify_config(data, scan.config)
+        scan.mla = is_mla(data)
+        scan.read["config"] += size
+    elif base == "hf_quant_config.json":
+        data, size = read_json(path)
+        classify_hf_quant_config(data, scan.config)
+        scan.read["sidecar"] += size
+    elif base == "quantization_config.json" and _top(path, src):
+        data, size = read_json(path)
+        classify_sidecar(data, scan.config)
+        scan.read["sidecar"] += size
+    elif base == "dtypes.json":
+        data, size = read_json(path)
+        classify_dtypes_json(data, scan.config)
+        scan.read["sidecar"] += size
+    elif base.endswith(INDEX_SUFFIX) and scan.index is None:
+        scan.index = read_index(path)
+        scan.read["index"] += scan.index.bytes_read
+        scan.problems.extend((path, p) for p in scan.index.problems)
+
+
 def _top(path: str, src: ModelSource) -> bool:
-    """``path`` lies in the model folder itself (not in ``original/`` or the like)."""
-    return os.path.dirname(path) == src.path.rstrip(os.sep)
+    """``path`` lies in the model folder itself (not in ``original/`` or the like), or is the
+    file the user named."""
+    return path == src.path or os.path.dirname(path) == src.path.rstrip(os.sep)
 
 
 def _check_index(scan: ModelScan, src: ModelSource) -> None:
@@ -195,12 +256,10 @@ def _check_index(scan: ModelScan, src: ModelSource) -> None:
     present = {os.path.basename(p) for p in src.files}
     missing = [s for s in scan.index.shards if s not in present]
     scan.missing_shards = len(missing)
-    if missing:
-        scan.problems.append(
-            (
-                scan.index.path,
-                f"{len(missing)} shard(s) named in the index are missing, e.g. {missing[0]}",
-            )
+    if missing:  # weights not (all) downloaded: the index names stand in for them
+        scan.notes.append(
+            f"{scan.index.path}: {len(missing)} shard(s) named in the index are missing, "
+            f"e.g. {missing[0]}; their tensor names stand in for them"
         )
 
 
@@ -213,14 +272,17 @@ def scan(paths: Iterable[str]) -> list[ModelScan]:
 
 
 def unread_paths(paths: list[str], scans: list[ModelScan]) -> list[str]:
-    """The paths that gave no config, index or weight header: an empty or mistyped folder, or
-    one of FIFOs and devices, is not a clean model (unknown is not clean)."""
-    import os
+    """The paths under which no reader produced evidence (`ModelScan.read`): an empty or
+    mistyped folder, or one of FIFOs and devices, is not a clean model (unknown is not clean).
+
+    The one gate of ``scan-model``, ``audit --models`` and ``exec``: a config-only folder, a
+    pickle or a GGUF file is read as surely as a safetensors header.
+    """
 
     def read_under(top: str) -> bool:
         top = os.path.abspath(top)
         return any(
-            s.bytes_read
+            s.read
             and (os.path.abspath(s.path) == top or os.path.abspath(s.path).startswith(top + os.sep))
             for s in scans
         )

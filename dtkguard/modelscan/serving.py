@@ -75,7 +75,9 @@ _ENGINES = (
 )
 _LMDEPLOY_SUB = frozenset({"api_server", "gradio", "chat", "proxy"})
 MAX_ARGS = 4096
-_VALUED = WEIGHT_FLAGS | KV_FLAGS | DTYPE_FLAGS | LMDEPLOY_KV_FLAGS | MODEL_FLAGS
+_VALUED = WEIGHT_FLAGS | KV_FLAGS | DTYPE_FLAGS | LMDEPLOY_KV_FLAGS | MODEL_FLAGS | {"--config"}
+#: engines that read a YAML ``--config`` file of their long options
+CONFIG_ENGINES = frozenset({"vllm", "sglang"})
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,10 @@ class ServingCommand:
     engine: str | None = None
     model: str | None = None
     requests: list[Request] = field(default_factory=list)
+    #: the ``--config`` YAML file (vLLM, SGLang), as given
+    config: str | None = None
+    #: files named by the command that could not be read (``--config``)
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -156,12 +162,19 @@ def _option(token: str) -> tuple[str, str | None]:
     return "--" + name[2:].replace("_", "-"), (value if eq else None)
 
 
-def parse_command(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> ServingCommand:
-    """What a serving command line (and its environment) asks for."""
+def parse_command(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None, cwd: str | None = None
+) -> ServingCommand:
+    """What a serving command line (and its environment) asks for.
+
+    ``cwd``: the folder relative paths are read from; with it, a vLLM or SGLang ``--config``
+    YAML file is read and its keys judged like flags (a flag on the command line wins).
+    """
     argv = list(argv[:MAX_ARGS])
     engine, start = _engine(argv)
     cmd = ServingCommand(argv=argv, engine=engine)
     positionals: list[str] = []
+    given: set[str] = set()
     i = start
     while i < len(argv):
         token = argv[i]
@@ -179,19 +192,41 @@ def parse_command(argv: Sequence[str], environ: Mapping[str, str] | None = None)
             value = argv[i + 1]
             i += 1
         i += 1
-        if value is None:
-            continue
-        text = f"{token} {value}" if "=" not in token else token
-        kind = _request_kind(name, value)
-        if kind:
-            cmd.requests.append(Request(kind, "flag", text, value))
-        elif name in MODEL_FLAGS and cmd.model is None:
-            cmd.model = value
+        if value is not None:
+            given.add(name)
+            _apply(cmd, name, value, f"{token} {value}" if "=" not in token else token)
     if cmd.model is None:
         cmd.model = _positional_model(engine, positionals)
+    if cwd is not None and engine in CONFIG_ENGINES and cmd.config:
+        _apply_config(cmd, os.path.join(cwd, cmd.config), given)
     if environ:
         _parse_environ(cmd, environ)
     return cmd
+
+
+def _apply(cmd: ServingCommand, name: str, value: str, text: str) -> None:
+    """One ``--name value`` of the command line or of its --config file."""
+    kind = _request_kind(name, value)
+    if kind:
+        cmd.requests.append(Request(kind, "flag", text, value))
+    elif name in MODEL_FLAGS and cmd.model is None:
+        cmd.model = value
+    elif name == "--config" and cmd.config is None:
+        cmd.config = value
+
+
+def _apply_config(cmd: ServingCommand, path: str, given: set[str]) -> None:
+    """The keys of a ``--config`` YAML file, as flags the command line did not give."""
+    from dtkguard.modelscan.engine_config import EngineConfigError, read_engine_config
+
+    try:
+        entries = read_engine_config(path)
+    except EngineConfigError as exc:
+        cmd.problems.append(f"{path}: {exc}")
+        return
+    for name, value in entries:
+        if name not in given and name != "--config":
+            _apply(cmd, name, value, f"{name[2:]}: {value} ({cmd.config})")
 
 
 def _request_kind(name: str, value: str) -> str | None:

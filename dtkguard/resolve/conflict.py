@@ -15,9 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from dtkguard.resolve.provider import PYTHON, Candidate, PolicyProvider, Req
+from dtkguard.resolve.candidates import PYTHON, Candidate, Req
+from dtkguard.resolve.excluded import describe, matching
+from dtkguard.resolve.provider import PolicyProvider
 
 #: a trial resolution: (provider, requirements, deadline, rounds budget) -> resolves? (None:
 #: the budget ran out)
@@ -107,7 +110,8 @@ def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str]
     policy = provider.policy
     pname = _policy_name(provider)
     if req.name == PYTHON:
-        return [f"{who} requires {req.text}; the target is Python {provider.target.python}"], False
+        shown = provider.target.shown_version
+        return [f"{who} requires {req.text}; the target is Python {shown}"], False
     vendor = policy.vendor_build(req.name) if policy is not None else None
     if vendor is not None:
         v = Version(vendor)
@@ -138,16 +142,35 @@ def _cause_line(provider: PolicyProvider, req: Req, who: str) -> tuple[list[str]
     rule = policy.deny_rule(req.name) if policy is not None else None
     if rule is not None and not provider.candidates_for(req.name):
         return [f"{who} requires {req.text}; policy {pname} denies {req.name}: {rule.reason}"], True
+    reasons = excluded_reasons(provider, req)
+    if reasons:
+        return [f"{who} requires {req.text}; {'; '.join(reasons)}"], False
     if not provider.candidates_for(req.name):
-        return [f"{who} requires {req.text}; no source has a wheel of {req.name} for the target"], (
-            False
-        )
-    broken = [lk.filename for lk in provider.unusable if lk.project == req.name]
+        return [f"{who} requires {req.text}; {nothing_for(provider, req.name)}"], False
+    broken = sorted(
+        (lk.filename, why) for lk, why in provider.unusable.items() if lk.project == req.name
+    )
     if broken:
-        return [
-            f"{who} requires {req.text}; unusable metadata in {', '.join(sorted(broken)[:3])}"
-        ], False
+        named = "; ".join(f"{name}: {why}" for name, why in broken[:3])
+        return [f"{who} requires {req.text}; unusable metadata in {named}"], False
     return [f"{who} requires {req.text}"], False
+
+
+def nothing_for(provider: PolicyProvider, name: str) -> str:
+    """Why ``name`` has no candidate at all: what was excluded, else that nothing is listed."""
+    provider.candidates_for(name)
+    reasons = describe(name, provider.excluded.get(name, []), provider.target)
+    return "; ".join(reasons) if reasons else f"no source has a wheel of {name} for the target"
+
+
+def excluded_reasons(provider: PolicyProvider, req: Req) -> list[str]:
+    """Why versions ``req`` admits are not candidates (Requires-Python, yanked, wheel tags)."""
+    if req.name == PYTHON:
+        return []
+    provider.candidates_for(req.name)
+    spec = SpecifierSet(f"=={req.exact}") if req.exact is not None else req.specifier
+    hits = matching(provider.excluded.get(req.name, []), spec)
+    return describe(req.name, hits, provider.target)
 
 
 def _chain(provider: PolicyProvider, parent: Candidate | None) -> list[str]:
@@ -179,10 +202,14 @@ def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
     return f"{key} {versions[0]} through {versions[-1]} ({len(versions)} versions)", True
 
 
-def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> list[str]:
+def _missing_along_the_way(
+    provider: PolicyProvider,
+    causes: Sequence[Any],
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
+) -> list[str]:
     """Projects that kept clashing during the search but have no wheel at all (uv names them
     first: they rule out whole ranges of their dependents before the final conflict)."""
-    named = {c.requirement.name for c in causes}
+    named = {c.requirement.name for c in causes} | set(skip)
     out = []
     counts = provider.conflict_counts()
     for key in sorted(counts, key=lambda k: (-counts[k], k)):
@@ -198,9 +225,7 @@ def _missing_along_the_way(provider: PolicyProvider, causes: Sequence[Any]) -> l
         text = reqs[0].text
         chain = _chain(provider, max(parents, key=lambda c: c.version))
         lead = f"because {' and '.join(chain)}, " if chain else ""
-        out.append(
-            f"also: {lead}{who} {verb} {text}; no source has a wheel of {name} for the target"
-        )
+        out.append(f"also: {lead}{who} {verb} {text}; {nothing_for(provider, name)}")
         if len(out) >= MAX_ALSO:
             break
     return out
@@ -288,6 +313,24 @@ def _pos(versions: list[Version], anchor: Version) -> int:
     return bisect.bisect_left(versions, anchor)
 
 
+def _without_files_first(
+    provider: PolicyProvider, roots: Sequence[Requirement]
+) -> tuple[list[str], set[str]]:
+    """One line per project of the likely graph with no usable file, before anything else
+    (all of them at once, not one per run)."""
+    from dtkguard.resolve.missing import without_files
+
+    reqs = [provider.make_req(r, None) for r in roots]
+    found = without_files(provider, reqs, time.monotonic() + EXPLAIN_SECONDS / 3)
+    if len(found) < 2:
+        return [], set()  # one is named by the conflict itself, with its chain
+    lines = [
+        f"no usable file for the target: {name} (needed by {who}): {nothing_for(provider, name)}"
+        for name, who in found
+    ]
+    return lines, {name for name, _ in found}
+
+
 def explain_conflict(
     provider: PolicyProvider,
     causes: Sequence[Any],
@@ -300,7 +343,7 @@ def explain_conflict(
     resolve. ``rounds``: how many the failed resolution took (bounds all trials together);
     ``trial``: the resolver's `dtkguard.resolve.resolver.trial` (passed in, so that this module
     does not import the resolver that imports it)."""
-    lines: list[str] = []
+    lines, named = _without_files_first(provider, roots)
     by_policy = False
     for req, parents in _groups(causes):
         if parents:
@@ -316,7 +359,8 @@ def explain_conflict(
         if chain:
             body[0] = f"because {' and '.join(chain)}, {body[0]}"
         lines += [line for line in body if line not in lines]
-    lines += [line for line in _missing_along_the_way(provider, causes) if line not in lines]
+    also = _missing_along_the_way(provider, causes, named)
+    lines += [line for line in also if line not in lines]
     deadline = time.monotonic() + EXPLAIN_SECONDS
     budget = [max(MIN_TRIAL_ROUNDS, TRIAL_ROUNDS_FACTOR * rounds)]
     if by_policy:

@@ -10,14 +10,16 @@ import http.client
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
 from dtkguard.errors import InputError
+from dtkguard.resolve.auth import Credentials, redact
 
 JSON_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
@@ -34,6 +36,36 @@ class Response:
     body: bytes
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """A response whose body is read in pieces: ``read(n)``; ``headers`` lower-cased."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    read: Callable[[int], bytes]
+
+
+class _UrllibResponse:
+    """http.client's interface over what urllib returns (the proxied path of :meth:`stream`)."""
+
+    def __init__(self, resp) -> None:
+        self._resp = resp
+        self.status = getattr(resp, "status", None) or resp.code
+
+    def getheader(self, name: str) -> str | None:
+        return self._resp.headers.get(name)
+
+    def getheaders(self):
+        return list(self._resp.headers.items())
+
+    def read(self, n: int = -1) -> bytes:
+        return self._resp.read(n)
+
+    def close(self) -> None:
+        self._resp.close()
+
+
 class Unreachable(InputError):
     """A source could not be reached at all (connection refused, DNS, timeout): exit 2."""
 
@@ -43,9 +75,14 @@ class Fetcher:
 
     def __init__(self, workers: int = 8, timeout: float = 30.0) -> None:
         self.timeout = timeout
+        #: Basic credentials by origin (URL userinfo, uv's variables, netrc)
+        self.credentials = Credentials()
         self._pool: ThreadPoolExecutor | None = None
         self._workers = workers
         self._futures: dict[tuple[str, str], Future[Response]] = {}
+        self._released: set[tuple[str, str]] = set()
+        self._readers: dict[str, int] = {}
+        self._release_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
         self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
@@ -70,7 +107,87 @@ class Fetcher:
     def prefetch(self, urls: Iterable[str], accept: str = "*/*") -> None:
         """Start fetching ``urls`` in the background (errors surface on :meth:`get`)."""
         for url in urls:
-            self._submit(url, accept)
+            if (url, accept) not in self._released:
+                self._submit(url, accept)
+
+    def reader(self, base: str) -> None:
+        """One more source reads the index at ``base`` (two sources may share an index: the
+        vendor and the public one)."""
+        with self._lock:
+            self._readers[base] = self._readers.get(base, 0) + 1
+
+    def release(self, url: str, accept: str = "*/*", base: str | None = None) -> None:
+        """Free the body of ``url`` once every source reading ``base`` has parsed it; it is
+        not fetched again in this run."""
+        key = (url, accept)
+        with self._lock:
+            done = self._release_counts[key] = self._release_counts.get(key, 0) + 1
+            if done < self._readers.get(base or "", 1):
+                return
+            self._futures.pop(key, None)
+            self._released.add(key)
+
+    @contextmanager
+    def stream(self, url: str, **headers: str) -> Iterator[Streamed]:
+        """A response read in pieces (wheels: never the whole body in memory), with
+        ``headers`` (``Range``) added; redirects followed, credentials sent to their origin."""
+        url = self.credentials.add(url)
+        if url.startswith("file:"):
+            path = file_path(url)
+            try:
+                fh = path.open("rb")
+            except OSError as exc:
+                raise Unreachable(f"cannot read {path}: {exc.strerror or exc}") from None
+            with fh:
+                yield Streamed(url, 200, {"content-length": str(path.stat().st_size)}, fh.read)
+            return
+        for _ in range(5):
+            conn, resp = self._open(url, headers)
+            try:
+                location = resp.getheader("Location")
+                if resp.status in (301, 302, 303, 307, 308) and location:
+                    url = urljoin(url, location)
+                    continue
+                got = {k.lower(): v for k, v in resp.getheaders()}
+                with self._lock:
+                    self.stats["requests"] += 1
+                yield Streamed(url, resp.status, got, self._counting(resp.read))
+                return
+            finally:
+                resp.close()
+                conn.close()
+        raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
+
+    def _counting(self, read):
+        def counted(n: int = -1) -> bytes:
+            data = read(n)
+            with self._lock:
+                self.stats["bytes"] += len(data)
+            return data
+
+        return counted
+
+    def _open(self, url: str, headers: dict[str, str]):
+        parts = urlsplit(url)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        if _proxied(parts.hostname or ""):
+            req = urllib.request.Request(url, headers=self.headers(url, **headers))
+            try:
+                resp = urllib.request.urlopen(req, timeout=self.timeout)
+            except urllib.error.HTTPError as exc:
+                resp = exc
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise Unreachable(f"cannot reach {_origin(url)}: {reason}", field="index") from None
+            return resp, _UrllibResponse(resp)
+        conn = cls(parts.hostname or "", parts.port, timeout=self.timeout)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.request("GET", path or "/", headers=self.headers(url, **headers))
+            return conn, conn.getresponse()
+        except OSError as exc:
+            conn.close()
+            raise Unreachable(f"cannot reach {_origin(url)}: {exc}", field="index") from None
 
     def get(self, url: str, accept: str = "*/*") -> Response:
         """The response for ``url`` (404 and other HTTP errors are responses, not raised)."""
@@ -83,7 +200,16 @@ class Fetcher:
             fut = self._submit(url, accept)
         return fut.result()
 
+    def headers(self, url: str, accept: str = "*/*", **extra: str) -> dict[str, str]:
+        """Request headers for ``url``: Accept, User-Agent, its origin's credentials."""
+        out = {"Accept": accept, "User-Agent": USER_AGENT, **extra}
+        auth = self.credentials.header(url)
+        if auth:
+            out["Authorization"] = auth
+        return out
+
     def _fetch(self, url: str, accept: str) -> Response:
+        url = self.credentials.add(url)
         if url.startswith("file:"):
             return _fetch_file(url)
         parts = urlsplit(url)
@@ -92,7 +218,7 @@ class Fetcher:
                 return self._fetch_keepalive(url, parts, accept)
             except (OSError, http.client.HTTPException):
                 self._drop_connection(parts)  # stale keep-alive connection: retry plainly
-        req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
+        req = urllib.request.Request(url, headers=self.headers(url, accept))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 body = resp.read()
@@ -136,7 +262,7 @@ class Fetcher:
         for _ in range(5):
             conn = self._connection(parts)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            conn.request("GET", path or "/", headers={"Accept": accept, "User-Agent": USER_AGENT})
+            conn.request("GET", path or "/", headers=self.headers(url, accept))
             resp = conn.getresponse()
             body = resp.read()
             if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
@@ -163,7 +289,7 @@ def _proxied(host: str) -> bool:
 
 def _origin(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return redact(f"{parts.scheme}://{parts.netloc}{parts.path}")
 
 
 def file_path(url: str) -> Path:

@@ -32,7 +32,18 @@ MAX_ENTRY = 8 << 20
 
 
 def link_key(link: Any) -> tuple[str, str | None] | None:
-    """(key, expected sha256 of the metadata or None) for a link, or None: do not cache."""
+    """(key, expected sha256 of the metadata or None) for a link, or None: do not cache.
+    An sdist is keyed by its own sha256 (what its built metadata follows from)."""
+    if getattr(link, "is_sdist", False):
+        sha = link.hashes.get("sha256")
+        if not sha and link.path is not None:
+            from dtkguard.resolve.sources import sha256_file
+
+            try:
+                sha = sha256_file(link.path)
+            except OSError:
+                return None
+        return (f"sdist-sha256\0{sha.lower()}", None) if sha else None
     if link.path is not None:
         try:
             st = os.stat(link.path)

@@ -9,156 +9,33 @@ the pseudo-package ``<python>``, so conflicts can name it.
 
 from __future__ import annotations
 
-import re
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from packaging.markers import InvalidMarker, Marker
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.markers import Marker
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
-from resolvelib import AbstractProvider, BaseReporter
+from resolvelib import AbstractProvider
 
 from dtkguard.decision import canonical
-from dtkguard.env.dist import parse_headers
 from dtkguard.errors import InputError
+from dtkguard.resolve.binary import FormatControl
+from dtkguard.resolve.candidates import PYTHON, Candidate, Req
+from dtkguard.resolve.excluded import BINARY, REQUIRES_PYTHON, TAGS, YANKED, Excluded
 from dtkguard.resolve.metacache import MetadataCache, link_key
+from dtkguard.resolve.metadata import BadMetadata, Metadata
+from dtkguard.resolve.sdist import Builder
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.target import TargetEnv
 
-PYTHON = "<python>"
-
-_EXTRA_IN_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+#: an sdist ranks after every wheel of its version (pip and uv prefer the wheel)
+SDIST_RANK = 1 << 30
 
 #: a name that is among a conflict's causes this often while still unpinned is decided first
 PROMOTE_AFTER = 5
-
-
-class Req:
-    """A requirement as the resolver sees it (identity-hashed, interned per parent)."""
-
-    __slots__ = ("exact", "extras", "key", "marker", "name", "parent", "specifier", "text")
-
-    def __init__(
-        self,
-        name: str,
-        specifier: SpecifierSet,
-        extras: frozenset[str] = frozenset(),
-        parent: Candidate | None = None,
-        text: str = "",
-        exact: Version | None = None,
-    ) -> None:
-        self.name = name
-        self.extras = extras
-        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
-        self.specifier = specifier
-        self.parent = parent
-        self.text = text or f"{self.key}{specifier}"
-        self.exact = exact
-        self.marker: str | None = None
-
-    @property
-    def pinned(self) -> bool:
-        if self.exact is not None:
-            return True
-        return any(s.operator in ("==", "===") and "*" not in s.version for s in self.specifier)
-
-    @property
-    def upper_bounded(self) -> bool:
-        return any(
-            s.operator in ("<", "<=", "~=") or (s.operator == "==" and "*" in s.version)
-            for s in self.specifier
-        )
-
-    def __repr__(self) -> str:
-        return f"Req({self.text!r})"
-
-
-class Candidate:
-    """One version of one project (``extras`` set: the extras view of that version)."""
-
-    __slots__ = ("extras", "key", "link", "name", "version")
-
-    def __init__(
-        self, name: str, version: Version, link: FileLink | None, extras: frozenset[str]
-    ) -> None:
-        self.name = name
-        self.version = version
-        self.link = link
-        self.extras = extras
-        self.key = f"{name}[{','.join(sorted(extras))}]" if extras else name
-
-    def __repr__(self) -> str:
-        return f"{self.key} {self.version}"
-
-
-class BadMetadata(InputError):
-    """A wheel's core metadata is unusable (wrong name, unparsable requirement): like pip and
-    uv, the resolver skips that candidate and says so; it is never used."""
-
-
-class Metadata:
-    """What the resolver needs from core metadata."""
-
-    __slots__ = ("name", "provides_extra", "requires_dist", "requires_python", "version")
-
-    def __init__(self, raw: bytes, link: FileLink) -> None:
-        headers = parse_headers(raw)
-        self.name = (headers.get("name") or [link.project])[0]
-        self.version = (headers.get("version") or [str(link.version)])[0]
-        if canonical(self.name) != link.project:
-            raise BadMetadata(
-                f"metadata names {self.name!r}, the file name says {link.project!r}",
-                link.url or str(link.path),
-            )
-        try:
-            self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
-            self.provides_extra = frozenset(
-                canonical(e) for e in headers.get("provides-extra", [])
-            ) | frozenset(
-                canonical(m)
-                for r in self.requires_dist
-                if r.marker is not None
-                for m in _EXTRA_IN_MARKER.findall(str(r.marker))
-            )
-            rp = (headers.get("requires-python") or [""])[0].strip()
-            self.requires_python = SpecifierSet(rp) if rp else None
-        except (InvalidRequirement, InvalidSpecifier, InvalidMarker) as exc:
-            raise BadMetadata(
-                f"bad metadata in {link.filename}: {exc}", link.url or str(link.path)
-            ) from None
-
-
-class OutOfTime(Exception):
-    """The resolution passed its deadline (raised from the reporter, between rounds)."""
-
-    def __init__(self, rounds: int) -> None:
-        super().__init__(rounds)
-        self.rounds = rounds
-
-
-class CountingReporter(BaseReporter):
-    """Counts rounds, backtracks and rejected candidates; stops at ``deadline`` (monotonic)."""
-
-    def __init__(self, deadline: float | None = None) -> None:
-        self.rounds = 0
-        self.backtracks = 0
-        self.rejected = 0
-        self.deadline = deadline
-
-    def starting_round(self, index: int) -> None:
-        self.rounds = index + 1
-        if self.deadline is not None and index % 64 == 0 and time.monotonic() > self.deadline:
-            raise OutOfTime(self.rounds)
-
-    def resolving_conflicts(self, causes: Any) -> None:
-        self.backtracks += 1
-
-    def rejecting_candidate(self, criterion: Any, candidate: Any) -> None:
-        self.rejected += 1
 
 
 class PolicyProvider(AbstractProvider):
@@ -173,12 +50,20 @@ class PolicyProvider(AbstractProvider):
         pre: bool = False,
         cache: MetadataCache | None = None,
         like: PolicyProvider | None = None,
+        formats: FormatControl | None = None,
+        builder: Builder | None = None,
     ) -> None:
         self.sources = list(sources)
+        #: --only-binary / --no-binary
+        self.formats = formats or FormatControl()
+        #: builds the metadata of sdists without static PKG-INFO (None: sdists only if static)
+        self.builder = builder
         self.pre = pre
         #: the persistent METADATA cache (None: read every source afresh)
         self.cache = cache
         self.unusable: dict[FileLink, str] = {}
+        #: per project, the files left out for the target and why (for explanations)
+        self.excluded: dict[str, list[Excluded]] = {}
         self._conflicts: dict[str, int] = {}
         self._promoted: set[str] = set()
         self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
@@ -193,6 +78,8 @@ class PolicyProvider(AbstractProvider):
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
         self._meta: dict[FileLink, Metadata] = {}
+        self._gates: dict[FileLink, threading.Lock] = {}
+        self._failed: dict[FileLink, BadMetadata] = {}
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
         self._lock = threading.Lock()
@@ -212,11 +99,18 @@ class PolicyProvider(AbstractProvider):
         self._allowed = like._allowed
         self._interned = like._interned
         self._meta = like._meta
+        self._gates = like._gates
+        self._failed = like._failed
         self._deps = like._deps
         self._sat = like._sat
         self._markers_cache = like._markers_cache
         self._warmed = like._warmed
         self.unusable = like.unusable
+        self.excluded = like.excluded
+
+    def projects_seen(self) -> int:
+        """How many projects have been listed so far (for the progress line)."""
+        return len(self._cands)
 
     def conflict_counts(self) -> dict[str, int]:
         """How often each identifier was among a conflict's causes while unpinned."""
@@ -251,21 +145,40 @@ class PolicyProvider(AbstractProvider):
             links = vendor_links or self.all_links(name)
         if policy is not None:
             links = [lk for lk in links if _allowed(policy, name, lk.version)]
-        best: dict[Version, tuple[int, int, FileLink]] = {}
+        return self._best(name, links)
+
+    def _best(self, name: str, links: list[FileLink]) -> list[tuple[Version, FileLink]]:
+        """The best file of each version for the target, newest first; what is left out and
+        why goes to :attr:`excluded`. A yanked file is kept only when its version has nothing
+        else (it is a candidate only for an exact pin, see :meth:`allowed_versions`)."""
+        best: dict[Version, tuple[int, int, int, FileLink]] = {}
         order = {id(s): i for i, s in enumerate(self.sources)}
+        dropped: list[Excluded] = []
         for link in links:
-            if link.yanked:
+            if not self.formats.allows(name, link.is_sdist):
+                rule = self.formats.rule(link.is_sdist)
+                dropped.append(Excluded(link.version, link.filename, BINARY, rule))
                 continue
-            rank = self.target.wheel_rank(link.tags)
+            rank = SDIST_RANK if link.is_sdist else self.target.wheel_rank(link.tags)
             if rank is None:
+                dropped.append(Excluded(link.version, link.filename, TAGS))
                 continue
             if link.requires_python and not _python_ok(link.requires_python, self.python_version):
+                dropped.append(
+                    Excluded(link.version, link.filename, REQUIRES_PYTHON, link.requires_python)
+                )
                 continue
-            key = (order.get(id(link.source), 0), rank, link)
+            key = (int(link.yanked), order.get(id(link.source), 0), rank, link)
             cur = best.get(link.version)
-            if cur is None or key[:2] < cur[:2]:
+            if cur is None or key[:3] < cur[:3]:
                 best[link.version] = key
-        return sorted(((v, k[2]) for v, k in best.items()), key=lambda x: x[0], reverse=True)
+        for version, key in best.items():
+            if key[3].yanked:
+                dropped.append(Excluded(version, key[3].filename, YANKED, key[3].yank_reason))
+        dropped = [d for d in dropped if d.version not in best or d.why == YANKED]
+        with self._lock:
+            self.excluded[name] = dropped
+        return sorted(((v, k[3]) for v, k in best.items()), key=lambda x: x[0], reverse=True)
 
     def candidates_for(self, name: str) -> list[tuple[Version, FileLink]]:
         """Versions allowed for ``name`` (newest first) with the wheel chosen for each."""
@@ -285,23 +198,46 @@ class PolicyProvider(AbstractProvider):
 
     # -- metadata ---------------------------------------------------------------------------
     def metadata(self, link: FileLink) -> Metadata:
+        """Parsed metadata of ``link``, read once even when the warming threads ask at the same
+        time (an sdist may need a build); a failure is remembered and raised again."""
         hit = self._meta.get(link)
-        if hit is None:
-            hit = Metadata(self.raw_metadata(link), link)
-            self._meta[link] = hit
+        if hit is not None:
+            return hit
+        with self._lock:
+            gate = self._gates.setdefault(link, threading.Lock())
+        with gate:
+            hit = self._meta.get(link)
+            if hit is None:
+                failed = self._failed.get(link)
+                if failed is not None:
+                    raise failed
+                try:
+                    hit = Metadata(self.raw_metadata(link), link)
+                except BadMetadata as exc:
+                    self._failed[link] = exc
+                    raise
+                self._meta[link] = hit
         return hit
 
     def raw_metadata(self, link: FileLink) -> bytes:
         """METADATA bytes of ``link``: from the persistent cache, else from its source."""
         key = link_key(link) if self.cache is not None else None
         if key is None:
-            return link.source.metadata(link)
+            return self._read_metadata(link)
         assert self.cache is not None
         raw = self.cache.get(*key)
         if raw is None:
-            raw = link.source.metadata(link)
+            raw = self._read_metadata(link)
             self.cache.put(key[0], raw)
         return raw
+
+    def _read_metadata(self, link: FileLink) -> bytes:
+        """From the source; an sdist's from its PKG-INFO or a build (:mod:`.sdist`)."""
+        if not link.is_sdist:
+            return link.source.metadata(link)
+        builder = self.builder or Builder([], static_only=True)
+        with link.source.local_file(link) as path:
+            return builder.metadata(path)
 
     def _warm(self, name: str) -> None:
         """Background: list ``name``, read the newest candidate's metadata and warm its
@@ -443,6 +379,9 @@ class PolicyProvider(AbstractProvider):
             combined &= spec
         pre = True if (self.pre or exact) else None
         allowed = set(combined.filter(versions, prereleases=pre))
+        yanked = {v for v, link in cands if link.yanked and v in allowed}
+        if yanked:  # PEP 592: a yanked release only for a requirement that pins it
+            allowed -= {v for v in yanked if not any(_pins(r, v) for r in reqs)}
         hit = self._allowed[key] = [(v, link) for v, link in cands if v in allowed]
         return hit
 
@@ -538,6 +477,18 @@ class PolicyProvider(AbstractProvider):
 
     def get_dependencies(self, candidate: Candidate) -> list[Req]:
         return self.dependencies_of(candidate)
+
+
+def _pins(req: Req, version: Version) -> bool:
+    """Does ``req`` pin exactly ``version`` (``==V`` without a wildcard, ``===V``)?"""
+    if req.exact is not None:
+        return req.exact == version
+    for spec in req.specifier:
+        if spec.operator == "===" and spec.version == str(version):
+            return True
+        if spec.operator == "==" and "*" not in spec.version and Version(spec.version) == version:
+            return True
+    return False
 
 
 def _python_ok(spec: str, version: Version) -> bool:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,16 +9,16 @@ from typing import Any
 
 from packaging.requirements import Requirement
 
-from dtkguard.errors import DtkguardError, InputError
+from dtkguard.errors import DtkguardError
+from dtkguard.resolve.binary import FormatControl
+from dtkguard.resolve.candidates import PYTHON, Candidate
 from dtkguard.resolve.http import Fetcher
+from dtkguard.resolve.indexes import env_extra_indexes
 from dtkguard.resolve.metacache import MetadataCache
-from dtkguard.resolve.provider import (
-    PYTHON,
-    Candidate,
-    CountingReporter,
-    OutOfTime,
-    PolicyProvider,
-)
+from dtkguard.resolve.progress import Progress
+from dtkguard.resolve.provider import PolicyProvider
+from dtkguard.resolve.reporter import CountingReporter, OutOfTime
+from dtkguard.resolve.sdist import Builder
 from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
 from dtkguard.resolve.target import TargetEnv
 
@@ -67,41 +64,6 @@ class Resolution:
     warnings: list[str] = field(default_factory=list)
 
 
-def default_index_url(python: str | None = None) -> str:
-    """The public index as pip is configured: ``$PIP_INDEX_URL``, else the ``index-url`` that
-    ``pip config list`` shows (``install.`` over ``global.``, later files over earlier), else
-    pip's built-in default read from pip itself. Never a literal in dtkguard."""
-    env_url = os.environ.get("PIP_INDEX_URL")
-    if env_url:
-        return env_url.split()[0]
-    py = python or sys.executable
-    listed = _run([py, "-m", "pip", "config", "list"])
-    found: dict[str, str] = {}
-    for line in listed.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.endswith(".index-url"):
-            found[key.split(".", 1)[0]] = value.strip().strip("'\"")
-    for section in ("install", "global"):
-        if found.get(section):
-            return found[section]
-    code = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
-    out = _run([py, "-c", code]).strip().splitlines()
-    if out and "://" in out[-1]:
-        return out[-1].strip()
-    raise InputError(
-        "no public index: pip cannot tell its index-url; pass --index-url or --no-index",
-        field="--index-url",
-    )
-
-
-def _run(cmd: list[str]) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return proc.stdout if proc.returncode == 0 else ""
-
-
 def build_sources(
     policy: Any,
     fetcher: Fetcher,
@@ -111,8 +73,10 @@ def build_sources(
     find_links: Sequence[str] = (),
     index_url: str | None = None,
     extra_index_urls: Sequence[str] = (),
+    env_extras: bool = False,
 ) -> list[Source]:
-    """Vendor sources (policy first, then the command line), then public ones."""
+    """Vendor sources (policy first, then the command line), then public ones; with
+    ``env_extras`` also the extra indexes of pip's and uv's environment variables."""
     sources: list[Source] = []
     policy_fl = tuple(policy.find_links) if policy is not None else ()
     policy_ix = tuple(policy.indexes) if policy is not None else ()
@@ -124,6 +88,8 @@ def build_sources(
         sources.append(FindLinks(path))
     for url in ([index_url] if index_url else []) + list(extra_index_urls):
         sources.append(SimpleIndex(url, fetcher))
+    for url, cred in env_extra_indexes() if env_extras else ():
+        sources.append(SimpleIndex(url, fetcher, credentials=cred))
     return sources
 
 
@@ -140,6 +106,9 @@ def resolve(
     cache: MetadataCache | None = None,
     like: PolicyProvider | None = None,
     max_rounds: int = MAX_ROUNDS,
+    formats: FormatControl | None = None,
+    builder: Builder | None = None,
+    progress: Progress | None = None,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
     that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
@@ -151,7 +120,10 @@ def resolve(
     started = time.monotonic()
     if deadline is None:
         deadline = started + timeout
-    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like)
+    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like,
+                              formats=formats, builder=builder)  # fmt: skip
+    if progress is not None:
+        progress.attach(provider)
     try:
         roots = [
             provider.make_req(r, None)
@@ -199,6 +171,8 @@ def trial(
             max_rounds=budget[0],
             like=provider,
             cache=provider.cache,
+            formats=provider.formats,
+            builder=provider.builder,
         )
     except OutOfTime:
         budget[0] = 0
@@ -262,6 +236,13 @@ def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Re
         for key, cand in sorted(result.mapping.items())
         if key != PYTHON
         for extra in provider.missing_extras(cand)
+    ]
+    warnings += [
+        f"{p.name} {p.version} is yanked"
+        + (f" ({p.link.yank_reason})" if p.link.yank_reason else "")
+        + "; taken because a requirement pins it exactly (PEP 592)"
+        for p in out
+        if p.link.yanked
     ]
     warnings += [
         f"skipped {link.filename}: {why}"

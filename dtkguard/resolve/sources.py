@@ -9,25 +9,29 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
-import io
 import json
 import os
-import re
+import tempfile
 import threading
-import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import Version
 
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.resolve.http import JSON_ACCEPT, Fetcher
-
-_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+from dtkguard.resolve.lazywheel import read_zip_metadata
 
 
 @dataclass(eq=False)
@@ -48,31 +52,34 @@ class FileLink:
     metadata_url: str | None = None
     metadata_hashes: dict[str, str] | None = None
     yanked: bool = False
+    #: PEP 592: the reason the index gave for the yank ("" when none)
+    yank_reason: str = ""
 
     @property
     def vendor(self) -> bool:
         return self.source.vendor
+
+    @property
+    def is_sdist(self) -> bool:
+        return not self.filename.endswith(".whl")
 
     def __repr__(self) -> str:
         return f"<{self.filename} from {self.source.label}>"
 
 
 def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
+    """(project, version, tags) of a wheel or an sdist (no tags) file name, else None."""
+    if filename.endswith((".tar.gz", ".zip")):
+        try:
+            name, version = parse_sdist_filename(filename)
+        except (InvalidSdistFilename, ValueError):
+            return None
+        return str(name), version, frozenset()
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, ValueError):
         return None
     return str(name), version, frozenset(str(t) for t in tags)
-
-
-def read_zip_metadata(data: bytes | Path) -> bytes:
-    """The ``*.dist-info/METADATA`` of a wheel given as bytes or a path."""
-    src = io.BytesIO(data) if isinstance(data, bytes) else data
-    with zipfile.ZipFile(src) as zf:
-        names = [n for n in zf.namelist() if _METADATA.fullmatch(n)]
-        if len(names) != 1:
-            raise ValueError("expected exactly one .dist-info/METADATA")
-        return zf.read(names[0])
 
 
 def sha256_file(path: Path) -> str:
@@ -102,6 +109,13 @@ class Source:
     def complete(self, link: FileLink) -> None:
         """Fill in ``hashes`` and ``size`` when the listing did not carry them."""
 
+    @contextmanager
+    def local_file(self, link: FileLink) -> Iterator[Path]:
+        """The file of ``link`` on disk for as long as the block runs."""
+        if link.path is None:
+            raise InputError(f"{link.filename} has no file here", self.label)
+        yield link.path
+
 
 class FindLinks(Source):
     """A flat folder of wheels (``--find-links DIR``); paths are kept as given for the lock."""
@@ -126,8 +140,6 @@ class FindLinks(Source):
                         field="--find-links",
                     ) from None
                 for name in names:
-                    if not name.endswith(".whl"):
-                        continue
                     parsed = _parse_wheel(name)
                     if parsed is None:
                         continue
@@ -184,9 +196,17 @@ def _hash_attr(value: str | None) -> dict[str, str] | None:
 class SimpleIndex(Source):
     """A PEP 503/691 simple index over http(s) or ``file://`` (PEP 658/714 metadata files)."""
 
-    def __init__(self, url: str, fetcher: Fetcher, vendor: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        fetcher: Fetcher,
+        vendor: bool = False,
+        credentials: tuple[str, str] | None = None,
+    ) -> None:
         if "://" not in url:
             url = Path(url).absolute().as_uri()
+        url = fetcher.credentials.add(url, credentials)  # never kept in a URL
+        fetcher.reader(url if url.endswith("/") else url + "/")
         self.url = url if url.endswith("/") else url + "/"
         self.index_url = self.url
         self.label = self.url
@@ -194,6 +214,8 @@ class SimpleIndex(Source):
         self.fetcher = fetcher
         self._pages: dict[str, list[FileLink]] = {}
         self._lock = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}
+        self._read: dict[str, bytes] = {}
 
     def _page_url(self, project: str) -> str:
         return urljoin(self.url, f"{project}/")
@@ -213,6 +235,14 @@ class SimpleIndex(Source):
         resp = self.fetcher.get(self._page_url(project), self._accept())
         if resp.status == 404 or resp.status == 410:
             links: list[FileLink] = []
+        elif resp.status in (401, 403):
+            raise InputError(
+                f"index answered HTTP {resp.status} for {project}: it needs credentials that "
+                "work (in the URL as https://USER:PASSWORD@HOST/..., in $NETRC or ~/.netrc, or "
+                "uv's UV_INDEX_<NAME>_USERNAME/_PASSWORD)",
+                self.url,
+                field="index",
+            )
         elif resp.status != 200:
             raise InputError(
                 f"index answered HTTP {resp.status} for {project}", self.url, field="index"
@@ -222,11 +252,12 @@ class SimpleIndex(Source):
         else:
             links = self._parse_html(resp.url, resp.body, project)
         links = [link for link in links if link.project == project]
+        self.fetcher.release(self._page_url(project), self._accept(), base=self.url)
         with self._lock:  # a page parsed twice (prefetch race): the first list wins
             return self._pages.setdefault(project, links)
 
     def _link(self, page: str, href: str, filename: str | None) -> FileLink | None:
-        url, frag = urldefrag(urljoin(page, href))
+        url, frag = urldefrag(self.fetcher.credentials.add(urljoin(page, href)))
         filename = filename or url.rsplit("/", 1)[-1]
         parsed = _parse_wheel(filename)
         if parsed is None:
@@ -254,6 +285,7 @@ class SimpleIndex(Source):
             if link.metadata_hashes is not None:
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
             link.yanked = "data-yanked" in attrs
+            link.yank_reason = (attrs.get("data-yanked") or "").strip()
             out.append(link)
         return out
 
@@ -275,13 +307,16 @@ class SimpleIndex(Source):
             if meta:
                 link.metadata_hashes = meta if isinstance(meta, dict) else {}
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
-            link.yanked = bool(item.get("yanked"))
+            yanked = item.get("yanked")
+            link.yanked = bool(yanked)
+            link.yank_reason = yanked.strip() if isinstance(yanked, str) else ""
             out.append(link)
         return out
 
     def metadata(self, link: FileLink) -> bytes:
         if link.metadata_url:
             resp = self.fetcher.get(link.metadata_url)
+            self.fetcher.release(link.metadata_url, base=self.url)
             if resp.status == 200:
                 want = (link.metadata_hashes or {}).get("sha256")
                 if want and hashlib.sha256(resp.body).hexdigest() != want:
@@ -290,27 +325,59 @@ class SimpleIndex(Source):
                         link.metadata_url,
                     )
                 return resp.body
-        return read_zip_metadata(self._wheel_bytes(link))
+        return self._lazy_metadata(link)
 
-    def _wheel_bytes(self, link: FileLink) -> bytes:
+    def _lazy_metadata(self, link: FileLink) -> bytes:
+        """From the wheel itself, once per file even when threads ask together."""
+        from dtkguard.resolve.lazywheel import read_metadata
+
+        assert link.url is not None
+        with self._lock:
+            gate = self._reading.setdefault(link.url, threading.Lock())
+        with gate:
+            hit = self._read.get(link.url)
+            if hit is None:
+                hit = self._read[link.url] = read_metadata(self.fetcher, link)
+                with self._lock:
+                    self.fetcher.stats["wheels"] += 1
+        return hit
+
+    def complete(self, link: FileLink) -> None:
+        """Only a listing without a sha256 makes dtkguard download the wheel (streamed)."""
+        if not link.hashes.get("sha256"):
+            from dtkguard.resolve.lazywheel import sha256_of
+
+            link.hashes["sha256"], size = sha256_of(self.fetcher, link)
+            link.size = link.size or size
+
+    @contextmanager
+    def local_file(self, link: FileLink) -> Iterator[Path]:
+        """Download ``link`` to a temporary file (streamed, its sha256 checked when listed)."""
+        assert link.url is not None
+        with tempfile.TemporaryDirectory(prefix="dtkguard-dl-") as tmp:
+            path = Path(tmp) / link.filename
+            digest = hashlib.sha256()
+            with self.fetcher.stream(link.url) as resp, path.open("wb") as fh:
+                if resp.status != 200:
+                    raise InputError(
+                        f"cannot download {link.filename}: HTTP {resp.status}", link.url
+                    )
+                for chunk in iter(lambda: resp.read(1 << 20), b""):
+                    digest.update(chunk)
+                    fh.write(chunk)
+            want = link.hashes.get("sha256")
+            if want and digest.hexdigest() != want:
+                raise InputError(f"{link.filename} does not match its sha256", link.url)
+            link.hashes.setdefault("sha256", digest.hexdigest())
+            link.size = link.size or path.stat().st_size
+            yield path
+
+    def wheel_bytes(self, link: FileLink) -> bytes:
         assert link.url is not None
         resp = self.fetcher.get(link.url)
         if resp.status != 200:
             raise InputError(f"cannot download {link.filename}: HTTP {resp.status}", link.url)
-        if not link.hashes:
-            link.hashes = {"sha256": hashlib.sha256(resp.body).hexdigest()}
-        if link.size is None:
-            link.size = len(resp.body)
         return resp.body
-
-    def complete(self, link: FileLink) -> None:
-        """Only a listing without a sha256 makes dtkguard download the wheel (size is optional)."""
-        if not link.hashes.get("sha256"):
-            body = self._wheel_bytes(link)
-            link.hashes["sha256"] = hashlib.sha256(body).hexdigest()
-
-    def wheel_bytes(self, link: FileLink) -> bytes:
-        return self._wheel_bytes(link)
 
 
 class InstalledEnv(Source):

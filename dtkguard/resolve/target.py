@@ -76,12 +76,19 @@ class TargetEnv:
     implementation: str = "cp"
     extra_markers: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
+    #: the patch level when one was given (``3.10.12``): Requires-Python and markers use it
+    patch: int | None = None
+
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"3\.\d{1,2}", self.python):
+        m = re.fullmatch(r"(3\.\d{1,2})(?:\.(\d{1,3}))?", self.python.strip())
+        if m is None:
             raise InputError(
-                f"expected a Python version like 3.10, got {self.python!r}",
+                f"expected a Python version like 3.10 or 3.10.12, got {self.python!r}",
                 field="--python-version",
             )
+        object.__setattr__(self, "python", m.group(1))
+        if m.group(2) is not None:
+            object.__setattr__(self, "patch", int(m.group(2)))
         if not self.platforms:
             raise InputError("no platform tag given", field="--platform")
 
@@ -92,9 +99,14 @@ class TargetEnv:
 
     @property
     def full_version(self) -> str:
-        """``python_full_version`` for markers and Requires-Python: ``3.10.0`` is the lowest of
-        the series, so a lock never relies on a later patch release."""
-        return f"{self.python}.0"
+        """``python_full_version`` for markers and Requires-Python: the patch level given, else
+        ``3.10.0``, the lowest of the series, so a lock never relies on a later patch release."""
+        return f"{self.python}.{self.patch or 0}"
+
+    @property
+    def shown_version(self) -> str:
+        """The version as the user gave it (``3.10``, ``3.10.12``), for messages."""
+        return self.python if self.patch is None else self.full_version
 
     @cached_property
     def platform_tags(self) -> tuple[str, ...]:
@@ -161,9 +173,14 @@ class TargetEnv:
             f"platform_machine == '{m['platform_machine']}'"
         )
 
+    def lock_requires_python(self) -> str:
+        """The lock's ``requires-python``: the series, from the patch level when one was given."""
+        series = f"=={self.python}.*"
+        return series if self.patch is None else f">={self.full_version},{series}"
+
     def to_dict(self) -> dict[str, object]:
         return {
-            "python": self.python,
+            "python": self.python if self.patch is None else self.full_version,
             "platforms": list(self.platforms),
             "implementation": self.implementation,
         }

@@ -113,3 +113,36 @@ def reason(exc: OSError) -> str:
     if isinstance(exc, (NotRegularFile, TooLarge)):
         return str(exc)
     return exc.strerror or str(exc)
+
+
+class CountingReader:
+    """A binary file object that counts the bytes its reads returned (``count``).
+
+    Parsers that seek past data (zip members, GGUF arrays) report what they really read, not
+    how far they got. Every other attribute is the wrapped file's.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def _took(self, data: bytes) -> bytes:
+        self.count += len(data)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        return self._took(self._raw.read(n))
+
+    def read1(self, n: int = -1) -> bytes:
+        return self._took(self._raw.read1(n))  # type: ignore[attr-defined]
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._took(self._raw.readline(limit))
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        n = self._raw.readinto(buffer) or 0  # type: ignore[attr-defined]
+        self.count += n
+        return n
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._raw, name)

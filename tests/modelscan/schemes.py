@@ -175,6 +175,39 @@ def _autoround(**qc: object) -> dict:
     return {"config.json": {"model_type": "qwen3", "quantization_config": block}}
 
 
+GPT_OSS_DTYPES = {
+    "embedding.weight": "BF16",
+    "block.0.attn.norm.scale": "BF16",
+    "block.0.attn.qkv.weight": "BF16",
+    "block.0.attn.sinks": "BF16",
+    "block.0.mlp.gate.weight": "BF16",
+    "block.0.mlp.mlp1_weight.blocks": "FP4",
+    "block.0.mlp.mlp1_weight.scales": "UE8",
+    "block.0.mlp.mlp1_bias": "BF16",
+    "block.0.mlp.mlp2_weight.blocks": "FP4",
+    "block.0.mlp.mlp2_weight.scales": "UE8",
+    "norm.scale": "BF16",
+    "unembedding.weight": "BF16",
+}
+
+
+def _dtype(name: str) -> dict:
+    """A torch dtype as torchao's config encoder writes it."""
+    return {"_type": "torch.dtype", "_data": name}
+
+
+def _torchao(config_type: str, **data: object) -> dict:
+    """config.json of a transformers TorchAoConfig (``quant_type`` holds the torchao config)."""
+    qc = {
+        "quant_method": "torchao",
+        "quant_type": {"default": {"_type": config_type, "_version": 2, "_data": data}},
+        "modules_to_not_convert": None,
+        "include_input_output_embeddings": False,
+        "untie_embedding_weights": False,
+    }
+    return {"config.json": {"model_type": "llama", "quantization_config": qc}}
+
+
 SCHEMES: tuple[Scheme, ...] = (
     # ---------------- transformers / DeepSeek / vLLM Fp8Config ----------------
     Scheme(
@@ -770,6 +803,126 @@ SCHEMES: tuple[Scheme, ...] = (
         ),
         None,
         frozenset({"fp4-weights"}),
+    ),
+    # ---------------- gpt-oss original/, torchao beyond Float8, DeepSeek-V4 ----------------
+    Scheme(
+        "gpt-oss-original",
+        "OpenAI gpt-oss reference layout",
+        "original/dtypes.json FP4/UE8; U8 *.blocks / *.scales tensors",
+        "openai/gpt-oss-20b original/ (config.json, dtypes.json, model.safetensors)",
+        {
+            "config.json": {
+                "num_hidden_layers": 24,
+                "num_experts": 32,
+                "experts_per_token": 4,
+                "vocab_size": 201088,
+                "hidden_size": 2880,
+                "intermediate_size": 2880,
+                "head_dim": 64,
+                "num_attention_heads": 64,
+                "num_key_value_heads": 8,
+                "sliding_window": 128,
+                "rope_theta": 150000,
+            },
+            "dtypes.json": GPT_OSS_DTYPES,
+        },
+        {
+            "embedding.weight": ("BF16", [64, 32]),
+            "block.0.attn.qkv.weight": ("BF16", [32, 32]),
+            "block.0.mlp.mlp1_weight.blocks": ("U8", [4, 64, 2, 16]),
+            "block.0.mlp.mlp1_weight.scales": ("U8", [4, 64, 2]),
+            "block.0.mlp.mlp2_weight.blocks": ("U8", [4, 32, 2, 16]),
+            "block.0.mlp.mlp2_weight.scales": ("U8", [4, 32, 2]),
+            "unembedding.weight": ("BF16", [64, 32]),
+        },
+        frozenset({"fp4-weights", "fp8-scales"}),
+    ),
+    Scheme(
+        "gpt-oss-original-dtypes-only",
+        "OpenAI gpt-oss reference layout",
+        "original/dtypes.json alone (weights not downloaded): FP4 declared",
+        "openai/gpt-oss-20b original/dtypes.json",
+        {"dtypes.json": GPT_OSS_DTYPES},
+        None,
+        frozenset({"fp4-weights"}),
+    ),
+    Scheme(
+        "torchao-nvfp4",
+        "torchao (prototype mx_formats)",
+        "quant_type.*._type = NVFP4DynamicActivationNVFP4WeightConfig (also NVFP4WeightOnlyConfig)",
+        "pytorch/ao nvfp4_dynamic_activation_nvfp4_weight example, TorchAoConfig.to_dict",
+        _torchao("NVFP4DynamicActivationNVFP4WeightConfig", use_dynamic_per_tensor_scale=True),
+        None,
+        frozenset({"fp4-weights"}),
+    ),
+    Scheme(
+        "torchao-mxfp4",
+        "torchao (prototype mx_formats)",
+        "MXDynamicActivationMXWeightConfig with weight_dtype float4_e2m1fn_x2",
+        "pytorch/ao mx_formats inference_workflow",
+        _torchao(
+            "MXDynamicActivationMXWeightConfig",
+            activation_dtype=_dtype("float4_e2m1fn_x2"),
+            weight_dtype=_dtype("float4_e2m1fn_x2"),
+        ),
+        None,
+        frozenset({"fp4-weights"}),
+    ),
+    Scheme(
+        "torchao-mxfp8",
+        "torchao (prototype mx_formats)",
+        "MXDynamicActivationMXWeightConfig / MXFPInferenceConfig with float8_e4m3fn",
+        "pytorch/ao mxfp8 inference example",
+        _torchao(
+            "MXDynamicActivationMXWeightConfig",
+            activation_dtype=_dtype("float8_e4m3fn"),
+            weight_dtype=_dtype("float8_e4m3fn"),
+        ),
+        None,
+        frozenset({"fp8-weights"}),
+    ),
+    Scheme(
+        "torchao-fp8-act-int4",
+        "torchao",
+        "Float8DynamicActivationInt4WeightConfig: FP8 activations over int4 weights",
+        "torchao quant_api config names",
+        _torchao("Float8DynamicActivationInt4WeightConfig", int4_packing_format="preshuffled"),
+        None,
+        frozenset({"fp8-activations"}),
+    ),
+    Scheme(
+        "torchao-int4",
+        "torchao",
+        "Int4WeightOnlyConfig: not FP8",
+        "transformers TorchAoConfig int4 weight-only",
+        _torchao("Int4WeightOnlyConfig", group_size=128),
+        None,
+        frozenset(),
+    ),
+    Scheme(
+        "deepseek-v4-expert-fp4",
+        "DeepSeek-V4",
+        "top-level expert_dtype: fp4 (experts packed into I8, F8_E8M0 scales) beside FP8 layers",
+        "DeepSeek-V4 config.json and checkpoint layout",
+        {
+            "config.json": {
+                "architectures": ["DeepseekV4ForCausalLM"],
+                "model_type": "deepseek_v4",
+                "expert_dtype": "fp4",
+                "torch_dtype": "bfloat16",
+                "quantization_config": {**DEEPSEEK_FP8_QC, "scale_fmt": "ue8m0"},
+            }
+        },
+        {
+            "embed.weight": ("BF16", [64, 32]),
+            "layers.0.attn.wq_a.weight": ("F8_E4M3", [128, 128]),
+            "layers.0.attn.wq_a.scale": ("F8_E8M0", [1, 1]),
+            "layers.0.ffn.shared_experts.w1.weight": ("F8_E4M3", [128, 128]),
+            "layers.0.ffn.shared_experts.w1.scale": ("F8_E8M0", [1, 1]),
+            "layers.0.ffn.experts.0.w1.weight": ("I8", [64, 32]),
+            "layers.0.ffn.experts.0.w1.scale": ("F8_E8M0", [64, 2]),
+        },
+        frozenset({"fp8-weights", "fp4-weights"}),
     ),
     # ---------------- evidence from names only ----------------
     Scheme(

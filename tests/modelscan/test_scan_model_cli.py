@@ -190,10 +190,10 @@ def test_exec_deny_refuses_a_model_it_cannot_resolve(tmp_path):
     (hub / "models--org--empty" / "snapshots").mkdir(parents=True)
     policy = str(_deny_policy(tmp_path))
     base = ("exec", "--policy", policy, "--card", "BW1100", "--", str(script), "serve")
-    config_only = tmp_path / "config-only"  # weights not downloaded, nothing declared
-    config_only.mkdir()
-    (config_only / "config.json").write_text('{"model_type": "llama"}')
-    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty", str(config_only)):
+    readme_only = tmp_path / "readme-only"  # a folder with nothing any reader can read
+    readme_only.mkdir()
+    (readme_only / "README.md").write_text("weights not downloaded\n")
+    for model in (str(tmp_path / "missing"), "org/not-downloaded", "org/empty", str(readme_only)):
         out = dtkguard(*base, model, env={"HF_HUB_CACHE": str(hub)})
         assert out.returncode == 1, (model, out.stderr)
         assert not marker.exists()

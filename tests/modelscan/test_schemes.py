@@ -230,3 +230,42 @@ def test_a_config_with_many_distinct_values_stays_fast_and_short(tmp_path):
     (model,) = scan([str(scheme.build(tmp_path))])
     assert model.config.weights == {"fp4"}
     assert len(model.config.details) <= 64 and len(model.config.evidence()) < 2000
+
+
+NEW_SCHEMES = [
+    "gpt-oss-original",
+    "gpt-oss-original-dtypes-only",
+    "torchao-nvfp4",
+    "torchao-mxfp4",
+    "torchao-mxfp8",
+    "torchao-fp8-act-int4",
+    "torchao-int4",
+    "deepseek-v4-expert-fp4",
+]
+
+
+@pytest.mark.parametrize("name", NEW_SCHEMES)
+def test_schemes_once_unread_get_their_verdict_through_scan_model(tmp_path, name):
+    import json
+
+    from tests.support.cli import run_in_process
+
+    scheme = _by_id(name)
+    out = run_in_process(
+        "scan-model", scheme.build(tmp_path), "--card", "K100_AI", "--format", "json"
+    )
+    assert out.code == (1 if scheme.expect else 0), out.err
+    rules = {f["rule"] for f in json.loads(out.out)["findings"]}
+    assert rules == set(scheme.expect)
+
+
+def test_gpt_oss_repo_with_its_original_folder(tmp_path):
+    """The hub layout (config.json mxfp4, *_blocks) and original/ (dtypes.json, *.blocks) in one
+    repo: both read, one model."""
+    root = _by_id("mxfp4-gpt-oss").build(tmp_path)
+    original = _by_id("gpt-oss-original").build(root)
+    original.rename(root / "original")
+    (model,) = scan([str(root)])
+    assert model.read["sidecar"] == (root / "original" / "dtypes.json").stat().st_size
+    assert model.shards == 2
+    assert {d.kind for d in detect(model)} == {"fp4-weights", "fp8-scales"}

@@ -20,6 +20,8 @@ __all__ = [
     "CacheMissing",
     "cache_path",
     "find_wheel",
+    "floor_requirements",
+    "floor_wheels",
     "image_wheels",
     "pip_wheel",
     "uv_binary",
@@ -99,6 +101,30 @@ def uv_binary() -> str:
         if found:
             return found
     raise CacheMissing("uv is not installed: run `pip install -e '.[test]'` (installs uv)")
+
+
+def floor_requirements() -> list[str]:
+    """dtkguard's runtime dependencies pinned at their declared floors: ``packaging==26.1``."""
+    import re
+
+    import tomlkit
+
+    doc = tomlkit.parse((REPO_ROOT / "pyproject.toml").read_text())
+    out = []
+    for dep in doc["project"]["dependencies"]:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([^,;\s]+)", dep.strip())
+        if m is None:
+            raise ValueError(f"pyproject.toml: a dependency without a plain floor: {dep!r}")
+        out.append(f"{m.group(1)}=={m.group(2)}")
+    return out
+
+
+def floor_wheels() -> Path:
+    """The wheels of `floor_requirements` and what they need (``tests/prepare.py``)."""
+    path = cache_path() / "floors"
+    if not (path / ".complete").exists():
+        raise CacheMissing(f"no wheels of dtkguard's declared floors: {_HINT}")
+    return path
 
 
 def image_wheels() -> Path:

@@ -10,12 +10,14 @@ The directory is rescanned on every project request, so wheels added while servi
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import json
 import shutil
+import tarfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -56,6 +58,20 @@ class _File:
         return None if self.metadata is None else hashlib.sha256(self.metadata).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Options:
+    """What the served index says beyond the files: PEP 658 metadata, PEP 592 yanks (file name
+    -> reason, ``True`` for none given), ``requires-python`` per file name (over the metadata's)."""
+
+    metadata: bool = True
+    yanked: Mapping[str, str | bool] = field(default_factory=dict)
+    requires_python: Mapping[str, str] = field(default_factory=dict)
+    ranges: bool = True
+
+    def python(self, f: _File) -> str | None:
+        return self.requires_python.get(f.filename, f.requires_python)
+
+
 _cache: dict[tuple[str, int, int], _File] = {}
 _cache_lock = threading.Lock()
 
@@ -77,23 +93,39 @@ def _scan_file(path: Path) -> _File | None:
         hit = _cache.get(key)
     if hit is not None:
         return hit
-    data = path.read_bytes()
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:  # big wheels: never the whole file in memory
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
     metadata = read_wheel_metadata(path) if name.endswith(".whl") else None
     requires_python = None
-    if metadata is not None:
-        requires_python = BytesParser().parsebytes(metadata).get("Requires-Python")
+    info = metadata if metadata is not None else _pkg_info(path)
+    if info is not None:
+        requires_python = BytesParser().parsebytes(info).get("Requires-Python")
     entry = _File(
         filename=name,
         project=str(project),
         path=path,
-        sha256=hashlib.sha256(data).hexdigest(),
-        size=len(data),
+        sha256=digest.hexdigest(),
+        size=st.st_size,
         metadata=metadata,
         requires_python=requires_python,
     )
     with _cache_lock:
         _cache[key] = entry
     return entry
+
+
+def _pkg_info(path: Path) -> bytes | None:
+    """An sdist's ``{name}-{version}/PKG-INFO`` (for its ``data-requires-python``)."""
+    if not path.name.endswith(".tar.gz"):
+        return None
+    with tarfile.open(path) as tf:
+        for member in tf.getmembers():
+            if member.name.count("/") == 1 and member.name.endswith("/PKG-INFO"):
+                fh = tf.extractfile(member)
+                return fh.read() if fh is not None else None
+    return None
 
 
 _scans: dict[tuple[str, int], dict[str, list[_File]]] = {}
@@ -147,13 +179,16 @@ def _root_json(projects: list[str]) -> dict[str, object]:
     return {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
 
 
-def _project_html(project: str, files: list[_File], prefix: str, metadata: bool) -> str:
+def _project_html(project: str, files: list[_File], prefix: str, opts: _Options) -> str:
     links = []
     for f in files:
         attrs = [f'href="{prefix}{f.filename}#sha256={f.sha256}"']
-        if f.requires_python:
-            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
-        if metadata and f.metadata is not None:
+        if opts.python(f):
+            attrs.append(f'data-requires-python="{html.escape(opts.python(f) or "")}"')
+        yank = opts.yanked.get(f.filename)
+        if yank is not None and yank is not False:
+            attrs.append(f'data-yanked="{html.escape(yank if isinstance(yank, str) else "")}"')
+        if opts.metadata and f.metadata is not None:
             value = f"sha256={f.metadata_sha256}"
             attrs.append(f'data-dist-info-metadata="{value}"')
             attrs.append(f'data-core-metadata="{value}"')
@@ -167,7 +202,7 @@ def _project_html(project: str, files: list[_File], prefix: str, metadata: bool)
 
 
 def _project_json(
-    project: str, files: list[_File], prefix: str, metadata: bool
+    project: str, files: list[_File], prefix: str, opts: _Options
 ) -> dict[str, object]:
     out = []
     for f in files:
@@ -176,11 +211,11 @@ def _project_json(
             "url": f"{prefix}{f.filename}",
             "hashes": {"sha256": f.sha256},
             "size": f.size,
-            "yanked": False,
+            "yanked": opts.yanked.get(f.filename, False),
         }
-        if f.requires_python:
-            item["requires-python"] = f.requires_python
-        if metadata and f.metadata is not None:
+        if opts.python(f):
+            item["requires-python"] = opts.python(f)
+        if opts.metadata and f.metadata is not None:
             item["core-metadata"] = {"sha256": f.metadata_sha256}
             item["dist-info-metadata"] = {"sha256": f.metadata_sha256}
         out.append(item)
@@ -243,6 +278,12 @@ class IndexServer:
     wheel_dir: Path
     requests: list[str] = field(default_factory=list)
     log: list[ServedRequest] = field(default_factory=list)
+    #: bytes of distribution files sent (whole files and ranges)
+    file_bytes: int = 0
+    #: ``Range`` headers of the file requests that had one
+    ranges: list[str] = field(default_factory=list)
+    #: ``Authorization`` headers seen (every request, in order; "" when none was sent)
+    authorizations: list[str] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -271,7 +312,32 @@ class IndexServer:
         self.log.clear()
 
 
-def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHandler]:
+def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """(start, end inclusive) of a ``Range: bytes=...`` header (one range), else None."""
+    if not header or not header.startswith("bytes=") or "," in header:
+        return None
+    first, _, last = header[len("bytes=") :].partition("-")
+    try:
+        if not first:
+            start, end = max(0, size - int(last)), size - 1
+        else:
+            start, end = int(first), min(size - 1, int(last)) if last else size - 1
+    except ValueError:
+        return None
+    return (start, end) if start <= end else None
+
+
+def _authorized(state: IndexServer, header: str | None, auth: tuple[str, str] | None) -> bool:
+    state.authorizations.append(header or "")
+    if auth is None:
+        return True
+    want = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    return header == want
+
+
+def _make_handler(
+    state: IndexServer, opts: _Options, auth: tuple[str, str] | None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
@@ -279,17 +345,20 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
+        def _head(self, status: int, ctype: str, length: int, extra: dict[str, str]) -> None:
             # Log before answering: a client that has its response must see its request logged.
             accept = self.headers.get("Accept", "")
             state.log.append(ServedRequest(self.path, accept, status, ctype))
             self.send_response(status)
             self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(length))
             self.send_header("Vary", "Accept")
-            for k, v in (extra or {}).items():
+            for k, v in extra.items():
                 self.send_header(k, v)
             self.end_headers()
+
+        def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
+            self._head(status, ctype, len(body), extra or {})
             if self.command != "HEAD":
                 self.wfile.write(body)
 
@@ -298,6 +367,10 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
 
         def do_GET(self) -> None:
             state.requests.append(self.path)
+            if not _authorized(state, self.headers.get("Authorization"), auth):
+                self._send(401, b"credentials needed\n", "text/plain",
+                           {"WWW-Authenticate": 'Basic realm="test index"'})  # fmt: skip
+                return
             parts = urlsplit(self.path)
             path = unquote(parts.path)
             fmt = (parse_qs(parts.query).get("format") or [None])[0]
@@ -337,10 +410,10 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
                 self._send(404, b"no such project\n", "text/plain")
                 return
             if ctype == JSON_TYPE:
-                doc = _project_json(norm, files, "../../files/", metadata)
+                doc = _project_json(norm, files, "../../files/", opts)
                 body = json.dumps(doc, indent=1).encode()
             else:
-                body = _project_html(norm, files, "../../files/", metadata).encode()
+                body = _project_html(norm, files, "../../files/", opts).encode()
             self._send(200, body, ctype)
 
         def _file(self, name: str) -> None:
@@ -350,25 +423,62 @@ def _make_handler(state: IndexServer, metadata: bool) -> type[BaseHTTPRequestHan
             if entry is None:
                 self._send(404, b"not found\n", "text/plain")
             elif is_meta:
-                if entry.metadata is None or not metadata:
+                if entry.metadata is None or not opts.metadata:
                     self._send(404, b"no metadata\n", "text/plain")
                 else:
                     self._send(200, entry.metadata, "application/octet-stream")
             else:
-                self._send(200, entry.path.read_bytes(), "application/octet-stream")
+                self._stream(entry)
+
+        def _stream(self, entry: _File) -> None:
+            """The file, or the one byte range asked for (206), read in chunks."""
+            header = self.headers.get("Range")
+            span = _byte_range(header, entry.size) if opts.ranges else None
+            extra = {"Accept-Ranges": "bytes" if opts.ranges else "none"}
+            status, start, end = 200, 0, entry.size - 1
+            if span is not None:
+                state.ranges.append(header or "")
+                status, (start, end) = 206, span
+                extra["Content-Range"] = f"bytes {start}-{end}/{entry.size}"
+            self._head(status, "application/octet-stream", end - start + 1, extra)
+            if self.command == "HEAD":
+                return
+            with entry.path.open("rb") as fh:
+                fh.seek(start)
+                left = end - start + 1
+                while left > 0:
+                    chunk = fh.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    self.wfile.write(chunk)
+                    left -= len(chunk)
+                    state.file_bytes += len(chunk)
 
     return Handler
 
 
 @contextmanager
-def serve_index(wheel_dir: Path, *, metadata: bool = True) -> Iterator[IndexServer]:
+def serve_index(
+    wheel_dir: Path,
+    *,
+    metadata: bool = True,
+    yanked: Mapping[str, str | bool] | None = None,
+    requires_python: Mapping[str, str] | None = None,
+    auth: tuple[str, str] | None = None,
+    ranges: bool = True,
+) -> Iterator[IndexServer]:
     """Serve ``wheel_dir`` as a simple index on 127.0.0.1 (a free port) until the block ends.
 
     ``metadata=False`` hides the PEP 658/714 attributes and ``.metadata`` files, so clients
-    must download the wheels to read their metadata.
+    must download the wheels (or read their zip directories with ``Range`` requests, which
+    files always answer) to read their metadata. ``yanked`` marks files yanked (PEP 592:
+    ``{filename: reason}``, ``True`` for no reason), ``requires_python`` sets a file's
+    ``data-requires-python``, ``auth=(user, password)`` makes every request need HTTP Basic
+    credentials (401 otherwise), ``ranges=False`` ignores ``Range`` headers (whole files, 200).
     """
     state = IndexServer(url="", wheel_dir=Path(wheel_dir))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, metadata))
+    opts = _Options(metadata, dict(yanked or {}), dict(requires_python or {}), ranges)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, opts, auth))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/simple/"
     thread = threading.Thread(target=httpd.serve_forever, name="test-index", daemon=True)
@@ -396,8 +506,9 @@ def write_static_index(wheel_dir: Path, out_dir: Path, *, metadata: bool = True)
     for project, files in projects.items():
         page = simple / project
         page.mkdir(exist_ok=True)
-        (page / "index.html").write_text(_project_html(project, files, "../../files/", metadata))
-        doc = _project_json(project, files, "../../files/", metadata)
+        opts = _Options(metadata)
+        (page / "index.html").write_text(_project_html(project, files, "../../files/", opts))
+        doc = _project_json(project, files, "../../files/", opts)
         (page / "index.json").write_text(json.dumps(doc, indent=1))
         for f in files:
             shutil.copyfile(f.path, files_dir / f.filename)

@@ -26,6 +26,7 @@ from packaging.version import Version
 
 __all__ = [
     "ZIP_TIMESTAMP",
+    "build_big_wheel",
     "build_sdist",
     "build_wheel",
     "canonical",
@@ -76,9 +77,17 @@ def metadata_text(
     requires_python: str | None = None,
     provides_extra: Iterable[str] = (),
     summary: str = "",
+    metadata_version: str = "2.1",
+    dynamic: Iterable[str] = (),
 ) -> str:
-    """Core metadata (Metadata-Version 2.1) as written to ``METADATA`` and ``PKG-INFO``."""
-    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {_version(version)}"]
+    """Core metadata (Metadata-Version 2.1 unless told) as written to ``METADATA`` and
+    ``PKG-INFO``; ``dynamic`` lists PEP 643 ``Dynamic`` fields."""
+    lines = [
+        f"Metadata-Version: {metadata_version}",
+        f"Name: {name}",
+        f"Version: {_version(version)}",
+    ]
+    lines += [f"Dynamic: {field}" for field in dynamic]
     if summary:
         lines.append("Summary: " + " ".join(summary.split()))
     if requires_python:
@@ -174,6 +183,45 @@ def build_wheel(
     return out
 
 
+def build_big_wheel(dest: Path, name: str, version: str, size: int, **meta) -> Path:
+    """A valid wheel of about ``size`` bytes (one incompressible stored payload, written in
+    pieces, so that even a multi-hundred-MB wheel never sits in memory), ``dist-info`` last as
+    real build tools write it. ``meta``: ``requires_dist``, ``requires_python``."""
+    import os
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    dist_info = dist_info_name(name, version)
+    out = dest / wheel_filename(name, version)
+    digest = hashlib.sha256()
+    payload = f"{import_name(name)}/blob.bin"
+    with zipfile.ZipFile(out, "w", allowZip64=True) as zf:
+        info = zipfile.ZipInfo(payload, date_time=ZIP_TIMESTAMP)
+        info.compress_type = zipfile.ZIP_STORED
+        block = os.urandom(1 << 20)
+        with zf.open(info, "w", force_zip64=True) as fh:
+            for i in range(max(1, size >> 20)):
+                piece = hashlib.sha256(block + i.to_bytes(8, "little")).digest() * (1 << 15)
+                fh.write(piece)
+                digest.update(piece)
+        written = max(1, size >> 20) << 20
+        rows = [f"{payload},{_record_hash_of(digest)},{written}"]
+        meta_text = metadata_text(name, version, **meta).encode()
+        wheel_text = f"Wheel-Version: 1.0\nGenerator: {_GENERATOR}\nRoot-Is-Purelib: true\n"
+        wheel_text += "Tag: py3-none-any\n"
+        for arc, data in ((f"{dist_info}/METADATA", meta_text),
+                          (f"{dist_info}/WHEEL", wheel_text.encode())):  # fmt: skip
+            _zip_write(zf, arc, data)
+            rows.append(f"{arc},{_record_hash(data)},{len(data)}")
+        rows.append(f"{dist_info}/RECORD,,")
+        _zip_write(zf, f"{dist_info}/RECORD", ("\n".join(rows) + "\n").encode())
+    return out
+
+
+def _record_hash_of(digest) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
 def read_wheel_metadata(wheel: Path) -> bytes:
     """The unmodified ``METADATA`` bytes of a wheel (what a PEP 658 ``.metadata`` file serves)."""
     with zipfile.ZipFile(wheel) as zf:
@@ -207,10 +255,14 @@ def build_sdist(
     requires_python: str | None = None,
     summary: str = "",
     build_requires: Iterable[str] = ("setuptools",),
+    metadata_version: str = "2.1",
+    dynamic: Iterable[str] = (),
 ) -> Path:
     """Write a tiny setuptools sdist (``{name}-{version}.tar.gz``) and return its path.
 
-    The project has a ``pyproject.toml`` with ``[build-system] requires = ["setuptools"]`` (so pip
+    ``PKG-INFO`` is Metadata-Version ``metadata_version`` with ``dynamic`` fields: 2.2 or later
+    without ``Requires-Dist`` among them is static in PEP 643's sense. The project has a
+    ``pyproject.toml`` with ``[build-system] requires = ["setuptools"]`` (so pip
     and uv build it in an isolated environment), a ``PKG-INFO`` and one module
     ``{import_name}/__init__.py`` holding ``__version__``.
     """
@@ -238,7 +290,13 @@ def build_sdist(
         f"packages = [{_toml_str(module)}]\n"
     )
     pkg_info = metadata_text(
-        name, ver, requires_dist=reqs, requires_python=requires_python, summary=summary
+        name,
+        ver,
+        requires_dist=reqs,
+        requires_python=requires_python,
+        summary=summary,
+        metadata_version=metadata_version,
+        dynamic=dynamic,
     )
     root = f"{escaped}-{ver}"
     entries = {
