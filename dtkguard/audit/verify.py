@@ -379,9 +379,9 @@ def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist
 
 def _progress(total_bytes: int, stream: Any) -> tuple[Callable[[int], None], Callable[[], None]]:
     """A rich progress bar on a terminal (stderr); no-op callbacks otherwise."""
-    if not (hasattr(stream, "isatty") and stream.isatty()) or os.environ.get(
-        "DTKGUARD_NO_PROGRESS"
-    ):
+    from dtkguard.util.console import progress_wanted
+
+    if not progress_wanted(stream):
         return (lambda n: None), (lambda: None)
     from rich.console import Console
     from rich.progress import (

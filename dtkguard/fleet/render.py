@@ -87,6 +87,7 @@ def render_markdown(fleet: Fleet) -> str:
             for c in fleet.common
         ]
         lines.append("")
+    lines += _containers_markdown(fleet)
     stacks = fleet.by_stack()
     if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
         lines += ["### By DTK release and driver", "", "| DTK | driver | nodes | names |"]
@@ -109,3 +110,14 @@ def render_markdown(fleet: Fleet) -> str:
             f"| {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _containers_markdown(fleet: Fleet) -> list[str]:
+    """The containers `report node` did not audit, and why (skipped ones do not fail)."""
+    rows = [(n, c) for n in fleet.nodes for c in n.unaudited]
+    if not rows:
+        return []
+    lines = ["### Containers not audited", "", "| node | container | status | why |"]
+    lines.append("|---|---|---|---|")
+    lines += [f"| {_cell(n.name)} | {_cell(c)} | {st} | {_cell(why)} |" for n, (c, st, why) in rows]
+    return [*lines, ""]

@@ -62,6 +62,8 @@ def _externally_managed_by_us(interp: Interpreter) -> bool:
 def main(argv: list[str]) -> int:
     opts = split_dtkpip(argv)
     cmd = split_pip(opts.pip_args)
+    if cmd.command is None and cmd.has("-V", "--version"):
+        return _version(opts.python)
     if cmd.command is None or cmd.has("-h", "--help"):
         from dtkguard.env.environment import active_python
         from dtkguard.guard.tools import DTKPIP
@@ -82,6 +84,21 @@ def main(argv: list[str]) -> int:
     if cmd.command == "uninstall":
         return _uninstall(interp, policy, cmd, opts.pip_args, reason)
     return _install(interp, policy, cmd, opts.pip_args, reason)
+
+
+def _version(explicit: str | None) -> int:
+    """dtkguard's version, then the pip of the environment dtkpip would act on (not the pip of
+    dtkguard's own venv); without one, how to name it."""
+    from dtkguard import __version__
+    from dtkguard.errors import InputError
+
+    print(f"dtkpip (dtkguard {__version__})")
+    try:
+        python = choose_python(explicit, "dtkpip")
+    except InputError as exc:
+        print(f"target: none: {exc}")
+        return 0
+    return run_pip(python, ["--version"], capture=False).returncode
 
 
 def _uninstall(

@@ -68,14 +68,15 @@ def decision_source(module: str = "decision.py") -> str:
     return resources.files("dtkguard").joinpath(module).read_text(encoding="utf-8")
 
 
-def default_uv_config() -> Path:
-    """uv's system config (``uv/uv.toml`` in the first of ``$XDG_CONFIG_DIRS``, default ``/etc``)
-    when we may write it (root), else the user's (under ``$XDG_CONFIG_HOME``)."""
-    if os.geteuid() == 0:
-        dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc").split(":")
-        return Path(dirs[0] or "/etc") / "uv" / "uv.toml"
-    home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(home) / "uv" / "uv.toml"
+def env_uv_config(interp: Interpreter) -> Path:
+    """uv's config of one environment, ``<prefix>/uv.toml``: the env's uv shim points uv at it
+    (``UV_CONFIG_FILE``), so uv anywhere else on the machine never reads the vendor pins."""
+    return interp.prefix / "uv.toml"
+
+
+def machine_wide(path: Path | str | None, interp: Interpreter) -> bool:
+    """A uv config outside the environment: every uv of the machine (or user) may read it."""
+    return path is not None and not Path(path).is_relative_to(interp.prefix)
 
 
 @dataclass(frozen=True)
@@ -135,16 +136,19 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
-def uv_shim(interp: Interpreter) -> str:
+def uv_shim(interp: Interpreter, config: Path | None = None) -> str:
     """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
-    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file. With
+    ``config``, uv reads that file (``UV_CONFIG_FILE``): the vendor pins, for this env only."""
     from dtkguard.guard.uvplan import SHIM_MARKER
 
+    use = f"UV_CONFIG_FILE={shlex.quote(str(config))}; export UV_CONFIG_FILE\n" if config else ""
     return (
         "#!/bin/sh\n"
         f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
         "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
         "uv unchanged.\n"
+        f"{use}"
         f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
         f'{shlex.quote(str(interp.python))} "$@"\n'
     )
@@ -209,7 +213,7 @@ def planned_layers(
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if uv_shim_too:
-        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp, uv_config), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
@@ -315,6 +319,8 @@ def install(
     )
     results = _write_all(interp, manifest, layers, originals, base)
     _list_compiled_hooks(interp, manifest)
+    if uv_config is not None:
+        results += _undo_moved_uv(manifest, uv_config)
     store.record_env(interp, guarded=True)
     refresh_protected(interp)
     manifest.options = {
@@ -368,6 +374,27 @@ def _store_copies(es: store.EnvStore, layers: list[Layer]) -> list[tuple[Path, s
     env (restore writes the caches back from them)."""
     by_name = {layer.name: layer.content for layer in layers}
     return [(es.policy, by_name["policy"]), (es.tripwire, by_name["tripwire.txt"])]
+
+
+def _undo_moved_uv(manifest: Manifest, uv_config: Path) -> list[tuple[str, Path, str]]:
+    """A uv config the guard wrote elsewhere before (``/etc/uv/uv.toml``, the default of older
+    dtkguards) gets its previous content back, unless edited since: the pins live in
+    ``uv_config`` now."""
+    results = []
+    for path_text, entry in list(manifest.files.items()):
+        if entry.get("layer") != "uv" or path_text == str(uv_config):
+            continue
+        path, current = Path(path_text), _read(Path(path_text))
+        if current is not None and _sha(current) != entry.get("sha256"):
+            continue  # changed since install: left as it is, and listed for `remove`
+        if entry.get("original") is not None:
+            atomic_write_text(path, entry["original"])
+            results.append(("uv", path, "restored"))
+        elif current is not None:
+            path.unlink()
+            results.append(("uv", path, "removed"))
+        del manifest.files[path_text]
+    return results
 
 
 def _refuse_foreign_shim(interp: Interpreter, manifest: Manifest) -> None:
