@@ -18,6 +18,13 @@
    its build environment, runs the PEP 517 backend, then installs) into both venvs: the hook
    records and compares (size, inode, ctime) of the protected set and the vendor files around
    the build.
+7. Native code: ``pip install`` of a wheel holding one real shared object of ``--native-mb``
+   MB (gcc-built, its bulk real machine code in a read-only section before ``.dynamic``, as
+   in libtorch; deflated) into the unguarded venv, the guarded venv with its ELF reader
+   (``_dtkguard_elf.py``: every ``.so`` member judged by what it links before pip unpacks) and
+   the same guarded venv without it. The ELF judgement's added cost is the difference of the
+   last two, as a share of plain pip's own install time (goal: <= 10 %). The judgement alone
+   (in this process, stored and deflated copies of the wheel) is timed too.
 
 ``--smoke`` runs every step at its smallest size (CI checks the benchmark still runs).
 
@@ -29,7 +36,8 @@ script beside this interpreter when it runs this checkout, else ``python -m dtkg
 
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
-    PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5]
+    PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5] [--native-mb 300]
+    PYTHONPATH=. python benchmarks/bench_guard.py --smoke     # smallest sizes, one round
 """
 
 from __future__ import annotations
@@ -156,16 +164,96 @@ def bench_import(plain: Path, guarded: Path, env: dict[str, str], runs: int) -> 
     print(f"  tripwire alone {statistics.median(alone):7.3f} ms   (budget 1 ms, median of {runs})")
 
 
+def native_wheel(base: Path, mb: int) -> Path:
+    """A wheel holding one shared object of about ``mb`` MB that links the DTK HIP runtime."""
+    from tests.support.elf import GALAXYHIP, build_large_shared
+
+    so = build_large_shared(base / "native-so" / "libbig.so", mb << 20, (GALAXYHIP,))
+    data = so.read_bytes()
+    so.unlink()
+    return build_wheel(
+        base / "native", "big-native", "1.0", tag="py3-none-linux_x86_64",
+        files={"big_native/__init__.py": "", "big_native/lib/libbig.so": data},
+    )  # fmt: skip
+
+
+def _stored(wheel: Path, dest: Path) -> Path:
+    import zipfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(dest / wheel.name, "w") as out:
+        for info in src.infolist():
+            copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            out.writestr(copy, src.read(info), compress_type=zipfile.ZIP_STORED)
+    return dest / wheel.name
+
+
+def judge_alone(wheels: dict[str, Path], runs: int) -> None:
+    """The ELF judgement of a wheel's members in this process (what the hook adds)."""
+    import zipfile
+
+    from dtkguard.elf import wheel_linkages
+
+    for kind, wheel in wheels.items():
+        times = []
+        for _ in range(max(runs, 3)):
+            start = time.perf_counter()
+            with zipfile.ZipFile(wheel) as zf:
+                found = wheel_linkages(zf)
+            times.append((time.perf_counter() - start) * 1000)
+        exact = all(link is not None and link.exact for _, link, _ in found)
+        print(
+            f"  judge {kind:8} {wheel.stat().st_size / 1e6:7.1f} MB wheel   "
+            f"{statistics.median(times):8.2f} ms   ({'DT_NEEDED' if exact else 'head names'})"
+        )
+
+
+def bench_native(base: Path, plain: Path, guarded: Path, env: dict[str, str], args) -> None:
+    """Section 6: pip install of a large native wheel: plain, guarded, guarded without ELF."""
+    wheel = native_wheel(base, args.native_mb)
+    elf_copy = next(guarded.parent.parent.glob("lib/python3*/site-packages/_dtkguard_elf.py"))
+    aside = elf_copy.with_suffix(".aside")
+    install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(wheel)]
+    sides: dict[str, list[float]] = {"pip": [], "guarded": [], "no-elf": []}
+    for i in range(args.pip_runs):
+        order = ["pip", "guarded", "no-elf"] if i % 2 == 0 else ["no-elf", "guarded", "pip"]
+        for side in order:
+            python = plain if side == "pip" else guarded
+            if side == "no-elf":
+                elf_copy.rename(aside)
+            try:
+                sides[side].append(_run([str(python), *install], env)[0])
+            finally:
+                if side == "no-elf":
+                    aside.rename(elf_copy)
+            subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "big-native"],
+                           env=env, check=True, capture_output=True)  # fmt: skip
+    m = {k: statistics.median(v) for k, v in sides.items()}
+    added = m["guarded"] - m["no-elf"]
+    print(
+        f"install a {wheel.stat().st_size / 1e6:.0f} MB wheel ({args.native_mb} MB .so)   "
+        f"pip {m['pip']:8.1f} ms   guarded {m['guarded']:8.1f} ms   "
+        f"guarded without ELF {m['no-elf']:8.1f} ms   (wall, median of {args.pip_runs})"
+    )
+    print(
+        f"  ELF judgement adds {added:+.1f} ms = {100 * added / m['pip']:+.1f} % of pip's own "
+        f"install time (budget 10 %)"
+    )
+    judge_alone({"deflated": wheel, "stored": _stored(wheel, base / "stored")}, args.pip_runs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="python -c pass runs per side")
     parser.add_argument("--pip-runs", type=int, default=5, help="pip/dtkpip runs per side")
     parser.add_argument("--files", type=int, default=2000, help="files of the judged wheel")
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
+    parser.add_argument("--native-mb", type=int, default=300, help="size of the native .so")
     parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
     args = parser.parse_args()
     if args.smoke:
         args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 50
+        args.native_mb = 4
     env = hermetic_env()
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         base = Path(tmp)
@@ -228,6 +316,7 @@ def main() -> int:
             env,
             args.pip_runs,
         )
+        bench_native(base, plain.python, guarded.python, env, args)
     return 0
 
 

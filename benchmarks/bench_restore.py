@@ -103,7 +103,7 @@ def main() -> int:
         return took + _run(cmd, override)
 
     def restore() -> float:
-        return _run([*dtk, "restore", "--python", py], env)
+        return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
     def rounds(sides: dict) -> dict[str, list[float]]:
         times: dict[str, list[float]] = {k: [] for k in sides}
@@ -209,7 +209,7 @@ def _wiped(venv, env: dict[str, str], rounds: int, wheels: list[str], policy: Pa
         return took + _run([*dtk, "guard", "install", "--python", py, "--policy", policy], env)
 
     def restore() -> float:
-        return _run([*dtk, "restore", "--python", py], env)
+        return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
     times: dict[str, list[float]] = {"restore (wiped env)": [], "by hand (wiped env)": []}
     for _ in range(rounds):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from dtkguard import __version__
 from dtkguard.errors import DtkguardError, refuse_empty
+from dtkguard.util.console import COLOR_CHOICES, configure
 
 #: subcommand -> module in dtkguard.commands
 COMMANDS: dict[str, str] = {
@@ -32,7 +33,11 @@ COMMANDS: dict[str, str] = {
     "restore": "restore",
     "undo": "undo",
     "history": "history",
+    "completion": "completion",
 }
+
+#: the commands whose every argument is their tool's (pip's, uv's): no options of dtkguard's
+PASSTHROUGH = ("pip", "uv")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,12 +57,18 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dtkguard {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_output_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    first = next((a for a in argv if not a.startswith("-")), None)
+    first = next((a for a in argv if not a.startswith("-") and a not in COLOR_CHOICES), None)
     names = [first] if first in COMMANDS else list(COMMANDS)
     for name in names:
         importlib.import_module(f"dtkguard.commands.{COMMANDS[name]}").register(sub, name)
+    for name, command in sub.choices.items():
+        if name not in PASSTHROUGH:
+            _on_every_parser(command, add_output_options)
+    if "completion" in sub.choices:  # it writes the script from the parser of every command
+        sub.choices["completion"].set_defaults(full_parser=build_parser)
     return parser
 
 
@@ -75,12 +86,53 @@ def _given(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``-q/--quiet``, ``-v/--verbose`` and ``--color`` (before or after the command); an option
+    the command already has (lock's ``-q``) stays the command's."""
+    own = parser._option_string_actions
+    group = parser.add_argument_group("output")
+    keep = argparse.SUPPRESS  # a subcommand's default must not undo the main parser's value
+    if "-q" not in own and "--quiet" not in own:
+        group.add_argument(
+            "-q", "--quiet", action="count", default=keep, help="less output: no notes, no progress"
+        )
+    if "-v" not in own and "--verbose" not in own:
+        group.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=keep,
+            help="say what dtkguard does (-vv: more)",
+        )
+    if "--color" not in own:
+        group.add_argument(
+            "--color",
+            choices=COLOR_CHOICES,
+            default=keep,
+            help="colour: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), always, never",
+        )
+
+
+def _on_every_parser(parser: argparse.ArgumentParser, add) -> None:
+    """``add(parser)`` on ``parser`` and on each of its sub-actions' parsers."""
+    add(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _on_every_parser(child, add)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
         args = build_parser(argv).parse_args(argv)
         refuse_empty(_given(args))
+        configure(
+            getattr(args, "color", None),
+            int(getattr(args, "verbose", 0) or 0),
+            int(getattr(args, "quiet", 0) or 0),
+        )
         return int(args.run(args))
     except DtkguardError as exc:
         if debug:

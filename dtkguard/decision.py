@@ -6,8 +6,9 @@ uv shim and the resolver's candidate filter all hand it facts and get the same a
 
 ``policy`` is the compiled policy as plain JSON (``CompiledPolicy.to_json()``): ``name``,
 ``vendor`` {canonical name: full version}, ``deny`` [{pattern, reason, severity,
-vendor_builds_ok}], ``exceptions`` [{rule, package, reason, expires}], ``dtk``, ``dtk_allow``
-and ``startup_allow`` (the ``.pth``/sitecustomize files a dist may ship, ``[dist:]pattern``).
+vendor_builds_ok}], ``exceptions`` [{rule, package, reason, expires}], ``dtk``, ``dtk_allow``,
+``startup_allow`` (the ``.pth``/sitecustomize files a dist may ship, ``[dist:]pattern``) and
+``binary`` {deny_needed, gpu_runtime, hip_runtime} (library name patterns, `judge_binary`).
 """
 
 import fnmatch
@@ -442,7 +443,8 @@ def judge_files(policy, name, version, paths, facts, contents=None, members=()):
         if kind is None and any(_under(path, g) for g in facts["guard"]):
             tamper.append((path, "guard"))
             continue
-        filename = startup_file(path, facts["sites"])
+        maybe = path.endswith(".pth") or "customize" in path
+        filename = startup_file(path, facts["sites"]) if maybe else None
         if filename is None or startup_allowed(policy, key, filename):
             continue
         if not startup_shape_ok(key, version, filename, (contents or {}).get(path), members):
@@ -560,6 +562,66 @@ def judge_vendor_deps(requires, after, requirement, before=None, environment=Non
         evidence = {"vendor": vendor, "dependency": dep, "installed": after.get(dep)}
         out.append(Problem("vendor-deps-broken", "high", dep, msg, evidence))
     return out
+
+
+# -- native code: what a binary links -------------------------------------------------------
+
+#: auditwheel renames a library it bundles ``libcudart-3f8a1c2b.so.12``; judged as its own name
+_MANGLED = re.compile(r"^(?P<stem>.+?)-[0-9a-f]{8}(?P<so>\.so(?:\.[0-9][^/]*)?)$")
+
+
+def library_names(name):
+    """The names ``name`` (a DT_NEEDED or SONAME entry) is judged by: its base name, and the
+    name auditwheel started from when it is a mangled copy."""
+    base = str(name or "").rsplit("/", 1)[-1]
+    m = _MANGLED.match(base)
+    return (base, m.group("stem") + m.group("so")) if m else (base,)
+
+
+def library_matches(name, patterns):
+    """Does library ``name`` match one of the fnmatch ``patterns`` (``libcudart.so*``)?"""
+    return any(fnmatch.fnmatchcase(n, p) for n in library_names(name) for p in patterns or ())
+
+
+def judge_binary(policy, name, path, needed, soname=None):
+    """Problems of dist ``name`` shipping the ELF file ``path`` that needs the libraries
+    ``needed`` (its DT_NEEDED, in order) and is named ``soname``: ``cuda-binary`` when it needs
+    (or is) a CUDA runtime library of the policy's ``binary.deny_needed``; ``foreign-hip`` when it
+    needs a HIP runtime (``binary.hip_runtime``) and none of the DTK ones
+    (``binary.gpu_runtime``)."""
+    rules = policy.get("binary") or {}
+    key = canonical(name) if name else str(path)
+    shown = f"{path} of {name}" if name else str(path)
+    needed = list(needed or ())
+    evidence = {"file": str(path), "needed": needed}
+    if soname:
+        evidence["soname"] = soname
+    out = []
+    deny = rules.get("deny_needed") or ()
+    cuda = [n for n in needed if library_matches(n, deny)]
+    if soname and library_matches(soname, deny):
+        msg = f"{shown} is the CUDA library {soname}: it cannot load on a DCU"
+        out.append(Problem("cuda-binary", "high", key, msg, {**evidence, "cuda": [soname]}))
+    elif cuda:
+        msg = f"{shown} needs {', '.join(cuda)} (CUDA): it cannot load on a DCU"
+        out.append(Problem("cuda-binary", "high", key, msg, {**evidence, "cuda": cuda}))
+    hip = [n for n in needed if library_matches(n, rules.get("hip_runtime"))]
+    if hip and not any(library_matches(n, rules.get("gpu_runtime")) for n in needed):
+        want = ", ".join(rules.get("gpu_runtime") or ()) or "the DTK HIP runtime"
+        msg = f"{shown} needs {', '.join(hip)} (a ROCm HIP runtime), not {want} (DTK)"
+        out.append(Problem("foreign-hip", "medium", key, msg, {**evidence, "hip": hip}))
+    return out
+
+
+def gpu_runtime(policy, needed):
+    """Which GPU runtime a binary needing ``needed`` links: ``dtk``, ``cuda``, ``rocm`` or
+    None (no GPU runtime)."""
+    rules = policy.get("binary") or {}
+    kinds = (("dtk", "gpu_runtime"), ("cuda", "deny_needed"), ("rocm", "hip_runtime"))
+    for kind, field in kinds:
+        if any(library_matches(n, rules.get(field)) for n in needed or ()):
+            return kind
+    return None
 
 
 # -- identity: the vendor build of the baseline ----------------------------------------------

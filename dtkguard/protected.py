@@ -32,6 +32,7 @@ GUARD_MODULES = (
     "_dtkguard_tripwire",
     "_dtkguard_finder",
     "_dtkguard_protected",
+    "_dtkguard_elf",
 )
 GUARD_PTH = "dtkguard-pip-hook.pth"
 #: the copy of this module beside the hook
@@ -67,14 +68,30 @@ _WRITER = {"pip": "pip", "dtkguard": "dtkguard"}
 GUARD_PREFIX = "_dtkguard"
 
 
+_NORM = {}
+_REAL_DIRS = {}
+
+
 def _norm(path):
-    return os.path.normpath(os.path.abspath(str(path)))
+    path = str(path)
+    out = _NORM.get(path)
+    if out is None:
+        out = _NORM[path] = os.path.normpath(os.path.abspath(path))
+    return out
 
 
 def _both(path):
-    """The path as given (normalised) and resolved."""
+    """The path as given (normalised) and resolved (its folder resolved once per folder; the
+    last part too when it is a symlink)."""
     given = _norm(path)
-    return {given, os.path.normpath(os.path.realpath(given))}
+    head, tail = os.path.split(given)
+    real = _REAL_DIRS.get(head)
+    if real is None:
+        real = _REAL_DIRS[head] = os.path.normpath(os.path.realpath(head))
+    out = {given, os.path.join(real, tail)}
+    if os.path.islink(given):
+        out.add(os.path.normpath(os.path.realpath(given)))
+    return out
 
 
 def pip_version_supported(version):

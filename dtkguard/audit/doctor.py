@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from dtkguard.report import Report
 
 #: the check families doctor runs (no drift: doctor takes no lock)
-FAMILIES = ("vendor", "deny", "dtk", "torch-build", "override", "stack")
+FAMILIES = ("vendor", "deny", "dtk", "torch-build", "override", "stack", "binary")
 
 
 def vendor_summary(env, policy) -> dict[str, Any]:
@@ -59,10 +59,49 @@ def fp8_summary(facts: StackFacts, policy) -> list[dict[str, str]]:
     ]
 
 
+def runtime_summary(env, policy) -> dict[str, dict[str, Any]]:
+    """Per installed vendor build: which GPU runtime its binaries link (``dtk``, ``cuda``,
+    ``rocm``, ``none``, or ``mixed`` when they disagree), counted, with the GPU libraries."""
+    from dtkguard.decision import gpu_runtime, library_matches
+    from dtkguard.env.binaries import env_binaries
+
+    rules = policy.decision_json()
+    patterns = [p for ps in rules["binary"].values() for p in ps]
+    out: dict[str, dict[str, Any]] = {}
+    for binary in env_binaries(env):
+        key = _canonical(binary.dist)
+        if key not in policy.vendor or binary.linkage is None:
+            continue
+        entry = out.setdefault(key, {"binaries": 0, "runtimes": Counter(), "libraries": set()})
+        entry["binaries"] += 1
+        needed = binary.linkage.needed
+        entry["runtimes"][gpu_runtime(rules, needed) or "none"] += 1
+        entry["libraries"].update(n for n in needed if library_matches(n, patterns))
+    return {k: _runtime_row(v) for k, v in sorted(out.items())}
+
+
+def _canonical(name: str) -> str:
+    from dtkguard.decision import canonical
+
+    return canonical(name)
+
+
+def _runtime_row(entry: dict[str, Any]) -> dict[str, Any]:
+    gpu = [r for r in entry["runtimes"] if r != "none"]
+    runtime = gpu[0] if len(gpu) == 1 else ("mixed" if gpu else "none")
+    return {
+        "runtime": runtime,
+        "binaries": entry["binaries"],
+        "by_runtime": dict(entry["runtimes"].most_common()),
+        "libraries": sorted(entry["libraries"]),
+    }
+
+
 def doctor_facts(env, policy, facts: StackFacts) -> dict[str, Any]:
     return {
         "stack": facts.to_json(),
         "vendor": vendor_summary(env, policy),
+        "runtime": runtime_summary(env, policy),
         "fp8": fp8_summary(facts, policy),
         "dists": len(env.dists),
     }

@@ -379,9 +379,9 @@ def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist
 
 def _progress(total_bytes: int, stream: Any) -> tuple[Callable[[int], None], Callable[[], None]]:
     """A rich progress bar on a terminal (stderr); no-op callbacks otherwise."""
-    if not (hasattr(stream, "isatty") and stream.isatty()) or os.environ.get(
-        "DTKGUARD_NO_PROGRESS"
-    ):
+    from dtkguard.util.console import progress_wanted
+
+    if not progress_wanted(stream):
         return (lambda n: None), (lambda: None)
     from rich.console import Console
     from rich.progress import (
@@ -526,4 +526,25 @@ def _classify(
         line = head.partition(b"\n")[0].decode("utf-8", "replace")
         issue("shebang", f"shebang rewritten ({line}): relocated environment", **evidence)
         return
+    needed = _needed_now(job)
+    if needed is not None:
+        evidence["needed"] = needed
+        links = ", ".join(needed) or "no library"
+        issue("modified", f"content differs from RECORD; it now links {links}", **evidence)
+        return
     issue("modified", "content differs from RECORD", **evidence)
+
+
+def _needed_now(job: Job) -> list[str] | None:
+    """The DT_NEEDED names of a modified shared object (None: not one, or not readable ELF):
+    a swapped binary is named by what it links."""
+    from dtkguard.elf import ElfError
+    from dtkguard.env.binaries import looks_shared, read_binary
+
+    if not looks_shared(job.inner):
+        return None
+    try:
+        linkage = read_binary(job.host)
+    except (OSError, ElfError):
+        return None
+    return list(linkage.needed) if linkage is not None else None

@@ -12,7 +12,9 @@ from dtkguard.commands.common import (
     add_target_options,
     fail_on,
     stack_request,
+    target_spec,
 )
+from dtkguard.env.open import TargetSpec
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
@@ -37,16 +39,41 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.set_defaults(run=run)
 
 
+#: the formats people read: they say first which target was judged, and why that one
+HUMAN_FORMATS = ("table", "markdown")
+
+
+def chosen_target(args: argparse.Namespace) -> tuple[TargetSpec, str]:
+    """The target the options name, else the one dtkpip would act on (the active env, else
+    the one guarded env; `InputError` naming both ways when neither is there), and why."""
+    from dtkguard.env.environment import active_python
+    from dtkguard.guard.target import choose_python
+
+    spec = target_spec(args)
+    given = next((f"--{k.removesuffix('s')}" for k, v in vars(spec).items() if v), "")
+    if given:
+        return spec, given
+    why = "the active environment" if active_python() else "the one guarded environment"
+    return TargetSpec(python=choose_python(None, "dtkguard check")), why
+
+
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from dtkguard.audit.check import check
     from dtkguard.audit.request import Request
     from dtkguard.report import emit
+    from dtkguard.report.table import target_text
 
     threshold = fail_on(args)
-    request = Request(lock=args.lock, **stack_request(args))
     if args.all_guarded:
-        return _all_guarded(args, request, threshold)
-    report = check(request)
+        return _all_guarded(args, Request(lock=args.lock, **stack_request(args)), threshold)
+    spec, why = chosen_target(args)
+    request = stack_request(args)
+    request["target"] = spec
+    report = check(Request(lock=args.lock, **request))
+    if args.format in HUMAN_FORMATS:
+        sys.stderr.write(f"dtkguard check: judged {target_text(report.target)} ({why})\n")
     return emit(report, args.format, args.output, fail_on=threshold)
 
 

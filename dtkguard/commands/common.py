@@ -134,6 +134,16 @@ def stack_request(args: argparse.Namespace) -> dict:
     }
 
 
+def add_yes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="do not ask before removing or downgrading packages the policy allows (scripts; "
+        "without a terminal that question is otherwise refused, exit 2)",
+    )
+
+
 def add_python_target(parser: argparse.ArgumentParser) -> None:
     """``[TARGET]`` or ``--python PY``: an interpreter, or an environment folder."""
     parser.add_argument("target", nargs="?", metavar="TARGET", help="interpreter or env folder")

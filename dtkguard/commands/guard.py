@@ -1,9 +1,11 @@
 """`dtkguard guard install|status|remove`: guard one interpreter against pip and uv.
 
 install writes the compiled policy, the vendor constraints, the interpreter's site pip.conf
-and the pip hook (a .pth line and one module in its site-packages); --uv adds uv's
-constraint-dependencies and vendor index to uv's config and a `uv` shim to the environment's
-bin/ (first on PATH when it is active) that runs uv through dtkuv; --externally-managed
+and the pip hook (a .pth line and one module in its site-packages); --uv adds a `uv` shim to the
+environment's bin/ (first on PATH when it is active) that runs uv through dtkuv, and uv's
+constraint-dependencies and vendor index in the env's own ``<prefix>/uv.toml``, which the shim
+makes uv read (``UV_CONFIG_FILE``): no uv outside the environment sees them (a machine-wide
+``--uv-config`` is written only when named, and `status` says so); --externally-managed
 adds a PEP 668 marker (base and conda interpreters only). install also records the env's
 baseline (every dist, and each vendor build's RECORD digest and files; --lock adds the lock's
 wheel hashes) and installs the import tripwire. status shows each layer as present, absent or
@@ -39,7 +41,8 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument(
         "--uv-config",
         metavar="FILE",
-        help="the uv.toml to write (default: /etc/uv/uv.toml as root, else ~/.config/uv/uv.toml)",
+        help="the uv.toml to write (default: the environment's own <prefix>/uv.toml, which its "
+        "uv shim makes uv read; a machine-wide file such as /etc/uv/uv.toml only when named here)",
     )
     parser.add_argument(
         "--externally-managed",
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy, known_rule=is_known)
         uv_config = None
         if args.uv or args.uv_config:
-            uv_config = Path(args.uv_config) if args.uv_config else layers.default_uv_config()
+            uv_config = Path(args.uv_config) if args.uv_config else layers.env_uv_config(interp)
         lock = None
         if args.lock:
             from dtkguard.lock.read import read_lock
@@ -97,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for layer, path, what in results:
             print(f"{what:>9}  {layer:<18} {path}")
+        if layers.machine_wide(uv_config, interp):
+            print(f"note: {uv_config} is machine-wide: every uv that reads it gets these pins")
         registry.remember(os.path.abspath(interp.python), interp.prefix)
         print(f"guarded: {interp.python} (policy {policy.name})")
         if args.vault:
@@ -113,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
     rows = layers.status(interp, policy)
     for layer, path, state in rows:
         print(f"{state:>7}  {layer:<18} {path}")
+        if layer == "uv" and layers.machine_wide(path, interp):
+            print(
+                f"   note  uv config {path} is machine-wide: every uv that reads it gets these pins"
+            )
     from dtkguard.recover.vault import status_line
 
     print(status_line(interp.prefix))

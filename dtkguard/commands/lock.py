@@ -148,6 +148,11 @@ def _add_image_options(p: argparse.ArgumentParser) -> None:
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     """Where the lock goes and what is said."""
+    p.add_argument(
+        "--verify-binaries",
+        action="store_true",
+        help="read the native code of the locked wheels and refuse CUDA builds (cuda-binary)",
+    )
     p.add_argument("--note", help="free text recorded under [tool.dtkguard]")
     p.add_argument("-o", "--output", required=True, metavar="pylock.NAME.toml")
     p.add_argument("-q", "--quiet", action="store_true")
@@ -274,6 +279,27 @@ def _lock_from_env(args: argparse.Namespace, policy, target, out: Path) -> int:
     return 0
 
 
+def _binaries_ok(packages, policy, quiet: bool) -> bool:
+    """``--verify-binaries``: judge the native code of the locked wheels; False (and say
+    why) when a finding at ``high`` or above refuses the lock."""
+    from dtkguard.findings import Severity
+    from dtkguard.lock.binaries import verify_binaries
+
+    findings, read = verify_binaries((pkg.link for pkg in packages), policy)
+    blocking = [f for f in findings if f.severity >= Severity.HIGH]
+    for f in findings:
+        if f not in blocking:
+            print(f"dtkguard: warning: {f.message} [{f.rule}]", file=sys.stderr)
+    if blocking:
+        print("dtkguard: cannot lock: native code of locked wheels", file=sys.stderr)
+        for f in blocking:
+            print(f"  {f.location}: {f.message} [{f.rule}, {f.severity.value}]", file=sys.stderr)
+        return False
+    if not quiet:
+        print(f"dtkguard: native code of {read} wheels judged: no finding", file=sys.stderr)
+    return True
+
+
 def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
     from dtkguard.errors import InputError
     from dtkguard.lock.build import entry_for, tool_table
@@ -315,6 +341,8 @@ def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> 
     problems = closure_problems(entries, target.markers)
     if problems:
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
+    if args.verify_binaries and not _binaries_ok(res.packages, policy, args.quiet):
+        return 1
     doc = build_document(
         entries,
         requires_python=target.lock_requires_python(),

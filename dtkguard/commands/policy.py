@@ -143,7 +143,10 @@ def run_init(args: argparse.Namespace) -> int:
         from dtkguard.util.output import write_output
 
         write_output(args.output, text)
-        print(f"wrote {args.output}", file=sys.stderr)
+        from dtkguard.util.console import quiet
+
+        if not quiet():
+            print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -3,8 +3,8 @@ the report of one node, from the containers running on it.
 
 Exit codes of merge: 0 every node passed; 1 a node failed, or a report is missing, truncated,
 unreadable or of an older schema version; 2 bad arguments (e.g. an unreadable --nodes file).
-Exit codes of node: 0 pass; 1 a container failed or could not be audited; 2 bad arguments;
-3 no readable /proc.
+Exit codes of node: 0 pass (containers without Python do not fail it); 1 a container failed or
+could not be read or audited; 2 bad arguments; 3 no readable /proc.
 """
 
 from __future__ import annotations
@@ -65,7 +65,9 @@ def _register_node(actions: argparse._SubParsersAction) -> None:
         help="audit every container of this node into one json report (Kubernetes)",
         description="Audit every container running on this node (one process per container "
         "root, found through the host's /proc) and write one json report, NODE.json, for "
-        "`report merge`. Options after -- are passed to each container's audit. Exit 0 pass; "
+        "`report merge`. Options after -- are passed to each container's audit. A container "
+        "without a Python environment (pause, nginx and Go sidecars) is listed as no-python "
+        "and never fails the node; one whose root cannot be read fails it. Exit 0 pass; "
         "1 a container failed or could not be audited; 2 bad arguments; 3 no readable /proc.",
     )
     node.add_argument("--proc", default="/proc", help="the host's /proc (default /proc)")
@@ -135,8 +137,9 @@ def run_merge(args: argparse.Namespace) -> int:
 
         write_output(args.output, text)
         from dtkguard.fleet.render import headline
+        from dtkguard.util.console import note
 
-        print(f"dtkguard: {headline(fleet)}; wrote {args.output}", file=sys.stderr)
+        note(f"{headline(fleet)}; wrote {args.output}")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -168,7 +171,7 @@ def run_node(args: argparse.Namespace) -> int:
     import json
 
     from dtkguard.errors import TargetError
-    from dtkguard.fleet.node import node_report
+    from dtkguard.fleet.node import node_report, summary_line
     from dtkguard.util.output import write_output
 
     proc = Path(args.proc)
@@ -186,9 +189,9 @@ def run_node(args: argparse.Namespace) -> int:
         return failed
     path = Path(args.out) / f"{node}.json"
     write_output(path, text, field="--out")
+    real = [f for f in data["findings"] if f["rule"] != "container-skipped"]
     print(
         f"dtkguard node {node}: {data['verdict'].upper()} "
-        f"({len(data['target']['containers'])} containers, {len(data['findings'])} findings) "
-        f"-> {path}"
+        f"({summary_line(data)}; {len(real)} findings) -> {path}"
     )
     return failed

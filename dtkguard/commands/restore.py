@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from dtkguard.commands.common import add_policy_option, add_python_target
+from dtkguard.commands.common import add_policy_option, add_python_target, add_yes_option
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
@@ -32,10 +32,13 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument(
         "--to",
         default="baseline",
-        metavar="baseline|LOCK",
-        help="the baseline `guard install` recorded (default) or a pylock.toml",
+        metavar="baseline|guard-install|LOCK",
+        help="the baseline (default: as `guard install` recorded it, moved forward by every "
+        "approved dtkpip/dtkuv change), guard-install (as recorded, removing what came after), "
+        "or a pylock.toml",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    add_yes_option(parser)
     parser.add_argument(
         "--vendor-find-links",
         action="append",
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.recover.guard_repair import recreate
     from dtkguard.recover.restore import restore
-    from dtkguard.recover.wanted import baseline_wanted, lock_wanted
+    from dtkguard.recover.wanted import GUARD_INSTALL, baseline_wanted, lock_wanted
 
     given = args.target or args.python
     if given and not args.dry_run:
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
     interp = interpreter(python)
     policy = load_guard_policy(args.policy, interp)
     to = args.to
-    wanted = baseline_wanted(interp.prefix) if to == "baseline" else lock_wanted(to, policy, python)
+    if to in ("baseline", GUARD_INSTALL):
+        wanted = baseline_wanted(interp.prefix, at_install=to == GUARD_INSTALL)
+    else:
+        wanted = lock_wanted(to, policy, python)
     return restore(
         python,
         wanted,
@@ -80,5 +86,6 @@ def run(args: argparse.Namespace) -> int:
         find_links=list(args.vendor_find_links),
         indexes=list(args.vendor_index_url),
         dry_run=args.dry_run,
+        yes=args.yes,
         argv=["dtkguard", *sys.argv[1:]] if sys.argv[1:2] == ["restore"] else ["dtkguard restore"],
     )

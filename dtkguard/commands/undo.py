@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from dtkguard.commands.common import target_python
+from dtkguard.commands.common import add_yes_option, target_python
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
         metavar="REASON",
         help="let the guard allow what the undo puts back (recorded in the journal)",
     )
+    add_yes_option(parser)
     parser.set_defaults(run=run, target=None)
 
 
@@ -40,4 +41,5 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.recover.undo import undo
 
     python = target_python(args)
-    return undo(python, args.number, ["dtkguard", *sys.argv[1:]], reason=args.override or "")
+    argv = ["dtkguard", *sys.argv[1:]]
+    return undo(python, args.number, argv, reason=args.override or "", yes=args.yes)

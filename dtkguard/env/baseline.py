@@ -18,17 +18,19 @@
     Every vendor build of the policy that was installed (name and exact version as pinned):
     ``{canonical name: {"name", "version", "site", "dist_info", "top_level": [module, ...],
     "record": {"sha256", "digest", "size", "mtime_ns", "ino", "ctime_ns"}, "files": {path:
-    {"sha256", "size", "mtime_ns", "ino", "ctime_ns"[, "pyc": true]}}}}`` (``ino`` and
-    ``ctime_ns`` since the store; a baseline without them is compared by mtime).
-    ``record.sha256`` is the hex sha256 of the installed RECORD
-    file; ``record.digest`` is `record_digest` of it (the build's identity: the same for the
-    wheel's RECORD and any install of it by pip or uv). ``files`` holds every RECORD row with a
-    hash, keyed by the row's path as written in RECORD (relative to ``site``; scripts start with
-    ``../``), each verified against RECORD while recording (a vendor build whose files differ
-    from its RECORD is refused: no baseline of damage), plus the ``.pyc`` files pip lists
-    without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the 16-byte header.
-    ``direct_url``: the build's ``direct_url.json`` (PEP 610) as a dict, or null: where pip
-    installed it from (a path or URL), so that a restore can install it the same way.
+    {"sha256", "size", "mtime_ns", "ino", "ctime_ns"[, "pyc": true][, "needed": [soname,
+    ...]]}}}}`` (``ino`` and ``ctime_ns`` since the store; a baseline without them is compared
+    by mtime). ``record.sha256`` is the hex sha256 of the installed RECORD file;
+    ``record.digest`` is `record_digest` of it (the build's identity: the same for the wheel's
+    RECORD and any install of it by pip or uv). ``files`` holds every RECORD row with a hash (a
+    shared object's also ``needed``: its ELF DT_NEEDED names, so that a swapped binary is named
+    by what it links), keyed by the row's path as written in RECORD (relative to ``site``;
+    scripts start with ``../``), each verified against RECORD while recording (a vendor build
+    whose files differ from its RECORD is refused: no baseline of damage), plus the ``.pyc``
+    files pip lists without a hash, marked ``"pyc": true``, whose ``sha256`` covers all but the
+    16-byte header. ``direct_url``: the build's ``direct_url.json`` (PEP 610) as a dict, or
+    null: where pip installed it from (a path or URL), so that a restore can install it the same
+    way.
 ``lock``
     ``null``, or with `guard install --lock L`: ``{"path", "sha256" (of the lock file),
     "packages": {canonical name: {"version", "wheels": [{"name", "hashes": {algo: hex}}]}}}``.

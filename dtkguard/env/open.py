@@ -23,6 +23,15 @@ class TargetSpec:
 
 def open_target(spec: TargetSpec) -> Environment:
     """The Environment ``spec`` names (`TargetError`, exit 3, when it cannot be read)."""
+    from dtkguard.util.console import info
+
+    env = _open(spec)
+    sites = ", ".join(map(str, env.sites)) or "none"
+    info(f"target: {len(env.dists)} distributions in {len(env.sites)} site(s): {sites}")
+    return env
+
+
+def _open(spec: TargetSpec) -> Environment:
     from dtkguard.env import environment as envs
 
     if spec.pid:

@@ -1,6 +1,9 @@
 """Fleet view as one self-contained html file: inline CSS, no scripts, no external assets.
 
-Every value from a report is escaped; the page opens from a file share in any browser.
+Every value from a report is escaped; the page opens from a file share in any browser. A table
+wider than the screen scrolls in its own box, and shows it: a shadow at the edge where more of
+it is hidden (CSS only: the box's background, with covers that scroll with the content; cell
+backgrounds are translucent so that the shadow shows through them).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from dtkguard import __version__
 from dtkguard.fleet.merge import Fleet
+from dtkguard.fleet.node import FAILING as FAILING_CONTAINER
 from dtkguard.fleet.render import counts_text, drift_text, headline
 
 CSS = """
@@ -20,11 +24,15 @@ h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.6em 0 .5em}
 .badge{display:inline-block;white-space:nowrap;padding:.1em .6em;border-radius:.3em;
 font-weight:600;color:#fff}
 .pass,.ok{background:#1f7a3a}.fail{background:#b3261e}.warn{background:#a15c00}
-.scroll{overflow-x:auto;margin-bottom:1em}
+.scroll{overflow-x:auto;margin-bottom:1em;
+background:linear-gradient(to right,#fff 40%,rgba(255,255,255,0)) left/2.5em 100% no-repeat local,
+linear-gradient(to left,#fff 40%,rgba(255,255,255,0)) right/2.5em 100% no-repeat local,
+radial-gradient(farthest-side at 0 50%,rgba(0,0,0,.28),rgba(0,0,0,0)) left/.9em 100% no-repeat,
+radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,.28),rgba(0,0,0,0)) right/.9em 100% no-repeat}
 table{border-collapse:collapse;width:100%}
 th,td{border:1px solid #d5d9de;padding:.3em .55em;text-align:left;vertical-align:top;
 overflow-wrap:break-word}th,td:first-child{white-space:nowrap}
-th{background:#f1f3f5}tr:nth-child(even) td{background:#fafbfc}
+th{background:rgba(29,35,42,.06)}tr:nth-child(even) td{background:rgba(29,35,42,.02)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{font:12px ui-monospace,Menlo,Consolas,monospace}
 .critical{color:#b3261e;font-weight:600}.high{color:#c2410c}.medium{color:#a15c00}
@@ -133,6 +141,19 @@ def _common(fleet: Fleet) -> list[str]:
     )
 
 
+def _containers(fleet: Fleet) -> list[str]:
+    """The containers `report node` did not audit, and why."""
+    rows = [
+        [_e(n.name), _e(c), _badge(st) if st in FAILING_CONTAINER else _e(st), _e(why)]
+        for n in fleet.nodes
+        for c, st, why in n.unaudited
+    ]
+    if not rows:
+        return []
+    head = ["node", "container", "status", "why"]
+    return _section("containers", "Containers not audited", head, rows)
+
+
 def _stacks(fleet: Fleet) -> list[str]:
     """Nodes by DTK release and driver, when the fleet knows more than one (or any)."""
     stacks = fleet.by_stack()
@@ -180,6 +201,7 @@ _SECTIONS: tuple[Callable[[Fleet], list[str]], ...] = (
     _duplicates,
     _drift,
     _common,
+    _containers,
     _stacks,
     _nodes,
 )

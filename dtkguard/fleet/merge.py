@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dtkguard.findings import Severity
+from dtkguard.fleet.node import NEVER_FAILS
 
 #: the report schema this merge reads (`dtkguard.report.json_format.SCHEMA_VERSION`)
 READS_SCHEMA = 1
@@ -27,6 +28,8 @@ READS_SCHEMA = 1
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 #: findings of these rules are drift against a lock
 DRIFT_PREFIX = "drift-"
+#: containers not audited kept per node (a node runs tens of containers)
+CONTAINERS_LISTED = 50
 
 OK, FAILED, MISSING, UNREADABLE, TRUNCATED, OLD_SCHEMA, NEW_SCHEMA, DUPLICATE = (
     "ok",
@@ -89,6 +92,10 @@ class NodeResult:
     driver: str = ""
     #: the scheduler's node name the report carries (`dtkguard.env.scheduler_node`)
     node_id: str = ""
+    #: a `report node` report: its containers by status (`dtkguard.fleet.node`), and the
+    #: (container, status, reason) of those not audited (the first `CONTAINERS_LISTED`)
+    containers: dict[str, int] = field(default_factory=dict)
+    unaudited: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -113,6 +120,10 @@ class NodeResult:
             "drift": [d.__dict__ for d in self.drift],
             "dtk": self.dtk,
             "driver": self.driver,
+            "containers": self.containers,
+            "containers_not_audited": [
+                {"container": c, "status": st, "reason": why} for c, st, why in self.unaudited
+            ],
         }
 
 
@@ -221,9 +232,11 @@ def _reduce(node: NodeResult, data: dict[str, Any], fail_on: Severity | None) ->
     if not isinstance(findings, list):
         raise ValueError("findings is not a list")
     counts = {s.value: 0 for s in reversed(Severity)}
+    failing = dict(counts)  # the counts that may fail the node (`node.NEVER_FAILS` never does)
     for f in findings:
         sev = Severity(f["severity"]).value
         counts[sev] += 1
+        failing[sev] += f["rule"] not in NEVER_FAILS
         rule, subject = str(f["rule"]), str(f.get("subject", ""))
         node.keys.append((rule, subject, sev))
         node.messages.setdefault((rule, subject), str(f.get("message", "")))
@@ -233,7 +246,7 @@ def _reduce(node: NodeResult, data: dict[str, Any], fail_on: Severity | None) ->
             if lock and not node.lock:
                 node.lock = os.path.basename(str(lock))
     node.counts = counts
-    node.verdict = _verdict(data, counts, fail_on)
+    node.verdict = _verdict(data, failing, fail_on)
     node.status = OK if node.verdict == "pass" else FAILED
 
 
@@ -356,6 +369,8 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     node.host = str(data.get("host") or "")
     node.target = _target_text(target)
     node.target_key = json.dumps(target, sort_keys=True, default=str)
+    if isinstance(target, dict) and target.get("kind") == "node":
+        _identify_containers(node, data, target)
     node.command = str(data.get("command") or "")
     node.policy = str(data.get("policy") or "")
     node.created = str(data.get("created") or "")
@@ -364,6 +379,31 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     node.node_id = str(explicit or "")
     node.name = str(explicit or node.host or node.name)
     _identify_stack(node, data)
+
+
+def _identify_containers(node: NodeResult, data: dict[str, Any], target: dict) -> None:
+    """A `report node` report: its containers' counts and those not audited, and why."""
+    from dtkguard.fleet.node import AUDITED, summary_line
+
+    facts = data.get("facts")
+    if isinstance(facts, dict):
+        node.containers = {k: v for k, v in facts.items() if isinstance(v, int)}
+        node.target = f"node: {summary_line(data)}"
+    entries = target.get("containers")
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("status", AUDITED) != AUDITED:
+            label = "/".join(
+                str(entry[k])[: 12 if k == "id" else None] for k in ("pod", "id") if entry.get(k)
+            )
+            row = (
+                label or f"pid {entry.get('pid')}",
+                str(entry["status"]),
+                str(entry.get("reason", "")),
+            )
+            if len(node.unaudited) < CONTAINERS_LISTED:
+                node.unaudited.append(row)
+    # the same node audited twice is one target, whatever its containers' pids were
+    node.target_key = json.dumps({"kind": "node", "node": target.get("node")}, default=str)
 
 
 def _identify_stack(node: NodeResult, data: dict[str, Any]) -> None:

@@ -39,8 +39,24 @@ def render_json(fleet: Fleet) -> str:
     return json.dumps(fleet.to_dict(), indent=2, default=str) + "\n"
 
 
+def happened(fleet: Fleet) -> list[str]:
+    """The most common findings grouped by rule: the answer before the tables."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in fleet.common:
+        groups.setdefault((c["rule"], c["severity"]), []).append(c)
+    out = []
+    for (rule, severity), items in groups.items():
+        subjects = ", ".join(_cell(c["subject"]) for c in items[:DRIFT_SHOWN])
+        more = " …" if len(items) > DRIFT_SHOWN else ""
+        nodes = max(c["nodes"] for c in items)
+        out.append(f"- `{rule}` ({severity}) on {nodes} node(s): {subjects}{more}")
+    return out
+
+
 def render_markdown(fleet: Fleet) -> str:
     lines = [f"## dtkguard fleet: {fleet.verdict.upper()}", "", headline(fleet), ""]
+    if fleet.common:
+        lines += ["### What happened", "", *happened(fleet), ""]
     problems = [n for n in fleet.nodes if n.status not in ("ok", "fail", "new-schema")]
     if problems:
         lines += ["### Reports missing or unreadable", "", "| node | status | file | detail |"]
@@ -71,6 +87,7 @@ def render_markdown(fleet: Fleet) -> str:
             for c in fleet.common
         ]
         lines.append("")
+    lines += _containers_markdown(fleet)
     stacks = fleet.by_stack()
     if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
         lines += ["### By DTK release and driver", "", "| DTK | driver | nodes | names |"]
@@ -93,3 +110,14 @@ def render_markdown(fleet: Fleet) -> str:
             f"| {_cell(n.lock or '-')} | {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _containers_markdown(fleet: Fleet) -> list[str]:
+    """The containers `report node` did not audit, and why (skipped ones do not fail)."""
+    rows = [(n, c) for n in fleet.nodes for c in n.unaudited]
+    if not rows:
+        return []
+    lines = ["### Containers not audited", "", "| node | container | status | why |"]
+    lines.append("|---|---|---|---|")
+    lines += [f"| {_cell(n.name)} | {_cell(c)} | {st} | {_cell(why)} |" for n, (c, st, why) in rows]
+    return [*lines, ""]

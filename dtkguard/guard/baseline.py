@@ -99,6 +99,9 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
             raise BaselineError(f"{job.inner} vanished while recording the baseline")
         digest = job.digest.hex() if job.algo == "sha256" and job.inner not in relocated else None
         files[rel] = {"sha256": digest or sha256_file(job.host), **st}
+        needed = _needed(rel, job.host)
+        if needed is not None:
+            files[rel]["needed"] = needed
     files.update(_pyc_files(dist))
     record = dist.record
     assert record is not None
@@ -117,6 +120,21 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
         "files": files,
         "direct_url": dist.direct_url,
     }
+
+
+def _needed(rel: str, host: str) -> list[str] | None:
+    """The DT_NEEDED names of a shared object the vendor build ships (None: not ELF, or not
+    readable as ELF), recorded so that a swapped binary is named by what it links."""
+    from dtkguard.elf import ElfError
+    from dtkguard.env.binaries import looks_shared, read_binary
+
+    if not looks_shared(rel):
+        return None
+    try:
+        linkage = read_binary(host)
+    except (OSError, ElfError):
+        return None
+    return list(linkage.needed) if linkage is not None else None
 
 
 def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:
@@ -283,3 +301,154 @@ def _origin(top: str, files: dict[str, Any]) -> str | None:
 def tripwire_modules(baseline: dict[str, Any]) -> list[str]:
     """The top-level modules of the baseline's vendor builds, for the tripwire's .pth line."""
     return sorted({top for e in baseline.get("vendor", {}).values() for top in e["top_level"]})
+
+
+# --- following approved changes ------------------------------------------------------------
+
+#: the tools whose journalled changes the guard judged before they ran
+APPROVING_TOOLS = ("dtkpip", "dtkuv")
+
+
+def refused(policy: CompiledPolicy | None, name: str, version: str) -> list[tuple[str, str]]:
+    """Why the decision core does not let ``name`` at ``version`` be in the environment:
+    (rule, message) of each refusal; [] when it may be there."""
+    import datetime
+
+    from dtkguard.decision import decide, refusals
+
+    data = policy.decision_json() if policy is not None else {}
+    found = refusals(decide(data, [(name, version)], datetime.date.today().isoformat()))
+    return [(p.rule, p.message) for p in found]
+
+
+def allowed(policy: CompiledPolicy | None, name: str, version: str) -> bool:
+    """Does the decision core let ``name`` at ``version`` be in the environment?"""
+    return not refused(policy, name, version)
+
+
+def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
+    """Apply an approved transaction's changes to the baseline's ``dists``: what the policy
+    allows, never a vendor build the baseline recorded (only `guard install --rebaseline`
+    moves those). ``guard_install`` keeps the dists of `guard install` (``--to guard-install``)."""
+    import copy
+
+    from dtkguard.env.environment import from_python
+    from dtkguard.env.store import env_store
+    from dtkguard.guard.hook_policy import read_policy_json
+
+    policy = read_policy_json(env_store(interp.prefix).policy) or read_policy_json(
+        interp.policy_file
+    )
+    dists = data["dists"]
+    at_install = {"created": data.get("created"), "dists": copy.deepcopy(dists)}
+    data.setdefault("guard_install", at_install)
+    installed: dict[str, Dist] = {}
+    for dist in from_python(interp.python):
+        installed.setdefault(dist.key, dist)
+    moved = []
+    for key, _before, after in changes:
+        if key in data["vendor"]:
+            continue
+        dist = installed.get(key)
+        if after is None or dist is None:
+            if dists.pop(key, None) is not None:
+                moved.append(f"-{key}")
+        elif allowed(policy, dist.name, dist.version):
+            entry = {"name": dist.name, "version": dist.version, "site": str(dist.site)}
+            dists[key] = {**entry, "dist_info": dist.path.name}
+            moved.append(f"{dist.name} {dist.version}")
+    return moved
+
+
+def _write_guard_file(interp: Interpreter, path: Any, text: str, mode: int | None = None) -> None:
+    """Write one of the guard's files and its digest into the guard's manifest in the store
+    (so `guard status` and `baseline-tampered` take it as the guard's own)."""
+    import hashlib
+
+    from dtkguard.env.store import env_store
+    from dtkguard.util.atomic import atomic_write_text
+
+    atomic_write_text(path, text, mode)
+    manifest = env_store(interp.prefix).manifest
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        entry = data["files"][str(path)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not listed: a baseline without a manifest stands on its own
+    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    atomic_write_text(manifest, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _tripwire_mode(path: Any) -> str | None:
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("mode\t"):
+                return line.split("\t", 1)[1]
+    except OSError:
+        return None
+    return None
+
+
+def follow(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
+    """`follow_baseline`, never failing the change it follows: what could not be written is
+    one warning on stderr (the next `check` still compares with the baseline as it was)."""
+    import sys
+
+    try:
+        return follow_baseline(interp, changes, approved=approved)
+    except (OSError, DtkguardError) as exc:
+        sys.stderr.write(f"dtkguard: warning: the baseline did not follow this change: {exc}\n")
+        return []
+
+
+def follow_baseline(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
+    """After a journalled change (dtkpip, dtkuv, restore, undo) of ``interp``'s environment:
+    move the baseline forward by the ``changes`` ([(key, before, after)]) of an ``approved``
+    one, and when the vendor builds match the baseline again take in their new size and
+    mtime and write the import tripwire's file again (so it is quiet after a restore).
+    Returns what moved, plus ``"refreshed"`` when the snapshot was; [] with no baseline or one
+    the manifest does not vouch for."""
+    from dtkguard.env.baseline import baseline_path, load, tampered
+
+    path = baseline_path(interp.prefix)
+    try:
+        data = load(path)
+    except DtkguardError:
+        return []
+    if data is None or tampered(str(path), path):
+        return []
+    moved = _move(data, interp, changes) if approved and changes else []
+    fresh, _ = refreshed(data)  # hashes only files whose stat changed; then stat-only
+    matched = not compare(fresh)
+    if matched:
+        data = fresh
+    text = dumps(data)
+    if text != path.read_text(encoding="utf-8"):
+        _write_guard_file(interp, path, text)
+    if matched and _write_tripwire(interp, data):
+        moved.append("refreshed")
+    return moved
+
+
+def _write_tripwire(interp: Interpreter, data: dict[str, Any]) -> bool:
+    """The tripwire's snapshot from the baseline again: the store's copy and the env's cache
+    the tripwire reads at start-up (a guard layer, listed in the manifest). False: unchanged,
+    or no tripwire installed."""
+    from dtkguard.env.store import env_store
+
+    cache = interp.state_dir / TRIPWIRE_FILE
+    kept = env_store(interp.prefix).tripwire
+    mode = _tripwire_mode(kept) or _tripwire_mode(cache)
+    if mode is None:
+        return False
+    fresh = tripwire_text(data, mode)
+    changed = False
+    for path, file_mode in ((kept, 0o600), (cache, None)):
+        try:
+            same = path.read_text(encoding="utf-8") == fresh
+        except OSError:
+            same = path is kept and not path.exists()  # a guard before the store: no copy
+        if not same:
+            _write_guard_file(interp, path, fresh, file_mode)
+            changed = True
+    return changed

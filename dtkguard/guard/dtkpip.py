@@ -27,6 +27,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.verdict import Verdict
 
 
@@ -62,6 +63,8 @@ def _externally_managed_by_us(interp: Interpreter) -> bool:
 def main(argv: list[str]) -> int:
     opts = split_dtkpip(argv)
     cmd = split_pip(opts.pip_args)
+    if cmd.command is None and cmd.has("-V", "--version"):
+        return _version(opts.python)
     if cmd.command is None or cmd.has("-h", "--help"):
         from dtkguard.env.environment import active_python
         from dtkguard.guard.tools import DTKPIP
@@ -82,6 +85,21 @@ def main(argv: list[str]) -> int:
     if cmd.command == "uninstall":
         return _uninstall(interp, policy, cmd, opts.pip_args, reason)
     return _install(interp, policy, cmd, opts.pip_args, reason)
+
+
+def _version(explicit: str | None) -> int:
+    """dtkguard's version, then the pip of the environment dtkpip would act on (not the pip of
+    dtkguard's own venv); without one, how to name it."""
+    from dtkguard import __version__
+    from dtkguard.errors import InputError
+
+    print(f"dtkpip (dtkguard {__version__})")
+    try:
+        python = choose_python(explicit, "dtkpip")
+    except InputError as exc:
+        print(f"target: none: {exc}")
+        return 0
+    return run_pip(python, ["--version"], capture=False).returncode
 
 
 def _uninstall(
@@ -141,10 +159,11 @@ def _install(
             sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
             return 0
         from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.verdict import judge, pip_locator, say_unjudged
 
         before = from_python(interp.python)
-        verdict = judge(before, plan, policy, interp.purelib)
+        verdict = judge(before, plan, policy, interp.purelib, pip_locator(Path(tmp)))
+        _say(say_unjudged("dtkpip", verdict))
         command = "pip " + shlex.join(pip_args)
         if verdict.blocked and not reason:
             from dtkguard.guard.instead import suggestions
@@ -201,9 +220,14 @@ def _journalled(
 ) -> int:
     """The real pip run as one transaction of the environment's journal (`dtkguard history`);
     ``touches``: the names its plan installs or removes (only their files are snapshotted)."""
+    from dtkguard.guard.baseline import follow
     from dtkguard.guard.journal import journalled
 
-    return journalled(interp.python, "dtkpip", ["dtkpip", *pip_args], run, touches or None)
+    def then(txn: Transaction) -> None:
+        follow(interp, txn.changes())
+
+    argv = ["dtkpip", *pip_args]
+    return journalled(interp.python, "dtkpip", argv, run, then, touches=touches or None)
 
 
 def _satisfied(plan: Plan) -> str:

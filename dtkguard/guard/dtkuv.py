@@ -22,7 +22,7 @@ from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
-from dtkguard.guard.plan import Plan
+from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, say_target
 from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
@@ -35,6 +35,10 @@ from dtkguard.guard.uvplan import (
     uv_dry_run,
 )
 from dtkguard.policy.compiled import CompiledPolicy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.guard.journal import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -177,9 +181,11 @@ class _Run:
             _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
             return self.untouched(0)
         from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge
+        from dtkguard.guard.verdict import judge, say_unjudged
 
-        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        before = from_python(self.interp.python)
+        verdict = judge(before, plan, self.policy, self.interp.purelib, self.locate)
+        _say(say_unjudged("dtkuv", verdict))
         if verdict.blocked and not self.reason:
             from dtkguard.guard.instead import suggestions
             from dtkguard.guard.veto_text import render
@@ -211,6 +217,22 @@ class _Run:
             return self.untouched(0)
         self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
         return self.real([*self.args, *pins])
+
+    def locate(self, planned: Planned) -> list[Path] | None:
+        """The wheels of a planned dist uv would install: its direct URL or path, else the
+        wheels of that name and version given on the command line or in its find-links
+        folders; None when none is local (from an index: judged by `check` once installed)."""
+        from dtkguard.resolve.binaries import fetch_wheel, local_wheels
+
+        if planned.url.endswith(".whl") and not planned.url.startswith(("http:", "https:")):
+            try:
+                return [fetch_wheel(planned.url, Path())]
+            except InputError:
+                return None
+        folders = [v for v in self.sub.option_values("-f", "--find-links") if "://" not in v]
+        paths = [a for a in self.sub.positionals() if a.endswith(".whl")]
+        found = local_wheels(planned.name, planned.version, folders, paths)
+        return found or None
 
     def _uninstall(self) -> int:
         from dtkguard.guard.verdict import vendor_removals
@@ -285,10 +307,16 @@ class _Run:
     def real(self, args: list[str]) -> int:
         """Run the real uv once: the only step that changes the environment, journalled as one
         transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's."""
+        from dtkguard.guard.baseline import follow
         from dtkguard.guard.journal import journalled
 
         def run() -> int:
             return run_uv(self.uv, args, self.env, capture=False).returncode
 
+        def then(txn: Transaction) -> None:
+            follow(self.interp, txn.changes())
+
         argv = ["dtkuv", *args]
-        return journalled(str(self.interp.python), "dtkuv", argv, run, self.touches or None)
+        return journalled(
+            str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
+        )

@@ -155,7 +155,8 @@ def _probed(
             found_version = dist.version if dist else None
         else:
             found_version = found.version if found else None
-        if found_version and found_version != p.version:
+        other = found_version and found_version != p.version
+        if other and _policy_allows(policy, alt, p.name, str(found_version)):
             out.append(
                 f"{p.name}=={found_version} works with the installed vendor builds (pip resolved "
                 f"it with the vendor pins): {tool.install} '{p.name}=={found_version}'"
@@ -170,6 +171,15 @@ def _probed(
                 f"DTK {policy.dtk or '?'}"
             )
     return out
+
+
+def _policy_allows(policy: CompiledPolicy, alt: Plan, name: str, version: str) -> bool:
+    """The decision core lets ``name`` at ``version`` and every package of the alternative
+    plan be in the environment (a suggestion never names what the policy denies)."""
+    from dtkguard.guard.baseline import allowed
+
+    planned = [(q.name, q.version) for q in alt.install] if alt.ok else []
+    return all(allowed(policy, n, v) for n, v in [(name, version), *planned])
 
 
 def _general(verdict: Verdict, replaced_vendor: list[tuple[str, str]]) -> list[str]:

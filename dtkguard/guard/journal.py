@@ -868,14 +868,17 @@ def journalled(
     tool: str,
     argv: list[str],
     run: Callable[[], int],
+    then: Callable[[Transaction], object] | None = None,
+    *,
     touches: list[str] | None = None,
 ) -> int:
     """Run ``run()`` (a pip or uv call returning its exit code) as one transaction of
     ``python``'s environment. A non-zero exit rolls the environment back to where it was
     (pip commits each package as it goes: a failure half way would leave it between states).
     Installs into another place (``--user``, ``--target``, ``--prefix``, ``--root``) run as
-    they are. ``touches``: the canonical names the plan installs, upgrades or removes (only
-    their files are snapshotted). This is the one wrapper dtkpip and dtkuv use."""
+    they are. ``then(txn)`` runs after a commit (the baseline follows the approved change).
+    ``touches``: the canonical names the plan installs, upgrades or removes (only their files
+    are snapshotted). This is the one wrapper dtkpip and dtkuv use."""
     if any(a == opt or a.startswith(opt + "=") for a in argv for opt in ELSEWHERE):
         return run()
     code = 0
@@ -884,6 +887,8 @@ def journalled(
             code = run()
             if code != 0:
                 raise _Failed(code)
+        if then is not None:
+            then(txn)
     except _Failed:
         _say(
             f"dtkguard: `{' '.join(argv)}` failed (exit {code}); the environment was rolled "

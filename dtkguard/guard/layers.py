@@ -46,6 +46,8 @@ HOOK_PTH = "dtkguard-pip-hook.pth"
 HOOK_DECISION = "_dtkguard_decision.py"
 #: the copy of `dtkguard.protected` (the protected set) beside the hook
 HOOK_PROTECTED = "_dtkguard_protected.py"
+#: the copy of `dtkguard.elf` beside the hook (what a wheel's native code links)
+HOOK_ELF = "_dtkguard_elf.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -67,14 +69,15 @@ def decision_source(module: str = "decision.py") -> str:
     return resources.files("dtkguard").joinpath(module).read_text(encoding="utf-8")
 
 
-def default_uv_config() -> Path:
-    """uv's system config (``uv/uv.toml`` in the first of ``$XDG_CONFIG_DIRS``, default ``/etc``)
-    when we may write it (root), else the user's (under ``$XDG_CONFIG_HOME``)."""
-    if os.geteuid() == 0:
-        dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc").split(":")
-        return Path(dirs[0] or "/etc") / "uv" / "uv.toml"
-    home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(home) / "uv" / "uv.toml"
+def env_uv_config(interp: Interpreter) -> Path:
+    """uv's config of one environment, ``<prefix>/uv.toml``: the env's uv shim points uv at it
+    (``UV_CONFIG_FILE``), so uv anywhere else on the machine never reads the vendor pins."""
+    return interp.prefix / "uv.toml"
+
+
+def machine_wide(path: Path | str | None, interp: Interpreter) -> bool:
+    """A uv config outside the environment: every uv of the machine (or user) may read it."""
+    return path is not None and not Path(path).is_relative_to(interp.prefix)
 
 
 @dataclass(frozen=True)
@@ -134,16 +137,19 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
-def uv_shim(interp: Interpreter) -> str:
+def uv_shim(interp: Interpreter, config: Path | None = None) -> str:
     """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
-    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file."""
+    interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file. With
+    ``config``, uv reads that file (``UV_CONFIG_FILE``): the vendor pins, for this env only."""
     from dtkguard.guard.uvplan import SHIM_MARKER
 
+    use = f"UV_CONFIG_FILE={shlex.quote(str(config))}; export UV_CONFIG_FILE\n" if config else ""
     return (
         "#!/bin/sh\n"
         f"# {SHIM_MARKER}: uv of this environment runs through dtkuv (`dtkguard guard install "
         "--uv`);\n# `dtkguard guard remove` deletes this file. Non-pip uv commands reach the real "
         "uv unchanged.\n"
+        f"{use}"
         f"exec {shlex.quote(sys.executable)} -I -m dtkguard uv --shim-of "
         f'{shlex.quote(str(interp.python))} "$@"\n'
     )
@@ -196,6 +202,7 @@ def planned_layers(
         Layer("hook", interp.purelib / HOOK_MODULE, hook_source(HOOK_MODULE)),
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
+        Layer("elf", interp.purelib / HOOK_ELF, decision_source("elf.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -207,7 +214,7 @@ def planned_layers(
     if uv_config is not None:
         layers.append(Layer("uv", uv_config, _uv_toml(policy, originals.get(str(uv_config)))))
     if uv_shim_too:
-        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp), 0o755))
+        layers.append(Layer("uv-shim", shim_path(interp), uv_shim(interp, uv_config), 0o755))
     if externally_managed:
         if interp.in_venv:
             raise InputError(
@@ -282,8 +289,11 @@ def install(
     uv_shim_too: bool = False,
     lock: Lock | None = None,
     rebaseline: bool = False,
+    record_baseline: bool = True,
 ) -> list[tuple[str, Path, str]]:
     """Write every layer; returns (layer, path, "written" | "unchanged").
+    ``record_baseline=False`` (restore repairing the guard): the store's baseline is kept when
+    there is one, and none is recorded when there is not (that would bless the damage).
 
     The baseline is recorded first (nothing is written when a vendor build does not match
     its RECORD) and kept on later installs unless ``rebaseline``."""
@@ -294,7 +304,10 @@ def install(
     manifest = Manifest(interp)
     if uv_shim_too:
         _refuse_foreign_shim(interp, manifest)
-    base_text, base_state = _baseline(interp, policy, manifest, lock, rebaseline)
+    base: tuple[str, str] | None = None
+    bpath = baseline_path(interp.prefix)
+    if record_baseline or (str(bpath) in manifest.files and bpath.is_file()):
+        base = _baseline(interp, policy, manifest, lock, rebaseline)
     originals = _originals(interp, manifest, uv_config)
     layers = planned_layers(
         interp,
@@ -303,10 +316,12 @@ def install(
         uv_config=uv_config,
         externally_managed=externally_managed,
         uv_shim_too=uv_shim_too,
-        baseline=json.loads(base_text),
+        baseline=json.loads(base[0]) if base else None,
     )
-    results = _write_all(interp, manifest, layers, originals, (base_text, base_state))
+    results = _write_all(interp, manifest, layers, originals, base)
     _list_compiled_hooks(interp, manifest)
+    if uv_config is not None:
+        results += _undo_moved_uv(manifest, uv_config)
     store.record_env(interp, guarded=True)
     refresh_protected(interp)
     manifest.options = {
@@ -324,7 +339,7 @@ def _write_all(
     manifest: Manifest,
     layers: list[Layer],
     originals: dict[str, str | None],
-    base: tuple[str, str],
+    base: tuple[str, str] | None,
 ) -> list[tuple[str, Path, str]]:
     """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
     bpath = baseline_path(interp.prefix)
@@ -339,7 +354,8 @@ def _write_all(
     try:
         es.create()
         make_dir(interp.state_dir)
-        results.append(_write_baseline(manifest, bpath, *base, written))
+        if base is not None:
+            results.append(_write_baseline(manifest, bpath, *base, written))
         for layer in layers:
             results.append(_write_layer(manifest, layer, originals, written))
             manifest.save()  # after every file: a crash never leaves an unlisted file behind
@@ -359,6 +375,27 @@ def _store_copies(es: store.EnvStore, layers: list[Layer]) -> list[tuple[Path, s
     env (restore writes the caches back from them)."""
     by_name = {layer.name: layer.content for layer in layers}
     return [(es.policy, by_name["policy"]), (es.tripwire, by_name["tripwire.txt"])]
+
+
+def _undo_moved_uv(manifest: Manifest, uv_config: Path) -> list[tuple[str, Path, str]]:
+    """A uv config the guard wrote elsewhere before (``/etc/uv/uv.toml``, the default of older
+    dtkguards) gets its previous content back, unless edited since: the pins live in
+    ``uv_config`` now."""
+    results = []
+    for path_text, entry in list(manifest.files.items()):
+        if entry.get("layer") != "uv" or path_text == str(uv_config):
+            continue
+        path, current = Path(path_text), _read(Path(path_text))
+        if current is not None and _sha(current) != entry.get("sha256"):
+            continue  # changed since install: left as it is, and listed for `remove`
+        if entry.get("original") is not None:
+            atomic_write_text(path, entry["original"])
+            results.append(("uv", path, "restored"))
+        elif current is not None:
+            path.unlink()
+            results.append(("uv", path, "removed"))
+        del manifest.files[path_text]
+    return results
 
 
 def _refuse_foreign_shim(interp: Interpreter, manifest: Manifest) -> None:
@@ -450,6 +487,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
         (HOOK_MODULE, "hook.pyc"),
         (HOOK_DECISION, "hook.pyc"),
         (HOOK_PROTECTED, "hook.pyc"),
+        (HOOK_ELF, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -464,6 +502,7 @@ _OWN_FILES = (
     "hook",
     "decision",
     "protected",
+    "elf",
     "finder",
     "hook.pth",
     "externally-managed",

@@ -4,7 +4,6 @@ spinner on a terminal, one plain line otherwise (logs, CI)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,10 +30,12 @@ def planning(tool: str, runs: str, count: int, stream=None) -> Iterator[None]:
     """``planning with pip ... (N packages)`` on ``stream`` (stderr) while the block runs."""
     stream = stream or sys.stderr
     text = f"{tool}: planning with {runs} … ({count} package{'s' if count != 1 else ''})"
-    tty = hasattr(stream, "isatty") and stream.isatty()
-    if not tty or os.environ.get("DTKGUARD_NO_PROGRESS"):
-        stream.write(text + "\n")
-        stream.flush()
+    from dtkguard.util.console import progress_wanted, quiet
+
+    if not progress_wanted(stream):
+        if not quiet():
+            stream.write(text + "\n")
+            stream.flush()
         yield
         return
     from rich.console import Console

@@ -3,11 +3,13 @@ compared with the environment now. Only findings the plan introduces count."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.decision import canonical
 from dtkguard.env.environment import Environment
+from dtkguard.errors import InputError
 from dtkguard.findings import Finding, Severity
 from dtkguard.guard.plan import Plan, Planned, after_install
 from dtkguard.policy.compiled import CompiledPolicy
@@ -25,6 +27,8 @@ class Verdict:
     after: Environment
     #: findings present after the install and not before, most severe first
     introduced: list[Finding] = field(default_factory=list)
+    #: ``name version`` of planned dists whose wheels could not be read before the install
+    unjudged: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> list[Finding]:
@@ -98,11 +102,73 @@ def _key(f: Finding) -> tuple[str, str, str | None]:
     return (f.rule, f.subject, f.location)
 
 
-def judge(before: Environment, plan: Plan, policy: CompiledPolicy, site: Path) -> Verdict:
+def binary_findings(
+    plan: Plan, policy: CompiledPolicy, locate: Callable[[Planned], list[Path] | None]
+) -> tuple[list[Finding], list[str]]:
+    """The shared objects of every wheel the plan installs, judged by what they link (the
+    policy's exceptions applied), and the names whose wheels ``locate`` could not find."""
+    from dtkguard.resolve.binaries import wheel_findings
+    from dtkguard.rules.engine import apply_exceptions
+
+    found: list[Finding] = []
+    unseen: list[str] = []
+    for planned in plan.install:
+        wheels = locate(planned)
+        if wheels is None:
+            unseen.append(f"{planned.name} {planned.version}")
+            continue
+        for wheel in wheels:
+            found += wheel_findings(policy, planned.name, wheel)
+    return apply_exceptions(policy, found, housekeeping=False), unseen
+
+
+def judge(
+    before: Environment,
+    plan: Plan,
+    policy: CompiledPolicy,
+    site: Path,
+    locate: Callable[[Planned], list[Path] | None] | None = None,
+) -> Verdict:
+    """The findings the plan introduces; with ``locate``, also those of its wheels' native
+    code (`binary_findings`; the names it could not judge are in ``Verdict.unjudged``)."""
     after = after_install(before, plan.install, site, removed_for_good(plan))
     old = {_key(f) for f in run_checks(CheckContext(before, policy), housekeeping=False)}
     new = run_checks(CheckContext(after, policy), housekeeping=False)
     seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}
     gone = [f for f in _removal_findings(plan, policy) if (f.rule, f.subject) not in seen]
     introduced = gone + [f for f in new if _key(f) not in old]
-    return Verdict(plan, before, after, introduced)
+    unjudged: list[str] = []
+    if locate is not None:
+        binaries, unjudged = binary_findings(plan, policy, locate)
+        introduced += binaries
+    return Verdict(plan, before, after, introduced, unjudged)
+
+
+def pip_locator(folder: Path) -> Callable[[Planned], list[Path] | None]:
+    """Where the wheel pip's report names is: a ``file:`` URL in place; an ``http(s)`` one is
+    downloaded into ``folder`` when its tags say it can hold native code; None otherwise."""
+    from dtkguard.resolve.binaries import fetch_wheel, native
+
+    def locate(planned: Planned) -> list[Path] | None:
+        url = planned.url
+        if not url.endswith(".whl"):
+            return None
+        if url.startswith(("http://", "https://")) and not native(url):
+            return []  # a pure wheel is not downloaded twice; `check` reads it once installed
+        try:
+            return [fetch_wheel(url, folder)]
+        except InputError:  # unreachable from here: pip fetches it itself, `check` judges it
+            return None
+
+    return locate
+
+
+def say_unjudged(tool: str, verdict: Verdict) -> str:
+    """The warning for planned dists whose native code could not be read before the install."""
+    if not verdict.unjudged:
+        return ""
+    names = ", ".join(verdict.unjudged)
+    return (
+        f"{tool}: warning: the native code of {names} could not be read before the install "
+        "(no local wheel); `dtkguard check` judges it once installed\n"
+    )

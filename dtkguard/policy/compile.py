@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import (
+    BinaryRule,
     CompiledPolicy,
     DenyRule,
     Fp8Rule,
@@ -186,8 +187,12 @@ def _merge(chain: list[_Read]) -> CompiledPolicy:
         "name": own.policy.name or chain[-1].path.stem,
         "description": own.policy.description,
     }
+    binary: dict[str, tuple[str, ...]] = {}
     for read in chain:
-        fields.update(_settings(read))
+        settings = _settings(read)
+        binary.update(settings.pop("binary", {}))
+        fields.update(settings)
+    fields["binary"] = BinaryRule(**binary)
     models = [read.model for read in chain]
     vendor = {canonical(k): v for m in models for k, v in m.vendor.items()}
     return CompiledPolicy(
@@ -229,6 +234,8 @@ def _settings(read: _Read) -> dict[str, Any]:
         out["drift_extra_severity"] = m.drift.extra_severity
     if m.guard:
         out["on_import"] = m.guard.on_import
+    if m.binary:  # each key on its own: a later file's list replaces that key only
+        out["binary"] = {k: tuple(v) for k, v in m.binary.model_dump().items() if v is not None}
     return out
 
 

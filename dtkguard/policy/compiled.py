@@ -128,6 +128,27 @@ class StackRule:
         )
 
 
+#: the bundled policy's ``[binary]`` lists (policies/dtk-25.04.1.toml states them too)
+CUDA_LIBRARIES = (
+    "libcuda.so*", "libcudart.so*", "libcublas.so*", "libcublasLt.so*", "libcudnn*.so*",
+    "libnvrtc.so*", "libnvrtc-builtins.so*", "libnccl.so*", "libcufft.so*", "libcufftw.so*",
+    "libcurand.so*", "libcusolver.so*", "libcusolverMg.so*", "libcusparse.so*",
+    "libcusparseLt.so*", "libnvToolsExt.so*", "libnvJitLink.so*", "libcupti.so*",
+    "libnvjpeg.so*", "libnvidia-ml.so*", "libcufile.so*", "libnvshmem*.so*", "libnpp*.so*",
+)  # fmt: skip
+DTK_RUNTIME = ("libgalaxyhip.so*",)
+HIP_RUNTIMES = ("libamdhip64.so*", "libhip_hcc.so*")
+
+
+@dataclass(frozen=True)
+class BinaryRule:
+    """What native code may link: ``[binary]`` as library name patterns (fnmatch)."""
+
+    deny_needed: tuple[str, ...] = CUDA_LIBRARIES
+    gpu_runtime: tuple[str, ...] = DTK_RUNTIME
+    hip_runtime: tuple[str, ...] = HIP_RUNTIMES
+
+
 @dataclass(frozen=True)
 class Target:
     """The image a policy describes, for locking: Python version and platform tags."""
@@ -155,6 +176,8 @@ class CompiledPolicy:
     exceptions: tuple[PolicyException, ...] = ()
     drift_extra_severity: str = "medium"
     stack: StackRule = field(default_factory=StackRule)
+    #: ``[binary]``: the libraries native code may not need, and the GPU runtimes
+    binary: BinaryRule = field(default_factory=BinaryRule)
     #: start-up files (``.pth``, sitecustomize) a dist may ship: ``[dist:]fnmatch-pattern``
     startup_allow: tuple[str, ...] = ()
     #: ``[guard] on-import``: the import tripwire warns, raises ImportError, or is off
@@ -195,6 +218,7 @@ class CompiledPolicy:
         deny = _deny_from_json(data.get("deny", []))
         exceptions = _exceptions_from_json(data.get("exceptions", []))
         stack = _stack_from_json(data.get("stack", {}))
+        binary = _binary_from_json(data.get("binary", {}))
         dtk = data.get("dtk")
         return cls(
             name=_str(data.get("name"), "name"),
@@ -213,6 +237,7 @@ class CompiledPolicy:
             ),
             files=_strs(data.get("files", []), "files"),
             stack=stack,
+            binary=binary,
             on_import=_choice(data.get("on_import", "warn"), _ON_IMPORT, "on_import"),
             **_plain_fields(cls, data),
         )
@@ -291,10 +316,17 @@ def _stack_from_json(value: Any) -> StackRule:
     return StackRule(tuple(support), no_mix)
 
 
+def _binary_from_json(value: Any) -> BinaryRule:
+    """``[binary]``: three lists of library name patterns, each its default when absent."""
+    binary = _fields(value, "binary", _names(BinaryRule))
+    return BinaryRule(**{k: _strs(v, f"binary.{k}") for k, v in binary.items()})
+
+
 #: the fields `from_json` reads with their own checks; any other is typed by its default
 _CHECKED = {
     "name", "description", "dtk", "dtk_allow", "target", "find_links", "indexes", "vendor",
     "deny", "fp8", "exceptions", "drift_extra_severity", "files", "stack", "on_import",
+    "binary",
 }  # fmt: skip
 _SEVERITIES = ("critical", "high", "medium", "low", "info")
 _ON_IMPORT = ("warn", "error", "off")

@@ -28,15 +28,19 @@ def load_policy(
     """Load a policy by path or bundled name, with ``extends`` merged, from cache when valid;
     its exceptions name rules ``known_rule`` knows (`dtkguard.rules.catalog.is_known`: a cache
     entry was checked when it was compiled, by the same dtkguard version)."""
+    from dtkguard.util.console import info
+
     path = resolve_policy_path(ref).resolve()
     cached = _read_cache(path) if cache else None
     if cached is not None:
+        info(f"policy {cached.name} from {path} (compiled, cached)")
         return cached
     from dtkguard.policy.compile import compile_with_sources  # pydantic + tomlkit: on a miss
 
     policy, sources = compile_with_sources(path, known_rule)
     if cache:
         _write_cache(path, policy, sources)
+    info(f"policy {policy.name} from {path} (compiled now)")
     return policy
 
 

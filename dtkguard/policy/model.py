@@ -137,6 +137,30 @@ class GuardSection(_Section):
         return values
 
 
+def _library_pattern(value: str) -> str:
+    """One library name pattern (fnmatch on a DT_NEEDED base name): ``libcudart.so*``."""
+    if not value.strip() or "/" in value or value != value.strip():
+        raise ValueError(
+            f"not a library name pattern: {value!r} (expected a file name pattern such as "
+            "'libcudart.so*')"
+        )
+    return value
+
+
+LibraryPattern = Annotated[str, AfterValidator(_library_pattern)]
+
+
+class BinarySection(_Section):
+    """What native code may link (ELF ``DT_NEEDED``): CUDA runtime libraries no binary may
+    need (``cuda-binary``), the DTK GPU runtime, and the HIP runtimes that are not DTK's
+    (``foreign-hip`` when a binary needs one of them and no DTK one). A key replaces the
+    list of the policies it extends."""
+
+    deny_needed: list[LibraryPattern] | None = None
+    gpu_runtime: list[LibraryPattern] | None = None
+    hip_runtime: list[LibraryPattern] | None = None
+
+
 class PolicyExceptionModel(_Section):
     rule: str
     package: str
@@ -187,4 +211,5 @@ class PolicyFile(_Section):
     drift: Drift | None = None
     stack: StackSection | None = None
     guard: GuardSection | None = None
+    binary: BinarySection | None = None
     exceptions: list[PolicyExceptionModel] = Field(default_factory=list)

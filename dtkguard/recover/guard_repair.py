@@ -138,7 +138,8 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
     policy = read_policy_json(es.policy)
     if policy is None:
         return [f"the guard's layers: the store has no policy copy ({es.policy})"]
-    if all(state == "present" for _, _, state in layers.status(interp, policy)):
+    rows = layers.status(interp, policy)
+    if all(state == "present" for name, _, state in rows if name != "baseline"):
         return []
     try:
         options = json.loads(es.manifest.read_text(encoding="utf-8")).get("options", {})
@@ -152,6 +153,7 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
             uv_config=Path(uv) if uv else None,
             externally_managed=bool(options.get("externally_managed")),
             uv_shim_too=bool(options.get("uv_shim")),
+            record_baseline=False,
         )
     except DtkguardError as exc:
         return [f"the guard's layers: {exc.line()}"]

@@ -18,7 +18,7 @@ from typing import Any
 from dtkguard.env.dist import Dist
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.sources import INDEX_FALLBACK, Found, Sources
-from dtkguard.recover.wanted import Want, Wanted
+from dtkguard.recover.wanted import GUARD_INSTALL, Want, Wanted
 
 
 @dataclass
@@ -74,8 +74,10 @@ def _why_removed(dist: Dist, policy: CompiledPolicy, wanted: Wanted) -> str:
     rule = policy.deny_rule(dist.name)
     if rule is not None:
         return f"denied: {rule.reason}"
+    if wanted.source == GUARD_INSTALL:
+        return "added after `guard install`"
     if wanted.kind == "baseline":
-        return "added after the baseline"
+        return "added after the baseline, not through dtkpip or dtkuv"
     return "not in the lock"
 
 
@@ -204,10 +206,35 @@ def make_plan(
     return plan
 
 
+def losses(plan: RestorePlan, policy: CompiledPolicy) -> list[str]:
+    """``name version`` of what the plan removes or downgrades that the policy allows there
+    (a restore asks before it destroys those; denied and community builds go unasked)."""
+    from packaging.version import InvalidVersion, Version
+
+    from dtkguard.guard.baseline import allowed
+
+    out = [
+        f"{r.dist.name} {r.dist.version}"
+        for r in plan.removals
+        if allowed(policy, r.dist.name, r.dist.version)
+    ]
+    for i in plan.installs:
+        cur = i.current
+        if cur is None or not allowed(policy, cur.name, cur.version):
+            continue
+        try:
+            lower = Version(i.want.version) < Version(cur.version)
+        except InvalidVersion:
+            lower = False
+        if lower:
+            out.append(f"{cur.name} {cur.version} -> {i.want.version}")
+    return out
+
+
 def render(plan: RestorePlan, policy: CompiledPolicy, python: str, dry_run: bool) -> str:
     """The plan in dtkpip's words."""
     w = plan.wanted
-    target = "its baseline" if w.kind == "baseline" else f"the lock {w.source}"
+    target = w.words
     if w.baseline is not None:
         target += f" ({w.baseline.get('created', '?')}, policy {w.baseline.get('policy', '?')})"
     if plan.empty:

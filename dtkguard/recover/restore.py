@@ -203,6 +203,28 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
     return count
 
 
+def unarchive_overrides(txn: Transaction, overrides_file: Path) -> None:
+    """Put the records a restore archived back into the override log (its undo: they
+    describe the state that comes back), each appended to the log's chain again."""
+    import json
+
+    from dtkguard.env.chain import append, head_path
+
+    archived = txn.dir / ARCHIVED_OVERRIDES
+    if not archived.is_file():
+        return
+    for line in archived.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entry.pop("prev", None)
+            append(overrides_file, entry)
+    archived.unlink()
+    (txn.dir / head_path(archived).name).unlink(missing_ok=True)  # the archived chain's head
+
+
 def say(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -217,13 +239,17 @@ def restore(
     indexes: list[str],
     dry_run: bool,
     argv: list[str],
+    yes: bool = False,
 ) -> int:
-    """Plan, print, do, check (after rolling back a transaction a killed process left open).
-    Exit 0 matched, 1 something not restored."""
+    """Plan, print, ask (`confirm`), do, check (after rolling back a transaction a killed
+    process left open); when the env matches its baseline again, the baseline's snapshot of
+    the vendor builds follows their new stat (the tripwire is quiet). Exit 0 matched, 1
+    something not restored."""
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import journal
+    from dtkguard.recover.confirm import confirm
     from dtkguard.recover.guard_repair import repair
-    from dtkguard.recover.plan import make_plan, render
+    from dtkguard.recover.plan import losses, make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault
 
@@ -245,6 +271,8 @@ def restore(
         say(render(plan, policy, python, dry_run))
         if dry_run:
             return 1 if plan.missing else 0
+        confirm("dtkguard restore", losses(plan, policy), yes)
+        txn = None
         if plan.removals or plan.installs:
             interp = interpreter(python)
             with journal.transaction(python, "dtkguard restore", argv, lay=lay) as txn:
@@ -252,7 +280,15 @@ def restore(
                 if not plan.missing:
                     archive_overrides(overrides_log(interp), txn)
             say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
-    return final_check(python, wanted, policy, lay)
+    code = final_check(python, wanted, policy, lay)
+    if code == 0 and wanted.kind == "baseline":
+        from dtkguard.guard.baseline import follow
+        from dtkguard.recover.wanted import GUARD_INSTALL
+
+        # back at `guard install`: the baseline goes back there too
+        back = wanted.source == GUARD_INSTALL and txn is not None
+        follow(interpreter(python), txn.changes() if back else (), approved=back)
+    return code
 
 
 def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout) -> int:
@@ -281,9 +317,9 @@ def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout
     lines += [f"  - {f.rule} ({f.severity.value}) {f.subject}: {f.message}" for f in findings]
     lines += guard_status_lines(python, policy)
     if not lines:
-        say(f"check: {python} matches {_target_words(wanted)} again; `dtkguard check` is clean.\n")
+        say(f"check: {python} matches {wanted.words} again; `dtkguard check` is clean.\n")
         return 0
-    say(f"check: {python} does not match {_target_words(wanted)} yet:\n" + "\n".join(lines) + "\n")
+    say(f"check: {python} does not match {wanted.words} yet:\n" + "\n".join(lines) + "\n")
     return 1
 
 
@@ -307,7 +343,3 @@ def guard_status_lines(python: str, policy: CompiledPolicy) -> list[str]:
         for layer, path, state in rows
         if state != "present"
     ]
-
-
-def _target_words(wanted: Wanted) -> str:
-    return "its baseline" if wanted.kind == "baseline" else f"the lock {wanted.source}"

@@ -16,6 +16,16 @@ from dtkguard.env.store import overrides_log
 from dtkguard.errors import DtkguardError, InputError
 from dtkguard.guard import journal
 from dtkguard.guard.journal import Layout, Transaction
+from dtkguard.recover.restore import say
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.interpreter import Interpreter
+    from dtkguard.policy.compiled import CompiledPolicy
+
+
+#: reasons shown before "and N more"
+SHOWN = 8
 
 
 class NothingToUndo(DtkguardError):
@@ -56,61 +66,167 @@ def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
     return out
 
 
-def undo(python: str, number: int | None, argv: list[str], reason: str = "") -> int:
-    from dtkguard.env.interpreter import interpreter
+def forbidden(txn: Transaction, policy: CompiledPolicy) -> list[str]:
+    """What undoing ``txn`` would do that the guard forbids (so it needs ``--override``):
+    put back what the decision core refuses, or remove a vendor build the policy pins."""
+    from dtkguard.guard.baseline import refused
+
+    out: list[tuple[bool, str]] = []  # (not a vendor build, line): the vendor builds first
+    for key, before, after in txn.changes():
+        name = txn.names.get(key, key)
+        pinned = policy.vendor_build(name) is not None
+        if before is None and pinned:
+            out.append((False, f"it would remove the vendor build {name} {after}"))
+        elif before is not None:
+            out += [
+                (
+                    not pinned,
+                    f"it would put back {name} {before}, which the policy refuses ({rule})",
+                )
+                for rule, _msg in refused(policy, name, before)[:1]
+            ]
+    return [line for _, line in sorted(out, key=lambda item: item[0])]
+
+
+def _losses(txn: Transaction, policy: CompiledPolicy) -> list[str]:
+    """What undoing ``txn`` removes or downgrades that the policy allows (asked first)."""
+    from packaging.version import InvalidVersion, Version
+
+    from dtkguard.guard.baseline import allowed
+
+    out = []
+    for key, before, after in txn.changes():
+        name = txn.names.get(key, key)
+        if after is None or not allowed(policy, name, after):
+            continue
+        try:
+            lower = before is None or Version(before) < Version(after)
+        except InvalidVersion:
+            lower = False
+        if lower:
+            out.append(f"{name} {after}" + (f" -> {before}" if before else ""))
+    return out
+
+
+def _plan_text(txn: Transaction) -> str:
+    out = [f"dtkguard undo: transaction {txn.id} ({txn.time}, {' '.join(txn.argv)}):"]
+    changes = txn.changes()
+    for key, before, after in changes:
+        name = txn.names.get(key, key)
+        if before is None:
+            out.append(f"  - remove {name} {after}")
+        elif after is None:
+            out.append(f"  - put back {name} {before}")
+        else:
+            out.append(f"  - {name} {after} back to {before}")
+    if not changes and txn.kept_files:
+        out.append(f"  - put back {txn.kept_files} file(s) it replaced")
+    return "\n".join(out) + "\n"
+
+
+def _builds(lay: Layout, txn: Transaction, now: dict[str, str], tmp: Path) -> list | None:
+    """The kept copies of what ``txn`` removed or replaced, repacked and checked (None: one
+    was not kept whole)."""
     from dtkguard.recover.keep import repack_from, was_requested
-    from dtkguard.recover.restore import ARCHIVED_OVERRIDES, Build, Override, put_back, say
+    from dtkguard.recover.restore import Build
     from dtkguard.recover.wanted import Want
+
+    builds: list[Build] = []
+    for key, before, _after in txn.changes():
+        if before is None:
+            continue
+        want = Want(key, txn.names.get(key, key), before, False)
+        wheel = repack_from(lay, txn, want, tmp)
+        if wheel is None:
+            say(
+                f"dtkguard undo: transaction {txn.id} kept no intact copy of "
+                f"{want.name} {before}; nothing was changed\n"
+            )
+            return None
+        requested = was_requested(txn, key, before)
+        builds.append(Build(want.name, before, wheel, requested, False, key in now))
+    return builds
+
+
+def _refuse(txn: Transaction, python: str, lines: list[str], why: str) -> int:
+    say(f"dtkguard undo: transaction {txn.id} ({' '.join(txn.argv)}) {why}; nothing was changed:\n")
+    say("".join(f"  - {p}\n" for p in lines[:SHOWN]))
+    if len(lines) > SHOWN:
+        say(f"  - and {len(lines) - SHOWN} more\n")
+    return 1
+
+
+def undo(
+    python: str, number: int | None, argv: list[str], reason: str = "", yes: bool = False
+) -> int:
+    """Decide (conflicts, what needs ``--override``, the kept copies), print, ask, do."""
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.recover.confirm import confirm
 
     lay = journal.layout(python)
     journal.recover(lay)
     txn = pick(lay, number)
+    interp = interpreter(python)
+    policy = load_guard_policy(None, interp)
     now, _ = journal.installed_versions(lay.roots)
     problems = conflicts(lay, txn, now)
     if problems:
-        say(f"dtkguard undo: transaction {txn.id} cannot be undone; nothing was changed:\n")
-        say("".join(f"  - {p}\n" for p in problems))
+        return _refuse(txn, python, problems, "cannot be undone")
+    blocked = forbidden(txn, policy)
+    if blocked and not reason:
+        _refuse(txn, python, blocked, "cannot be undone without an override")
+        say(
+            "If you must (recorded in the journal and the overrides log): "
+            f'dtkguard undo {txn.id} --python {python} --override "reason"\n'
+        )
         return 1
-    changes = txn.changes()
-    remove = [txn.names.get(k, k) for k, before, _ in changes if before is None]
-    back = [(k, before) for k, before, _ in changes if before is not None]
-    say(f"dtkguard undo: transaction {txn.id} ({txn.time}, {' '.join(txn.argv)}):\n")
-    for key, before, after in changes:
-        name = txn.names.get(key, key)
-        if before is None:
-            say(f"  - remove {name} {after}\n")
-        elif after is None:
-            say(f"  - put back {name} {before}\n")
-        else:
-            say(f"  - {name} {after} back to {before}\n")
-    if not changes and txn.kept_files:
-        say(f"  - put back {txn.kept_files} file(s) it replaced\n")
     with tempfile.TemporaryDirectory(prefix="dtkguard-undo-") as tmp:
-        builds: list[Build] = []
-        for key, version in back:
-            want = Want(key, txn.names.get(key, key), version, False)
-            wheel = repack_from(lay, txn, want, Path(tmp))
-            if wheel is None:
-                say(
-                    f"dtkguard undo: transaction {txn.id} kept no intact copy of "
-                    f"{want.name} {version}; nothing was changed\n"
-                )
-                return 1
-            requested = was_requested(txn, key, version)
-            builds.append(Build(want.name, version, wheel, requested, False, key in now))
-        log = overrides_log(interpreter(python))
-        ovr = Override(log, reason, "dtkguard undo") if reason else None
-        with journal.transaction(
-            python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
-        ) as new:
-            put_back(python, remove, builds, [], dict(os.environ), Path(tmp), ovr)
-            archived = txn.dir / ARCHIVED_OVERRIDES
-            if archived.is_file():  # a restore archived them: they describe the state back now
-                with open(log, "a", encoding="utf-8") as fh:
-                    fh.write(archived.read_text(encoding="utf-8"))
-                archived.unlink()
-        txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")
-        txn.state = "undone"
-        txn.save()
+        builds = _builds(lay, txn, now, Path(tmp))
+        if builds is None:
+            return 1
+        say(_plan_text(txn))
+        confirm("dtkguard undo", _losses(txn, policy), yes)
+        new = _do(python, lay, txn, builds, argv, reason, Path(tmp))
     say(f"dtkguard undo: done (journal transaction {new.id}).\n")
+    _follow(lay, interp, new, txn)
     return 0
+
+
+def _do(
+    python: str,
+    lay: Layout,
+    txn: Transaction,
+    builds: list,
+    argv: list[str],
+    reason: str,
+    tmp: Path,
+) -> Transaction:
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.recover.restore import Override, put_back, unarchive_overrides
+
+    remove = [txn.names.get(k, k) for k, before, _ in txn.changes() if before is None]
+    log = overrides_log(interpreter(python))
+    ovr = Override(log, reason, "dtkguard undo") if reason else None
+    with journal.transaction(
+        python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
+    ) as new:
+        put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
+        unarchive_overrides(txn, log)  # a restore archived them: they describe the state back
+    txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")
+    txn.state = "undone"
+    txn.save()
+    return new
+
+
+def _follow(lay: Layout, interp: Interpreter, new: Transaction, txn: Transaction) -> None:
+    """The baseline follows the undo of an approved change (dtkpip, dtkuv, or an undo of one);
+    the undo of a restore puts back what nobody approved, so it moves nothing."""
+    from dtkguard.guard.baseline import APPROVING_TOOLS, follow
+
+    by_id = {t.id: t for t in journal.transactions(lay.journal)}
+    first: Transaction | None = txn
+    while first is not None and first.tool == "dtkguard undo":
+        first = by_id.get(first.undoes) if first.undoes is not None else None
+    approved = first is not None and first.tool in APPROVING_TOOLS
+    follow(interp, new.changes(), approved=approved)

@@ -17,6 +17,8 @@ from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.policy.compiled import CompiledPolicy
 
+#: ``restore --to guard-install``: the baseline as `guard install` recorded it
+GUARD_INSTALL = "guard-install"
 #: never removed, listed or not: the installer that does the restore, and dtkguard itself
 KEEP = ("pip", "dtkguard")
 
@@ -55,6 +57,13 @@ class Wanted:
     remove_unlisted: bool = True
 
     @property
+    def words(self) -> str:
+        """The target state as the plan and the final check say it."""
+        if self.source == GUARD_INSTALL:
+            return "its state at `guard install`"
+        return "its baseline" if self.kind == "baseline" else f"the lock {self.source}"
+
+    @property
     def keep(self) -> tuple[str, ...]:
         """Installed names left alone even when the target does not list them."""
         return KEEP
@@ -84,13 +93,17 @@ def _local_archive(direct_url: Any) -> Path | None:
     return path if path.name.endswith(".whl") else None
 
 
-def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
-    """Every dist of the baseline; its vendor builds are checked file by file; the lock the
-    baseline was recorded with (when it is still there, unchanged) adds wheel locations."""
+def from_baseline(baseline: dict[str, Any], lock: Any = None, at_install: bool = False) -> Wanted:
+    """Every dist of the baseline (as approved changes moved it; ``at_install``: as `guard
+    install` recorded it); its vendor builds are checked file by file; the lock the baseline
+    was recorded with (when it is still there, unchanged) adds wheel locations."""
     dists: dict[str, Want] = {}
     vendor = baseline.get("vendor") or {}
     locked = lock.by_name() if lock is not None else {}
-    for key, entry in sorted((baseline.get("dists") or {}).items()):
+    listed = baseline.get("dists") or {}
+    if at_install:
+        listed = (baseline.get("guard_install") or {}).get("dists") or listed
+    for key, entry in sorted(listed.items()):
         try:
             name, version = str(entry["name"]), str(entry["version"])
         except (KeyError, TypeError):
@@ -103,7 +116,7 @@ def from_baseline(baseline: dict[str, Any], lock: Any = None) -> Wanted:
         if key in locked:
             want.lock_wheels = _lock_wheels(lock, locked[key])
         dists[want.key] = want
-    return Wanted("baseline", "baseline", dists, baseline)
+    return Wanted("baseline", GUARD_INSTALL if at_install else "baseline", dists, baseline)
 
 
 def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) -> Wanted:
@@ -131,8 +144,9 @@ def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) ->
     return Wanted("lock", str(lock.path), dists, None)
 
 
-def baseline_wanted(prefix: Path) -> Wanted:
-    """The target state of ``restore --to baseline``; `InputError` (exit 2) without one."""
+def baseline_wanted(prefix: Path, at_install: bool = False) -> Wanted:
+    """The target state of ``restore --to baseline`` (``--to guard-install``: ``at_install``);
+    `InputError` (exit 2) without one."""
     from dtkguard.env.baseline import baseline_path, load, tampered
 
     path = baseline_path(prefix)
@@ -149,7 +163,7 @@ def baseline_wanted(prefix: Path) -> Wanted:
             "that cannot be trusted",
             str(path),
         )
-    return from_baseline(data, _baseline_lock(data))
+    return from_baseline(data, _baseline_lock(data), at_install)
 
 
 def _baseline_lock(data: dict[str, Any]) -> Any:

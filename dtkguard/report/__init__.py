@@ -92,9 +92,10 @@ def render(
 
 
 def use_color(stream: Any = None) -> bool:
-    """Colour only on a terminal, and never with NO_COLOR set."""
-    stream = stream or sys.stdout
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+    """``--color``, else never with NO_COLOR, always with FORCE_COLOR, else on a terminal."""
+    from dtkguard.util.console import color_wanted
+
+    return color_wanted(stream)
 
 
 def emit(

@@ -81,6 +81,20 @@ def _vendor(vendor: dict) -> str:
     return text
 
 
+def _runtime(rows: dict) -> str:
+    """Per vendor build with native code: the GPU runtime its binaries link."""
+    if not rows:
+        return "no vendor build with native code installed"
+    parts = []
+    for name, row in rows.items():
+        libs = f": {', '.join(row['libraries'])}" if row["libraries"] else ""
+        runtime = {"dtk": "DTK HIP", "cuda": "CUDA", "rocm": "ROCm HIP"}.get(
+            row["runtime"], row["runtime"]
+        )
+        parts.append(f"{name} {runtime} ({row['binaries']} binaries{libs})")
+    return "; ".join(parts) + " (ELF DT_NEEDED)"
+
+
 def _fp8(rows: list[dict]) -> str:
     parts = []
     for row in rows:
@@ -125,6 +139,7 @@ def render(
         ("dtk", _dtk(stack)),
         ("torch", _torch(stack)),
         ("vendor", _vendor(doctor["vendor"])),
+        ("runtime", _runtime(doctor.get("runtime") or {})),
         ("fp8", _fp8(doctor["fp8"])),
         ("devices", _devices(stack)),
     ):

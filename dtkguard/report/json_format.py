@@ -16,6 +16,8 @@ SCHEMA_VERSION = 1
 
 
 def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:
+    from dtkguard.report.headline import headline
+
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "dtkguard", "version": __version__},
@@ -28,6 +30,7 @@ def to_dict(report: Any, fail_on: Severity = Severity.HIGH) -> dict[str, Any]:
         "verdict": report.verdict(fail_on),
         "fail_on": fail_on.value,
         "summary": report.counts(),
+        "headline": headline(report, fail_on).to_dict(),
         "findings": [f.to_dict() for f in report.findings],
         "facts": report.facts,
         "warnings": report.warnings,

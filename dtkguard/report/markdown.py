@@ -8,6 +8,30 @@ from dtkguard.findings import Severity
 from dtkguard.report.sanitize import markdown as _cell
 
 
+def _lead(report: Any, fail_on: Severity) -> list[str]:
+    from dtkguard.report.headline import lines
+
+    out = []
+    for line in lines(report, fail_on):
+        head, _, rest = line.partition(": ")
+        out.append(f"**{_cell(head)}:** {_cell(rest)}  ")
+    return [*out, ""] if out else []
+
+
+def group_table(findings: list) -> list[str]:
+    """The findings by rule and reason: one row per group."""
+    from dtkguard.report.headline import groups
+
+    rows = ["", "| severity | rule | count | subjects | reason |", "|---|---|---|---|---|"]
+    for g in groups(findings):
+        shown = ", ".join(g.subjects[:8]) + (" …" if len(g.subjects) > 8 else "")
+        rows.append(
+            f"| {g.severity.value} | `{g.rule}` | {len(g.subjects)} | {_cell(shown)} "
+            f"| {_cell(g.reason)} |"
+        )
+    return rows
+
+
 def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     target = ", ".join(f"{k}={_cell(v)}" for k, v in report.target.items())
     lines = [
@@ -18,9 +42,12 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
         "",
     ]
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
+    lines += _lead(report, fail_on)
     lines.append(f"Findings: {counts or 'none'}")
     if report.findings:
-        lines += ["", "| severity | rule | subject | finding | fix |", "|---|---|---|---|---|"]
+        lines += group_table(report.findings)
+        lines += ["", "### Details", ""]
+        lines += ["| severity | rule | subject | finding | fix |", "|---|---|---|---|---|"]
         lines += [
             f"| {f.severity.value} | `{f.rule}` | {_cell(f.subject)} | {_cell(f.message)} "
             f"| {_cell(f.remediation)} |"

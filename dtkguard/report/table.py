@@ -27,8 +27,24 @@ def _summary(report: Any, fail_on: Severity) -> str:
     )
 
 
+def lead(report: Any, fail_on: Severity) -> list[str]:
+    """The answer first: what happened, the fix, the findings by rule and reason."""
+    from dtkguard.report.headline import groups, lines
+
+    if not report.findings:
+        return []
+    out = [terminal(line) for line in lines(report, fail_on)]
+    out.append(f"Findings by rule ({len(report.findings)}):")
+    out += [
+        f"  {g.severity.value.upper()} {terminal(g.heading())}" for g in groups(report.findings)
+    ]
+    out.append("Details:")
+    return out
+
+
 def render_plain(report: Any, fail_on: Severity) -> str:
-    lines = [
+    lines = lead(report, fail_on)
+    lines += [
         f"{f.severity.value.upper()} {f.rule} {terminal(f.subject)}: {terminal(f.message)}"
         + (f" -- fix: {terminal(f.remediation)}" if f.remediation else "")
         for f in report.findings
@@ -60,12 +76,32 @@ def render(
     width = width or Console().width
     console = Console(file=buffer, force_terminal=True, width=width)
     if report.findings:
+        _lead(console, report, fail_on)
         (_table if width >= TABLE_MIN_WIDTH else _blocks)(console, report.findings)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {_safe(warning)}", highlight=False)
     verdict_style = "bold red" if report.verdict(fail_on) == "fail" else "bold green"
     console.print(f"[{verdict_style}]{escape(_summary(report, fail_on))}[/]", highlight=False)
     return buffer.getvalue()
+
+
+def _lead(console: Any, report: Any, fail_on: Severity) -> None:
+    """`lead` with the severities in colour, each line soft-wrapped by the terminal."""
+    from rich.text import Text
+
+    from dtkguard.report.headline import groups, lines
+
+    for line in lines(report, fail_on):
+        head, _, rest = line.partition(": ")
+        console.print(Text.assemble((head + ": ", "bold"), terminal(rest)), soft_wrap=True)
+    console.print(Text(f"Findings by rule ({len(report.findings)}):", "bold"))
+    for g in groups(report.findings):
+        sev = g.severity.value
+        console.print(
+            Text.assemble("  ", (sev.upper(), STYLES[sev]), " ", terminal(g.heading())),
+            soft_wrap=True,
+        )
+    console.print(Text("Details:", "bold"))
 
 
 def _safe(text: str) -> str:

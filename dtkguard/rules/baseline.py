@@ -128,6 +128,36 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         yield from _findings(ctx, data, inner, fix)
 
 
+def _now_needed(ctx: CheckContext, change: Any, rel: str) -> list[str] | None:
+    """What the changed file ``rel`` of a vendor build links now (None: not ELF, unreadable)."""
+    from dtkguard.elf import ElfError
+    from dtkguard.env.binaries import read_binary
+
+    site = os.path.dirname(change.dist_info)
+    inner = os.path.normpath(os.path.join(site, rel))
+    try:
+        host = str(ctx.env.root.resolve(inner)) if not ctx.env.root.is_host else inner
+        linkage = read_binary(host)
+    except (OSError, ElfError):
+        return None
+    return list(linkage.needed) if linkage is not None else None
+
+
+def _linkage_evidence(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> dict:
+    if not isinstance(recorded, dict) or "needed" not in recorded:
+        return {}
+    return {"needed_recorded": recorded["needed"], "needed_now": _now_needed(ctx, change, rel)}
+
+
+def _relinked(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> str:
+    """``; now links libcudart.so.12 (recorded: libgalaxyhip.so.5)`` for a swapped binary."""
+    found = _linkage_evidence(ctx, change, rel, recorded)
+    now, was = found.get("needed_now"), found.get("needed_recorded")
+    if not found or now is None or list(now) == list(was):
+        return ""
+    return f"; now links {', '.join(now) or 'nothing'} (recorded: {', '.join(was) or 'nothing'})"
+
+
 def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list:
     """`compare` with the store's stat cache when the baseline is the store's (files a hash
     found equal are not hashed again while their inode and ctime stay); the cache is kept up to
@@ -171,9 +201,14 @@ def _findings(ctx: CheckContext, data: dict[str, Any], inner: str, fix: str) -> 
                 evidence,
             )
         else:
-            names = ", ".join(f"{rel} ({what})" for rel, what in change.files[:8])
+            recorded = data["vendor"][change.key]["files"]
+            links = {rel: _relinked(ctx, change, rel, recorded[rel]) for rel, _ in change.files}
+            names = ", ".join(f"{rel} ({what}{links[rel]})" for rel, what in change.files[:8])
             more = f" and {len(change.files) - 8} more" if len(change.files) > 8 else ""
-            evidence["files"] = [{"path": rel, "change": w} for rel, w in change.files]
+            evidence["files"] = [
+                {"path": rel, "change": w, **_linkage_evidence(ctx, change, rel, recorded[rel])}
+                for rel, w in change.files
+            ]
             yield VENDOR_FILES_CHANGED.finding(
                 change.key,
                 f"{len(change.files)} file(s) of the vendor build {label} changed since "

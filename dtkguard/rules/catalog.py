@@ -30,6 +30,7 @@ FAMILIES: dict[str, str] = {
     "files": "dtkguard.rules.files",
     "fp8": "dtkguard.rules.fp8",
     "stack": "dtkguard.rules.stack",
+    "binary": "dtkguard.rules.binary",
 }
 
 #: what the decision core (`dtkguard.decision`) refuses while pip or uv installs
@@ -64,6 +65,28 @@ GUARD_RULES = (
         "startup-allow list names (dist:file) may be installed; what setuptools writes "
         "for the dist that ships it is allowed by content.",
         family="guard",
+    ),
+)
+
+#: what `dtkguard report node` (`dtkguard.fleet.node`) says of a container it did not audit
+NODE_RULES = (
+    RuleInfo(
+        "container-skipped",
+        Severity.INFO,
+        "A container with nothing to audit",
+        "The container holds no Python environment (no installed distribution: a pause "
+        "container, an nginx or Go sidecar), or it exited while the node was audited. It is "
+        "listed and counted in the node report; it does not fail the node.",
+        family="node",
+    ),
+    RuleInfo(
+        "container-unaudited",
+        Severity.HIGH,
+        "A container that could not be audited",
+        "The container's processes or root could not be read (permission: the auditor needs "
+        "hostPID and SYS_PTRACE), or its audit failed while it ran. The node fails: what runs "
+        "there was not checked.",
+        family="node",
     ),
 )
 
@@ -104,7 +127,7 @@ def checked_by(families: Iterable[str]) -> list[str]:
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, RuleInfo]:
     """id -> `RuleInfo` of every built-in rule."""
-    return {r.id: r for r in (*rules_of(FAMILIES), *GUARD_RULES, *HOUSEKEEPING)}
+    return {r.id: r for r in (*rules_of(FAMILIES), *GUARD_RULES, *NODE_RULES, *HOUSEKEEPING)}
 
 
 def __getattr__(name: str) -> dict[str, RuleInfo]:

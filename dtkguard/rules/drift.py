@@ -46,8 +46,9 @@ DRIFT_EXTRA = RuleInfo(
 #: `dtkguard.rules.catalog`)
 RULES = (DRIFT_MISSING, DRIFT_VERSION, DRIFT_EXTRA)
 
-#: installed by the environment's own bootstrap (venv seeds pip) or dtkguard itself
-NEVER_EXTRA = frozenset({"pip", "dtkguard"})
+#: installed by the environment's own bootstrap (venv and virtualenv seed pip, setuptools
+#: and wheel) or dtkguard itself: never "not in the lock"
+NEVER_EXTRA = frozenset({"pip", "setuptools", "wheel", "dtkguard"})
 
 
 def same(a: str, b: str) -> bool:
@@ -82,6 +83,27 @@ def marker_applies(marker: str | None, known: dict[str, str]) -> bool:
         return True
 
 
+def _other_python(lock: Any, known: dict[str, str]) -> str:
+    """One line when the lock is for another Python than the target's ("" when it is not,
+    or when either is unknown): then nothing of it can be compared. Only ``X.Y`` of the
+    target is known: any of its patch releases that the lock's requires-python takes counts."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    wanted, have = lock.requires_python, known.get("python_version")
+    if not wanted or not have:
+        return ""
+    try:
+        spec = SpecifierSet(wanted)
+    except InvalidSpecifier:
+        return ""
+    if any(spec.contains(f"{have}.{patch}", prereleases=True) for patch in range(64)):
+        return ""
+    return (
+        f"the lock is for Python {wanted} (requires-python) and the target runs Python {have}: "
+        "none of its packages can be compared"
+    )
+
+
 def pick_group(ctx: CheckContext, names: set[str]) -> list[Dist]:
     """The dists of the interpreter the lock describes: the group that holds most locked names."""
     groups = ctx.env.groups()
@@ -96,6 +118,12 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         return
     known = ctx.env.target.markers()  # the target's Python, as reports show it: not dtkguard's
     where = str(lock.path)
+    other = _other_python(lock, known)
+    if other:
+        yield DRIFT_MISSING.finding(
+            where, other, "compare the target with a lock made for its Python", where, {}
+        )
+        return
     locked = {p.key: p for p in lock.packages if marker_applies(p.marker, known)}
     all_locked = {p.key for p in lock.packages}
     dists = pick_group(ctx, set(locked))

@@ -24,7 +24,9 @@ Check = Callable[[CheckContext], Iterable[Finding]]
 
 #: family -> "module:function" (families are registered in `dtkguard.rules.catalog.FAMILIES`)
 CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}
-ENVIRONMENT_CHECKS = ("vendor", "deny", "dtk", "torch-build", "override", "baseline", "store")
+ENVIRONMENT_CHECKS = (
+    "vendor", "deny", "dtk", "torch-build", "override", "baseline", "store", "binary"
+)  # fmt: skip
 
 
 def load_check(family: str) -> Check:

@@ -108,6 +108,14 @@ DIST_LEVEL = ("no-record", "distro", "editable", "nonconforming")
 LISTED = 20
 
 
+def _shown(issue: Any) -> str:
+    """A file as a message lists it; a modified shared object with what it links now."""
+    needed = issue.evidence.get("needed")
+    if needed is None:
+        return issue.path
+    return f"{issue.path} (now links {', '.join(needed) or 'no library'})"
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
     result: Any = ctx.extra.get("verification")
     if result is None:
@@ -127,7 +135,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             evidence: dict[str, Any] = {"category": kind, **first.evidence}
         else:
             paths = [i.path for i in issues]
-            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            shown = ", ".join(_shown(i) for i in issues[:3])
+            shown += f" and {len(paths) - 3} more" if len(paths) > 3 else ""
             message = f"{len(paths)} file(s) of {name} {version} {meaning}: {shown}"
             evidence = {
                 "category": kind,

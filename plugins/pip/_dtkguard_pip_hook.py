@@ -29,6 +29,8 @@ import sys
 
 _MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
 DECISION = "_dtkguard_decision.py"
+#: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
+ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 PTH = "dtkguard-pip-hook.pth"
 _state = {
@@ -125,6 +127,7 @@ def _prepare():
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
+    import zlib  # noqa: F401
 
     import pip._internal.exceptions
     import pip._internal.locations
@@ -135,6 +138,7 @@ def _prepare():
         import pip._vendor.packaging.specifiers  # noqa: F401
     _load_decision()
     _load_protected()
+    _load_elf()
     _load_policy()
     _roots()
 
@@ -145,7 +149,7 @@ def _here():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def _load_copy(filename, entry):
+def _load_copy(filename, entry, what):
     """A stdlib module of dtkguard's copied beside this one, loaded by path (pip's build
     environments take site-packages off ``sys.path``); None (and fail closed) if broken."""
     import importlib.util
@@ -163,7 +167,7 @@ def _load_copy(filename, entry):
         getattr(module, entry)  # the entry point must exist
     except Exception as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
-        _changed(f"the guard's module {path} is missing or broken ({why})")
+        _changed(f"the guard's {what} {path} is missing or broken ({why})")
         return None
     return module
 
@@ -194,15 +198,37 @@ def _untrusted(path, folder=True):
 def _load_decision():
     """The copy of ``dtkguard/decision.py`` beside this module."""
     if _state["decision"] is None:
-        _state["decision"] = _load_copy(DECISION, "decide")
+        _state["decision"] = _load_copy(DECISION, "decide", "decision module")
     return _state["decision"]
 
 
 def _load_protected():
     """The copy of ``dtkguard/protected.py`` (the protected set) beside this module."""
     if _state.get("protected") is None:
-        _state["protected"] = _load_copy(PROTECTED, "protected_paths")
+        _state["protected"] = _load_copy(PROTECTED, "protected_paths", "protected-set module")
     return _state["protected"]
+
+
+def _load_elf():
+    """The copy of ``dtkguard/elf.py`` beside this module, or None: then native code is not
+    judged before install, and pip says so (`check` still reads it once installed)."""
+    if "elf" in _state:
+        return _state["elf"]
+    import importlib.util
+    import os
+
+    path = os.path.join(_here(), ELF)
+    try:
+        spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.read_member  # noqa: B018  (the entry point must exist)
+    except Exception as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+        _state["elf_error"] = f"the guard's ELF reader {path} is missing or broken ({why})"
+        module = None
+    _state["elf"] = module
+    return module
 
 
 def _load_policy():
@@ -231,6 +257,21 @@ def _real(path):
     import os
 
     return os.path.normpath(os.path.realpath(path)) if path else None
+
+
+_DIRS = {}
+
+
+def _real_in(path):
+    """``path`` with its folder resolved (cached per folder) and its last part kept: where
+    pip writes or deletes (pip replaces a symlink at the last part, it does not follow it)."""
+    import os
+
+    head, tail = os.path.split(os.path.normpath(path))
+    real = _DIRS.get(head)
+    if real is None:
+        real = _DIRS[head] = _real(head)
+    return os.path.join(real, tail) if tail else real
 
 
 def _roots():
@@ -293,33 +334,58 @@ def _installed():
     return out
 
 
-def _record_paths(info):
-    """Resolved absolute paths of the rows of the RECORD in the dist-info ``info``."""
+def _record_rows(info):
+    """The paths of the RECORD in the dist-info ``info``, relative to its site folder."""
     import csv
     import os
 
-    base = os.path.dirname(info)
-    out = []
     try:
         with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
-            for row in csv.reader(fh):
-                if row and row[0]:
-                    out.append(_real(os.path.join(base, row[0])))
+            return [row[0] for row in csv.reader(fh) if row and row[0]]
     except OSError:
-        pass
-    return out
+        return []
+
+
+def _vendor_rows(policy):
+    """{vendor name: (site folder, [RECORD paths relative to it])} of the vendor builds."""
+    if "vendor_rows" not in _state:
+        import os
+
+        _state["vendor_rows"] = {
+            key: (os.path.dirname(info), _record_rows(info))
+            for key, (_, info) in _installed().items()
+            if key in policy["vendor"] and info.endswith(".dist-info")
+        }
+    return _state["vendor_rows"]
 
 
 def _vendor_files(policy):
-    """{vendor name: resolved files of its installed RECORD}."""
-    if "vendor_files" not in _state:
-        installed = _installed()
-        _state["vendor_files"] = {
-            key: _record_paths(info)
-            for key, (_, info) in installed.items()
-            if key in policy["vendor"] and info.endswith(".dist-info")
-        }
-    return _state["vendor_files"]
+    """{vendor name: the absolute files of its RECORD}: the site folder is resolved already,
+    so plain joins (``..`` rows normalised) are the files pip would remove."""
+    import os
+
+    out = {}
+    for key, (site, rows) in _vendor_rows(policy).items():
+        out[key] = [
+            os.path.normpath(f"{site}/{r}") if ".." in r or "./" in r else f"{site}/{r}"
+            for r in rows
+        ]
+    return out
+
+
+def _vendor_tops(policy):
+    """{vendor name: its site-level entries (and their ``__pycache__`` files)}: all the
+    decision needs to know which import names a vendor build provides."""
+    out = {}
+    for key, (site, rows) in _vendor_rows(policy).items():
+        tops = set()
+        for rel in rows:
+            first, _, rest = rel.partition("/")
+            if first == "__pycache__":
+                first += "/" + rest.split("/", 1)[0]
+            tops.add(f"{site}/{first}")
+        out[key] = sorted(tops)
+    return out
 
 
 def _facts(policy):
@@ -338,7 +404,7 @@ def _facts(policy):
         return protected.protected_kind(path, sites, scripts, table)
 
     _state["facts"] = _state["decision"].env_facts(
-        sites, _vendor_files(policy), scripts, kind_of, protected.may_write, _guard_files()
+        sites, _vendor_tops(policy), scripts, kind_of, protected.may_write, _guard_files()
     )
     return _state["facts"]
 
@@ -371,9 +437,9 @@ def _wheel_destinations(name, scheme, purelib):
     if top.endswith(".data") and rest:
         key, _, sub = rest.partition("/")
         base = scheme.get(key)
-        return _real(os.path.join(base, sub)) if base and sub else None
+        return _real_in(os.path.join(base, sub)) if base and sub else None
     lib = scheme["purelib"] if purelib else scheme["platlib"]
-    return _real(os.path.join(lib, name)) if lib else None
+    return _real_in(os.path.join(lib, name)) if lib else None
 
 
 def _console_scripts(text):
@@ -391,6 +457,43 @@ def _console_scripts(text):
 #: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
 #: judgements of other kinds of member (shared objects, ...) plug in here
 MEMBER_JUDGES = []
+
+
+def _wheel_dist(zf):
+    """The dist name a wheel file is of (its file name's first part)."""
+    import os
+
+    return os.path.basename(str(zf.filename or "?")).split("-", 1)[0]
+
+
+def _judge_shared_member(zf, info, dest, effect):
+    """A shared-object member judged by what it links (the decision's ``judge_binary``), read
+    from the wheel pip is about to unpack: stored members in place, compressed ones inflated
+    only as far as needed (``_dtkguard_elf.read_member``); waived problems are dropped."""
+    decision, elf = _state["decision"], _state.get("elf")
+    if elf is None or not elf.shared_member(info.filename):
+        if elf is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
+            effect["elf_warned"] = True
+            why = _state.get("elf_error") or "no ELF reader beside the hook"
+            sys.stderr.write(f"dtkguard: warning: native code not judged: {why}\n")
+        return
+    name = _wheel_dist(zf)
+    try:
+        linkage = elf.read_member(zf, info)
+    except elf.NotElf:
+        return
+    except Exception as exc:  # ElfError, or a broken member: a warning, never a traceback
+        text = f"{info.filename} of {name} could not be judged: {exc}"
+        found = [decision.Problem("binary-unreadable", "medium", _canonical(name), text)]
+    else:
+        found = decision.judge_binary(
+            _state["policy"], name, info.filename, linkage.needed, linkage.soname
+        )
+    today = _today()
+    effect["problems"] += [p for p in found if decision.waiver(_state["policy"], p, today) is None]
+
+
+MEMBER_JUDGES.append(_judge_shared_member)
 
 
 def _wheel_effect(wheel, scheme):
@@ -436,7 +539,7 @@ def _script_files(scripts_dir, script):
     if script in ("pip", "easy_install"):
         major, minor = sys.version_info[:2]
         names += [f"{script}{major}", f"{script}{major}.{minor}"]
-    return [_real(os.path.join(scripts_dir, n)) for n in names]
+    return [_real_in(os.path.join(scripts_dir, n)) for n in names]
 
 
 def _note_member(zf, info, dest, effect):
@@ -813,6 +916,18 @@ def _guard_install(reqs, home, root, prefix, user):
         _state["replacing"].update((_canonical(n), v) for n, v in items)
 
 
+def _installed_as(key, pin):
+    """Is ``key`` installed here at the policy's ``pin`` (the environment keeps it)?"""
+    try:
+        from importlib import metadata
+
+        version = metadata.version(key)
+    except Exception:
+        return False
+    decision = _load_decision()
+    return decision.same_version(version, pin) if decision is not None else version == pin
+
+
 def _explain_conflict(exc, args):
     """dtkguard's words for a resolution that failed on the guard's vendor pins, or None."""
     policy = _state["policy"]
@@ -832,7 +947,10 @@ def _explain_conflict(exc, args):
         except Exception:
             spec = key
         who = f"{parent.name} {parent.version} needs" if parent is not None else "you asked for"
-        lines.append(f"{who} {spec}; this environment keeps {key} {pin}")
+        if _installed_as(key, pin):
+            lines.append(f"{who} {spec}; this environment keeps {key} {pin}")
+        else:
+            lines.append(f"{who} {spec}; the policy allows {key} only as {pin}")
         names.append(key)
     if not lines:
         return None
@@ -885,9 +1003,7 @@ def _patch_install(module):
             _state["target_dir"] = target
             if _state["error"] is not None and missing and not _override():
                 raise _fail_closed()
-            here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
-            if target is None and all(p is None or _touches(_real(p), _roots()) for p in here):
-                _take_snapshot(_load_policy())
+            _snapshot_for(options, target)
             from pip._internal.exceptions import DistributionNotFound
 
             try:
@@ -940,7 +1056,7 @@ def _removal_files(pathset):
         out.append(real)
         if os.path.isdir(real) and not os.path.islink(path):
             for folder, dirs, names in os.walk(real):
-                out += [_real(os.path.join(folder, n)) for n in dirs + names]
+                out += [os.path.join(folder, n) for n in dirs + names]
     return out
 
 
@@ -971,18 +1087,16 @@ def _judge_removal(policy, name, version, pathset):
 
 def _snapshot_paths(policy):
     """What build-time code must not change: the protected set, the vendor builds' files and
-    their folders (``__pycache__`` aside), the site and scripts folders."""
-    import os
-
+    their folders (``__pycache__`` aside), the site folders."""
     paths = set(_protected_table())
     for files in _vendor_files(policy).values():
+        paths.update(files)
         for path in files:
-            paths.add(path)
-            folder = os.path.dirname(path)
-            if os.path.basename(folder) != "__pycache__":
+            folder = path.rpartition("/")[0]
+            if not folder.endswith("/__pycache__"):
                 paths.add(folder)
     paths.update(_state["sites"])
-    return sorted(paths)
+    return list(paths)
 
 
 def _stat_all(paths):
@@ -996,6 +1110,16 @@ def _stat_all(paths):
         except OSError:
             out[path] = None
     return out
+
+
+def _snapshot_for(options, target):
+    """Take the build snapshot when this run installs into this interpreter (not a dry run,
+    not ``--target``, no ``--prefix``/``--root`` elsewhere: pip's build environments)."""
+    here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
+    if getattr(options, "dry_run", False) or target is not None:
+        return
+    if all(p is None or _touches(_real(p), _roots()) for p in here):
+        _take_snapshot(_load_policy())
 
 
 def _take_snapshot(policy):

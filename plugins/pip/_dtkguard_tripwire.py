@@ -1,4 +1,5 @@
-"""dtkguard's import tripwire: warn when a vendor build changed since `dtkguard guard install`.
+"""dtkguard's import tripwire: warn when a vendor build changed since the guard recorded it
+(`guard install`, or a restore, undo or approved install that left it matching).
 
 Installed by ``dtkguard guard install`` beside the pip hook. Standard library only, and only
 ``os`` and ``sys`` (already loaded at start-up). The hook's one ``.pth`` line inserts a tiny
@@ -100,7 +101,7 @@ def _message(found, restore):
             f"{os.path.basename(os.path.dirname(f))}/{os.path.basename(f)} ({w})"
             for f, w in files[:4]
         )
-        parts.append(f"{label} changed since `dtkguard guard install`: {shown}")
+        parts.append(f"{label} changed since the guard recorded it: {shown}")
     text = "dtkguard: " + "; ".join(parts) + "."
     if restore:
         text += f" Restore it with: {restore}"

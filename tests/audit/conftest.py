@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_in_process as run_cli  # noqa: F401 - the audit tests' runner
+from tests.support.elf import GALAXYHIP, write_elf
 from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_wheel
 
@@ -28,7 +29,8 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("wheelhouse")
     torch_files = {
         "torch/__init__.py": "from .version import __version__\n",
-        "torch/lib/libtorch_hip.so": b"\x7fELF" + bytes(range(256)) * 64,
+        # a real (hand-written) ELF shared object that links the DTK HIP runtime, 16 KiB
+        "torch/lib/libtorch_hip.so": write_elf((GALAXYHIP, "libc.so.6"), pad=16384),
     }
     build_wheel(
         dest,

@@ -38,7 +38,10 @@ def test_clobbered_site_fails_with_json(tmp_path, cache_env):
     assert {f["rule"] for f in data["findings"]} >= {"vendor-replaced", "torch-build"}
     result = dtkguard("check", "--path", str(site), "--fail-on", "critical", env=cache_env)
     assert result.returncode == 1
-    assert result.stdout.count("\n") == 3  # two findings and the summary, one line each
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("What happened: torch ")  # the answer first (issue 26)
+    details = lines[lines.index("Details:") + 1 :]
+    assert len(details) == 3  # then two findings and the summary, one line each
 
 
 def test_bad_policy_is_exit_2_one_line(tmp_path, cache_env):

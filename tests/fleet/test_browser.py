@@ -131,3 +131,54 @@ def test_failing_nodes_come_first(browser, page_file: Path):
     top = page.locator("h1").bounding_box()
     assert top["y"] < 200 and "FAIL" in page.locator("h1").inner_text()
     page.close()
+
+
+#: the brightest pixel of a screenshot (PNG bytes), decoded by the browser itself
+_BRIGHTEST = """async (data) => {
+    const img = new Image();
+    img.src = "data:image/png;base64," + data;
+    await img.decode();
+    const c = document.createElement("canvas");
+    c.width = img.width; c.height = img.height;
+    const g = c.getContext("2d");
+    g.drawImage(img, 0, 0);
+    const px = g.getImageData(0, 0, c.width, c.height).data;
+    let best = 0;
+    for (let i = 0; i < px.length; i += 4) {
+        best = Math.max(best, (px[i] + px[i + 1] + px[i + 2]) / 3);
+    }
+    return best;
+}"""
+
+
+def _edge(page, box, side: str) -> float:
+    """The brightest pixel of the 2 px at ``side`` of ``box``: white unless a shadow is there."""
+    import base64
+
+    x = box["x"] + (1 if side == "left" else box["width"] - 3)
+    top = max(box["y"], 0)
+    clip = {"x": x, "y": top, "width": 2, "height": min(box["y"] + box["height"], 900) - top}
+    shot = base64.b64encode(page.screenshot(clip=clip)).decode()
+    return page.evaluate(_BRIGHTEST, shot)  # draws on a canvas outside the page: no change
+
+
+def test_a_wide_table_shows_that_it_scrolls_at_phone_width(browser, page_file: Path):
+    """At 390 px the nodes table is wider than the screen: a shadow at its right edge says there
+    is more; scrolled to its end, the shadow is at the left edge instead. A table that fits
+    (at 1280 px) shows none."""
+    page = _open(browser, page_file, 390)
+    box_sel = "#nodes + .scroll"
+    assert page.eval_on_selector(box_sel, "e => e.scrollWidth > e.clientWidth + 50")
+    page.locator(box_sel).scroll_into_view_if_needed()
+    box = page.locator(box_sel).bounding_box()
+    assert _edge(page, box, "right") < 235 and _edge(page, box, "left") > 245
+    page.eval_on_selector(box_sel, "e => { e.scrollLeft = e.scrollWidth; }")
+    assert _edge(page, box, "right") > 245 and _edge(page, box, "left") < 235
+    page.close()
+    wide = _open(browser, page_file, 1280)
+    fits = "#common + .scroll"
+    assert wide.eval_on_selector(fits, "e => e.scrollWidth <= e.clientWidth")
+    wide.locator(fits).scroll_into_view_if_needed()
+    box = wide.locator(fits).bounding_box()
+    assert _edge(wide, box, "right") > 245 and _edge(wide, box, "left") > 245
+    wide.close()

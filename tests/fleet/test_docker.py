@@ -65,7 +65,9 @@ def image_root(tmp_path: Path) -> Path:
     return root
 
 
-def _gate(root: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def _gate(
+    root: Path, gate: Path = DOCKER / "gate.sh", **extra: str
+) -> subprocess.CompletedProcess[str]:
     """Run the gate the way the Dockerfile's last RUN does, against ``root``."""
     run = [rest for word, rest in _instructions() if word == "RUN" and "gate.sh" in rest]
     assert len(run) == 1
@@ -76,14 +78,13 @@ def _gate(root: Path, **extra: str) -> subprocess.CompletedProcess[str]:
         k: re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], v) for k, v in settings.items()
     }
     settings.pop("DTKGUARD_PYTHON")  # the image's python does not exist here: read the root
-    if "DTKGUARD_LOCK" not in extra:
-        settings.pop("DTKGUARD_LOCK")
+    assert "DTKGUARD_LOCK" not in settings  # the lock is optional: found beside gate.sh
+    if gate == DOCKER / "gate.sh":
+        extra.setdefault("DTKGUARD_LOCK", "")  # not a pylock.toml left in this checkout
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DTKGUARD", "PIP_"))}
     env.update(settings, DTKGUARD=f"{sys.executable} -m dtkguard", PYTHONPATH=str(REPO))
     env.update(DTKGUARD_ROOT=str(root), **extra)
-    return subprocess.run(
-        [str(DOCKER / "gate.sh")], env=env, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([str(gate)], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_dockerfile_has_the_three_steps():
@@ -98,15 +99,20 @@ def test_dockerfile_has_the_three_steps():
     assert runs[1].startswith("dtkguard guard install --python ${PYTHON}")
     assert runs[-1].endswith("/opt/dtkguard/gate.sh")
     copies = [rest.split() for word, rest in steps if word == "COPY"]
-    assert ["pylock.toml", "gate.sh", "/opt/dtkguard/"] in copies
+    assert ["gate.sh", "pylock.tom[l]", "/opt/dtkguard/"] in copies  # the lock when there is one
     assert ("ENV", "NO_COLOR=1") in steps
 
 
 def test_gate_passes_a_clean_image(image_root):
     proc = _gate(image_root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("dtkguard check: PASS (no findings) policy=dtk-25.04.1")
-    assert len(proc.stdout.splitlines()) == 1 and proc.stderr == ""
+    check, gate = proc.stdout.splitlines()
+    assert check.startswith("dtkguard check: PASS (no findings) policy=dtk-25.04.1")
+    assert gate == (
+        f"dtkguard gate: passed: checked {image_root} against policy dtk-25.04.1 "
+        "and no lock (drift not checked)"
+    )
+    assert proc.stderr == ""
 
 
 def test_gate_fails_the_build_with_one_line_a_finding(image_root):
@@ -124,6 +130,10 @@ def test_gate_fails_the_build_with_one_line_a_finding(image_root):
         ["CRITICAL", "vendor-replaced", "torch:"],
     ]
     assert lines[-1].startswith("dtkguard check: FAIL (3 critical)")
+    (last,) = proc.stderr.splitlines()  # the gate's line is the last one, saying what it checked
+    assert last.endswith(
+        f"checked {image_root} against policy dtk-25.04.1 and no lock (drift not checked)"
+    )
     assert "\x1b[" not in proc.stdout + proc.stderr  # no colour in a build log
     assert proc.stderr.startswith("dtkguard gate: policy violation, build stopped")
 
@@ -135,7 +145,7 @@ def test_gate_threshold_and_bad_policy(image_root):
     assert proc.returncode == 2
     first, second = proc.stderr.splitlines()
     assert first.startswith("dtkguard: error: ") and "/nonexistent/policy.toml" in first
-    assert second == "dtkguard gate: dtkguard could not check the image (exit 2)"
+    assert second.startswith("dtkguard gate: dtkguard could not check the image (exit 2): ")
 
 
 def test_gate_with_a_lock(image_root, tmp_path):
@@ -152,3 +162,26 @@ def test_gate_with_a_lock(image_root, tmp_path):
     assert any(
         line.split()[1:3] == ["drift-version", "numpy:"] for line in proc.stdout.splitlines()
     )
+
+
+def test_gate_finds_the_lock_beside_it_or_checks_without(image_root, tmp_path):
+    """The Dockerfile copies pylock.toml next to gate.sh only when the build context has one:
+    the gate uses it then, and checks the policy alone otherwise, saying which in its last line."""
+    import shutil
+
+    from tests.support.policies import load_policy
+
+    gate = tmp_path / "opt-dtkguard" / "gate.sh"
+    gate.parent.mkdir()
+    shutil.copy2(DOCKER / "gate.sh", gate)
+    without = _gate(image_root, gate)
+    assert without.returncode == 0, without.stderr
+    assert without.stdout.splitlines()[-1].endswith("and no lock (drift not checked)")
+    pins = {**load_policy("dtk-25.04.1").vendor, "numpy": "2.0.0", "transformers": "4.51.3"}
+    write_lock(gate.parent / "pylock.toml", pins)
+    found = _gate(image_root, gate)
+    assert found.returncode == 1, found.stdout + found.stderr  # numpy drifted from the lock
+    assert any(
+        line.split()[1:3] == ["drift-version", "numpy:"] for line in found.stdout.splitlines()
+    )
+    assert found.stderr.splitlines()[-1].endswith(f"and lock {gate.parent / 'pylock.toml'}")

@@ -79,7 +79,7 @@ class Engine:
         return {**extra, **{k: v for k, v in self.env.items() if k.startswith("DOCKER")}}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # shared with test_docker_node.py
 def engine():
     """The running test engine; started (and stopped) here when not up."""
     root("the test Docker engine")
@@ -103,7 +103,7 @@ def _build(docker: Engine, context: Path, tag: str, dockerfile: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once for test_docker_node.py too
 def images(engine, tmp_path_factory, vendor_wheelhouse, community_wheelhouse):
     """(clean DAS-like image, the same with community torch 2.4.1 in place of the vendor one)."""
     context = tmp_path_factory.mktemp("das-image")
@@ -166,9 +166,12 @@ def user_index(community_wheelhouse):
         yield server
 
 
-def _docker_build(engine: Engine, recipe: Path, base: str, layer: str | None = None):
+def _docker_build(
+    engine: Engine, recipe: Path, base: str, layer: str | None = None, *, lock: bool = True
+):
     """The README's build block as written: only the base, the tag and the network put in; with
-    ``layer``, the Dockerfile's "your layers go here" example replaced by it."""
+    ``layer``, the Dockerfile's "your layers go here" example replaced by it; ``lock=False``
+    without its ``cp`` of the lock (the lock is optional)."""
     dockerfile = DOCKER / "Dockerfile"
     text = dockerfile.read_text()
     if layer is not None:
@@ -178,6 +181,10 @@ def _docker_build(engine: Engine, recipe: Path, base: str, layer: str | None = N
     script = build_block()
     script, n = re.subn(r"--build-arg BASE=\S+", f"--build-arg BASE={base}", script)
     assert n == 1
+    if not lock:
+        (recipe / "plugins" / "docker" / "pylock.toml").unlink(missing_ok=True)
+        script, n = re.subn(r"^cp \S+ plugins/docker/pylock.toml\n", "", script, flags=re.M)
+        assert n == 1, script
     tag = f"dtkguard-test/recipe-{uuid.uuid4().hex[:8]}"
     script = script.replace("-t my-vllm", f"-t {tag}").replace(
         "docker build ", "docker build --network host "
@@ -240,3 +247,28 @@ def test_users_allowed_layer_builds(engine, images, recipe, user_index):
     assert proc.returncode == 0, log
     assert "Successfully installed accelerate-1.6.0" in log
     assert "dtkguard check: PASS" in log
+
+
+def test_clean_base_builds_without_a_lock(engine, images, recipe):
+    """No pylock.toml in the context: the gate checks the policy and the guard's baseline, and
+    its last line says so."""
+    proc = _docker_build(engine, recipe, images[0], lock=False)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert "dtkguard check: PASS" in log
+    gate = [line for line in log.splitlines() if line.startswith("dtkguard gate:")]
+    assert gate == [
+        "dtkguard gate: passed: checked /usr/bin/python3 against policy dtk-25.04.1, "
+        "the guard's baseline and no lock (drift not checked)"
+    ], log
+
+
+def test_community_torch_without_a_lock_fails_at_the_gate(engine, images, recipe):
+    proc = _docker_build(engine, recipe, images[1], lock=False)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log
+    assert _failed_step(log).endswith("/opt/dtkguard/gate.sh"), log
+    assert "CRITICAL vendor-replaced torch:" in log
+    assert (
+        "dtkguard gate: policy violation, build stopped (fix the findings above): checked " in log
+    )

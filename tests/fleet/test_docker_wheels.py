@@ -46,9 +46,9 @@ def test_readme_paths_agree_with_the_dockerfile():
     build = code_blocks(TITLE, "sh")[2]
     assert "cp pylock.vllm.toml plugins/docker/pylock.toml" in build
     assert build.rstrip().endswith(" plugins/docker")  # the context is the plugin directory
-    copy = next(line for line in dockerfile.splitlines() if line.startswith("COPY pylock.toml"))
-    for name in copy.split()[1:-1]:
-        assert (DOCKER / name).exists() or name == "pylock.toml", name
+    copy = next(line for line in dockerfile.splitlines() if line.startswith("COPY gate.sh"))
+    for name in copy.split()[1:-1]:  # pylock.tom[l]: the lock, when the context has one
+        assert (DOCKER / name).exists() or name == "pylock.tom[l]", name
     assert "/opt/dtkguard/gate.sh" in dockerfile.splitlines()[-1]
     assert "3.10" in IMAGE_PYTHONS and "PY=3.10" in checkout
 

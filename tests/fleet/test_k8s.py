@@ -4,6 +4,7 @@ on real and built /proc trees."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -190,7 +191,8 @@ def test_node_report_from_built_proc(tmp_path):
     assert finding["message"].startswith("[vllm-200/")
     fleet = merge([out / "dcu-07.json"])
     assert fleet.nodes[0].name == "dcu-07" and fleet.nodes[0].status == "fail"
-    assert "dcu-07: FAIL (2 containers, 1 findings)" in run.out
+    assert "dcu-07: FAIL (2 containers: 2 audited; 1 findings)" in run.out
+    assert report["facts"]["containers"] == 2 and report["facts"]["audited"] == 2
 
 
 def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path):
@@ -218,17 +220,60 @@ def test_unwritable_out_or_bad_node_name_is_one_exit_2_line(tmp_path):
     assert not (tmp_path / "escape.json").exists() and not (tmp_path / "r").exists()
 
 
-def test_unaudited_container_fails_the_node_unless_it_exited(tmp_path):
-    proc = _proc(tmp_path, {1: (0, Path("/")), 100: (1, tmp_path / "a")})
-    c = node.Container(100, str(tmp_path / "a"))
-    failed = node.combine("n", [(c, 2, None, "policy error")], proc=proc)
-    assert failed["verdict"] == "fail" and "not audited (exit 2)" in failed["warnings"][0]
-    gone = node.combine("n", [(node.Container(999, "/x"), 3, None, "")], proc=proc)
-    assert gone["verdict"] == "pass" and "exited during the audit" in gone["warnings"][0]
+def test_unaudited_container_fails_the_node_skipped_ones_do_not(tmp_path):
+    c = node.Container(100, str(tmp_path / "a"), pod="vllm")
+    failed = node.combine("n", [(c, node.Outcome(node.NOT_AUDITED, "not audited (exit 2): x", 2))])
+    assert failed["verdict"] == "fail" and failed["facts"]["not_audited"] == 1
+    (f,) = failed["findings"]
+    assert (f["rule"], f["severity"], f["subject"]) == ("container-unaudited", "high", "vllm")
+    denied = node.combine("n", [(c, node.Outcome(node.UNREADABLE, "cannot read"))], "critical")
+    assert denied["verdict"] == "fail"  # whatever --fail-on says: it was not checked
+    for status in (node.NO_PYTHON, node.EXITED):
+        skipped = node.combine("n", [(c, node.Outcome(status, "why"))], "info")
+        assert skipped["verdict"] == "pass", status  # an info finding, even at --fail-on info
+        assert [e["status"] for e in skipped["target"]["containers"]] == [status]
+        assert skipped["findings"][0]["rule"] == "container-skipped"
     empty = node.combine("n", [])
     assert empty["verdict"] == "pass" and empty["warnings"] == [
         "no container processes found on this node"
     ]
+
+
+def test_container_without_python_is_skipped_not_failed(tmp_path):
+    """A root without any Python distribution (pause, nginx, Go sidecars) is counted and
+    listed as such, with an info finding; the node passes."""
+    clean = _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041")
+    sidecar = tmp_path / "pause"
+    (sidecar / "bin").mkdir(parents=True)
+    (sidecar / "bin" / "pause").write_bytes(b"\x7fELF")
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, clean), 200: (1, sidecar)})
+    for command in ("check", "audit"):
+        run = run_in_process(
+            "report", "node", "--proc", str(proc), "--out", "-", "--node", "n", "--command", command
+        )
+        assert run.code == 0, run.err
+        report = json.loads(run.out)
+        assert report["verdict"] == "pass"
+        assert [(c["pid"], c["status"]) for c in report["target"]["containers"]] == [
+            (101, "audited"),
+            (200, "no-python"),
+        ]
+        why = report["target"]["containers"][1]["reason"]
+        assert why == "no Python environment: nothing to audit"
+        assert report["facts"] == {
+            "containers": 2, "audited": 1, "no_python": 1, "exited": 0, "unreadable": 0,
+            "not_audited": 0,
+        }  # fmt: skip
+        assert [(f["rule"], f["severity"]) for f in report["findings"]] == [
+            ("container-skipped", "info")
+        ]
+    fleet = merge([_write(tmp_path / "n.json", run.out)])
+    assert fleet.nodes[0].status == "ok" and fleet.nodes[0].containers["no_python"] == 1
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 def test_real_proc_finds_a_chrooted_process(tmp_path):
@@ -270,6 +315,39 @@ def test_report_node_passes_options_after_dashes_to_every_audit_and_needs_a_proc
     run = run_in_process(*base, "check", "--", "--policy", str(missing))
     report = json.loads(run.out)
     assert run.code == 1 and report["verdict"] == "fail"
-    assert "not audited (exit 2)" in report["warnings"][0] and str(missing) in report["warnings"][0]
+    (entry,) = report["target"]["containers"]
+    assert entry["status"] == "not-audited" and "not audited (exit 2)" in entry["reason"]
+    assert str(missing) in entry["reason"]
     nothing = run_in_process("report", "node", "--proc", str(tmp_path / "empty"), "--out", "-")
     assert nothing.code == 3 and nothing.err.count("\n") == 1 and "is hostPID set?" in nothing.err
+
+
+def test_a_process_whose_root_is_refused_is_an_unreadable_container(tmp_path, monkeypatch):
+    """/proc/PID/root refused (EACCES: no SYS_PTRACE) for a process whose cgroup names a
+    container: that container is listed as unreadable and fails the node; a refused host
+    process (no container in its cgroup) and a container read through another of its
+    processes are not."""
+    image = _image(tmp_path / "a", "2.4.1+das.opt1.dtk25041")
+    proc = _proc(tmp_path, {1: (0, Path("/")), 101: (1, image), 103: (101, image), 300: (1, image)})
+    (proc / "300" / "cgroup").write_text("0::/system.slice/sshd.service\n")  # a host process
+    (proc / "103" / "cgroup").write_text((proc / "101" / "cgroup").read_text())  # 101's container
+    refused = {str(proc / pid / "root") for pid in ("103", "300")}
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if str(path) in refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(node.os, "stat", stat)
+    assert [(c.pid, c.error) for c in node.container_processes(proc)] == [(101, "")]
+    refused.add(str(proc / "101" / "root"))  # now no process of that container can be read
+    (c,) = node.container_processes(proc)
+    assert (
+        c.pid == 101 and c.id == f"{101:064x}" and "Permission denied (needs SYS_PTRACE)" in c.error
+    )
+    report = node.combine(
+        "n", [(c, node.audit_container(c, proc, [], "check", [], tmp_path / "x"))]
+    )
+    assert report["verdict"] == "fail"
+    assert [e["status"] for e in report["target"]["containers"]] == ["unreadable"]

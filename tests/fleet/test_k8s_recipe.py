@@ -81,7 +81,7 @@ def _workdir(tmp_path: Path) -> Path:
 
 
 def test_readme_recipe_as_written(tmp_path):
-    (block,) = code_blocks("Kubernetes", "sh")
+    block = code_blocks("Kubernetes", "sh")[-1]
     clean = "2.4.1+das.opt1.dtk25041"
     env = _cluster(tmp_path, dict.fromkeys(NODES, clean))
     work = _workdir(tmp_path)
@@ -108,7 +108,7 @@ def test_readme_recipe_as_written(tmp_path):
 
 
 def test_readme_recipe_fails_on_a_drifted_node(tmp_path):
-    (block,) = code_blocks("Kubernetes", "sh")
+    block = code_blocks("Kubernetes", "sh")[-1]
     env = _cluster(tmp_path, {"dcu-01": "2.4.1+das.opt1.dtk25041", "dcu-02": "2.4.1"})
     work = _workdir(tmp_path)
     proc = run_shell(block, cwd=work, env=env, timeout=300)

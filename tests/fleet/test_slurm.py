@@ -171,10 +171,11 @@ def test_drift_from_the_lock(cluster, tmp_path):
 
 def test_readme_sbatch_line_as_written(cluster, tmp_path):
     """The README's line, with only the cluster's size and partition and the paths put in. Both
-    slurmd "nodes" run on one host and audit the same active environment: their reports differ
-    only by the node, which the merge must keep apart (not one "duplicate" and one "missing")."""
+    slurmd "nodes" run on one host and audit the same environment: their reports differ only
+    by the node, which the merge must keep apart (not one "duplicate" and one "missing").
+    dtkguard is on PATH from its own venv, and nothing is activated."""
     (line,) = code_blocks("Slurm fleet audit", "sh")
-    env_dir = tmp_path / "env"  # the environment active in the job (an activated venv)
+    env_dir = tmp_path / "env"  # the environment to audit, named by DTKGUARD_PYTHON
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     (site,) = env_dir.glob("lib/python3*/site-packages")
     _clean(site)
@@ -182,12 +183,14 @@ def test_readme_sbatch_line_as_written(cluster, tmp_path):
     script = line.replace("-N 64 -p k100ai", "-N 2 -p debug")
     script = script.replace("/public/locks/pylock.vllm.toml", str(lock))
     script = script.replace("/public/audit/", f"{tmp_path}/audit/")
-    assert script.count(str(tmp_path)) == 2, script
+    script = script.replace("/opt/conda/bin/python", str(env_dir / "bin" / "python"))
+    assert script.count(str(tmp_path)) == 3, script
     (tmp_path / "plugins" / "slurm").mkdir(parents=True)
     shutil.copy2(SBATCH, tmp_path / "plugins" / "slurm" / "audit.sbatch")
-    env = dict(os.environ, SLURM_CONF=cluster, VIRTUAL_ENV=str(env_dir))
+    env = dict(os.environ, SLURM_CONF=cluster)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # dtkguard on PATH
-    env.pop("DTKGUARD_POLICY", None)
+    for name in ("DTKGUARD_POLICY", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH"):
+        env.pop(name, None)
     proc = run_shell(script, cwd=tmp_path, env=env, timeout=300)
     (out,) = tmp_path.glob("slurm-*.out")
     assert proc.returncode == 0, proc.stdout + proc.stderr + out.read_text()
@@ -199,3 +202,26 @@ def test_readme_sbatch_line_as_written(cluster, tmp_path):
     for name in ("n1", "n2"):
         report = json.loads((reports / "nodes" / f"{name}.json").read_text())
         assert report["node"] == name and report["target"]["python"].startswith(str(env_dir))
+
+
+def test_readme_line_without_a_target_stops_and_says_so(cluster, tmp_path):
+    """dtkguard in its own venv, nothing activated, no DTKGUARD_PYTHON: the job would audit
+    dtkguard's own venv on every node; it exits 2 before srun instead, naming the setting."""
+    (line,) = code_blocks("Slurm fleet audit", "sh")
+    script = line.replace("-N 64 -p k100ai", "-N 2 -p debug")
+    script = script.replace("DTKGUARD_PYTHON=/opt/conda/bin/python,", "")
+    script = script.replace("/public/locks/pylock.vllm.toml", str(tmp_path / "no-lock.toml"))
+    script = script.replace("/public/audit/", f"{tmp_path}/audit/")
+    (tmp_path / "plugins" / "slurm").mkdir(parents=True)
+    shutil.copy2(SBATCH, tmp_path / "plugins" / "slurm" / "audit.sbatch")
+    env = dict(os.environ, SLURM_CONF=cluster)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    for name in ("DTKGUARD_POLICY", "VIRTUAL_ENV", "CONDA_PREFIX", "DTKGUARD_TARGET"):
+        env.pop(name, None)
+    proc = run_shell(script, cwd=tmp_path, env=env, timeout=300)
+    (out,) = tmp_path.glob("slurm-*.out")
+    log = out.read_text()
+    assert proc.returncode == 2, proc.stdout + proc.stderr + log
+    assert "fleet clean" not in proc.stdout
+    assert "audit.sbatch: no target: set DTKGUARD_PYTHON" in log
+    assert not (tmp_path / "audit").exists()  # stopped before anything was audited or written

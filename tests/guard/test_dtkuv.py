@@ -212,6 +212,11 @@ def test_dtkuv_install_is_a_transaction_that_undo_reverts(
     [txn] = json.loads(history.stdout)
     assert txn["tool"] == "dtkuv" and txn["state"] == "committed"
     assert "accelerate" in txn["after"] and "accelerate" not in txn["before"]
-    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    # approved: the baseline follows it, so restore keeps it (issue 26)
+    assert "accelerate" in json.loads(g.store.baseline.read_text())["dists"]
+    plan = g.dtkguard("restore", "--python", str(g.venv.python), "--dry-run")
+    assert "nothing to do" in plan.stdout, plan.stdout
+    proc = g.dtkguard("undo", "--python", str(g.venv.python), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == before
+    assert "accelerate" not in json.loads(g.store.baseline.read_text())["dists"]

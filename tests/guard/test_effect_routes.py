@@ -297,3 +297,21 @@ def test_upgrading_pip_to_a_supported_pip_keeps_the_guard(
     torch = next(community_wheelhouse.glob("torch-2.6.0-*.whl"))
     proc = g.pip("install", "--no-deps", str(torch))
     _refused(g, before, proc, "vendor-replaced")
+
+
+def test_missing_protected_copy_fails_closed(guarded: Guarded) -> None:
+    copy = guarded.venv.site_packages / "_dtkguard_protected.py"
+    pycache = list((guarded.venv.site_packages / "__pycache__").glob("_dtkguard_protected.*"))
+    saved = {p: p.read_bytes() for p in [copy, *pycache]}
+    try:
+        for p in saved:
+            p.unlink()
+        before = guarded.venv.snapshot()
+        proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
+        assert proc.returncode == 1 and "protected-set module" in proc.stderr, proc.stderr
+        proc = guarded.pip("uninstall", "-y", "filelock")
+        assert proc.returncode == 1 and "protected-set module" in proc.stderr, proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+    finally:
+        for p, data in saved.items():
+            p.write_bytes(data)

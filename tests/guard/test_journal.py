@@ -40,7 +40,7 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     text = g.dtkguard("history", "--python", str(g.venv.python)).stdout
     assert "(rev 1)  dtkpip install" in text and "+accelerate-1.6.0" in text
 
-    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    proc = g.dtkguard("undo", "--python", str(g.venv.python), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "remove accelerate 1.6.0" in proc.stdout
     assert g.venv.installed() == before_set
@@ -52,7 +52,7 @@ def test_undo_after_allowed_install_returns_exact_previous_set(fresh: Guarded) -
     assert txns[1]["undoes"] == 1 and txns[1]["tool"] == "dtkguard undo"
     # the undo is a transaction: undoing it installs accelerate again, from the kept files,
     # byte for byte (its dependencies again without a REQUESTED marker)
-    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    proc = g.dtkguard("undo", "--python", str(g.venv.python), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == after_set
     assert changed(after, files(g)) == []
@@ -65,7 +65,7 @@ def test_undo_of_an_upgrade_puts_the_old_files_back(fresh: Guarded) -> None:
     proc = g.dtkpip("install", "--no-index", "-f", str(g.extra), "pins-torch==2.0", "--no-deps")
     assert proc.returncode == 0, proc.stderr
     assert g.venv.installed()["pins-torch"] == "2.0"
-    proc = g.dtkguard("undo", "--python", str(g.venv.python))
+    proc = g.dtkguard("undo", "--python", str(g.venv.python), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pins-torch 2.0 back to 1.0" in proc.stdout
     assert changed(before, files(g)) == []

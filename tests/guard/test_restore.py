@@ -28,7 +28,8 @@ def files(g: Guarded) -> dict[str, str]:
 
 
 def restore(g: Guarded, *args: str):
-    return g.dtkguard("restore", "--python", str(g.venv.python), *args)
+    """``dtkguard restore`` as a script runs it (``--yes``: no terminal to ask on)."""
+    return g.dtkguard("restore", "--python", str(g.venv.python), "--yes", *args)
 
 
 def verify_clean(g: Guarded) -> None:
@@ -78,7 +79,7 @@ def test_vllm_092_clobber_is_restored(env: Guarded) -> None:
     # exactly the command the baseline (and so check and the tripwire) names
     named = json.loads(g.store.baseline.read_text())["restore"]
     assert named == f"dtkguard restore --python {g.venv.python}"
-    proc = g.dtkguard(*named.split()[1:])
+    proc = g.dtkguard(*named.split()[1:], "--yes")  # a script: no terminal to ask on
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matches its baseline again" in proc.stdout
     assert_back(g, before, before_set)
@@ -247,7 +248,7 @@ def test_restore_killed_mid_way_and_run_again_ends_clean(env: Guarded, tmp_path:
     clobbered_files, clobbered = files(g), g.venv.installed()
     armed.touch()
     env = hermetic_env(PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    cmd = command("restore", "--python", g.venv.python)
+    cmd = command("restore", "--python", g.venv.python, "--yes")
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -368,15 +369,19 @@ def test_other_packages_come_back_from_the_journal(env: Guarded) -> None:
     other = "2024.12.0" if before_set["fsspec"] != "2024.12.0" else "2026.9.0"
     proc = g.dtkpip("install", *g.index_args, "--no-deps", f"fsspec=={other}")
     assert proc.returncode == 0, proc.stderr
-    proc = restore(g, "--dry-run")
+    # an approved change moved the baseline: nothing to restore, unless to `guard install`
+    assert "nothing to do" in restore(g, "--dry-run").stdout
+    proc = restore(g, "--dry-run", "--to", "guard-install")
     assert "from the journal (transaction 1)" in proc.stdout, proc.stdout
     assert "RECORD, file by file" in proc.stdout
     proc = g.dtkguard(
-        "restore", "--python", str(g.venv.python),
+        "restore", "--python", str(g.venv.python), "--to", "guard-install", "--yes",
         env=hermetic_env(PIP_NO_INDEX="1"),  # no index at all: only the journal can help
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert_back(g, before, before_set)
+    # and the baseline is back at `guard install` too: a plain restore has nothing to do
+    assert "nothing to do" in restore(g, "--dry-run").stdout
 
 
 def test_builds_installed_from_a_path_come_back_from_it(

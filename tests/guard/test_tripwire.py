@@ -66,7 +66,7 @@ def test_a_changed_file_is_named_and_only_once(tmp_path: Path, capsys, monkeypat
     (tmp_path / "torch" / "__init__.py").write_text("x = 22\n")
     trip.tripwire("torch", str(text_file))
     err = capsys.readouterr().err
-    assert "torch 1+das changed since `dtkguard guard install`: torch/__init__.py (modified)" in err
+    assert "torch 1+das changed since the guard recorded it: torch/__init__.py (modified)" in err
     assert "dtkguard restore --python /p/bin/python" in err
     trip.tripwire("torch", str(text_file))  # a second import attempt stays quiet
     assert capsys.readouterr().err == ""

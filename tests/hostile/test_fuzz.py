@@ -1,5 +1,6 @@
 """Bounded fuzz of every parser of untrusted input: mutated policies, locks, safetensors and
-GGUF headers, pickles, node reports (through the real CLI, in process, so a traceback is an
+GGUF headers, pickles, ELF shared objects (in a dist and inside a wheel), node reports
+(through the real CLI, in process, so a traceback is an
 exception that escapes `main`) and policy cache entries (which must always be misses).
 
 Every case must end with an exit code of 0, 1, 2 or 3. The seed is fixed, so a failure names
@@ -9,10 +10,12 @@ its case and reproduces. The normal run does `CASES` cases per format; ``-m fuzz
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import random
 import struct
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -70,6 +73,21 @@ def _gguf() -> bytes:
     return b"GGUF" + struct.pack("<IQQ", 3, 1, 2) + kv + tensor + b"\0" * 256
 
 
+def _elf_seed(tmp: Path) -> bytes:
+    """A real shared object (gcc) that needs the stub libcudart.so.12."""
+    from tests.support.elf import CUDART, build_shared
+
+    return build_shared(tmp / "elf-seed" / "cuda.so", (CUDART,)).read_bytes()
+
+
+def _elf_dist(site: Path) -> None:
+    """The dist-info that ships the fuzzed ``site/pkg/_C.so``."""
+    info = site / "pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\n")
+    (info / "RECORD").write_text("pkg/_C.so,,\npkg-1.0.dist-info/METADATA,,\n")
+
+
 def _seeds(tmp: Path) -> dict[str, tuple[str, bytes]]:
     """format -> (file name, valid bytes)."""
     lock = write_lock(tmp / "seed.toml", {"torch": "2.4.1+das.opt1.dtk25041", "vllm": "0.8.5"})
@@ -88,6 +106,7 @@ def _seeds(tmp: Path) -> dict[str, tuple[str, bytes]]:
         "gguf": ("model.gguf", _gguf()),
         "pickle": ("pytorch_model.bin", pickled),
         "report": ("node.json", json.dumps(report).encode()),
+        "elf": ("site/pkg/_C.so", _elf_seed(tmp)),
     }
 
 
@@ -98,6 +117,8 @@ def _argv(fmt: str, path: Path, out: Path) -> list[str]:
         return ["export", "requirements", str(path), "-o", str(out)]
     if fmt == "report":
         return ["report", "merge", str(path), "-f", "json", "-o", str(out)]
+    if fmt == "elf":
+        return ["check", "--path", str(path.parents[1]), "-f", "json", "-o", str(out)]
     return ["scan-model", str(path), "-f", "json", "-o", str(out)]
 
 
@@ -112,7 +133,10 @@ def _run(fmt: str, cases: int, tmp: Path, monkeypatch) -> dict[int, int]:
         folder = tmp / f"{fmt}-{case}"
         folder.mkdir()
         path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_mutate(rng, seed) if case else seed)
+        if fmt == "elf":
+            _elf_dist(folder / "site")
         try:
             result = run_in_process(*_argv(fmt, path, folder / "out"))
         except BaseException as exc:
@@ -126,7 +150,7 @@ def _run(fmt: str, cases: int, tmp: Path, monkeypatch) -> dict[int, int]:
     return codes
 
 
-FORMATS = ["policy", "lock", "safetensors", "gguf", "pickle", "report"]
+FORMATS = ["policy", "lock", "safetensors", "gguf", "pickle", "report", "elf"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -168,3 +192,24 @@ def test_fuzz_policy_cache(tmp_path, monkeypatch):
 @pytest.mark.fuzz
 def test_fuzz_policy_cache_long(tmp_path, monkeypatch):
     _run_cache(LONG_CASES, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_fuzz_elf_wheel_members(method, tmp_path):
+    """Mutated shared objects inside a wheel, read as the pip hook reads them: every member is
+    judged or refused in words, never raised."""
+    from dtkguard import elf
+
+    seed = _elf_seed(tmp_path)
+    rng = random.Random(f"{SEED}:elf-member:{method}")
+    for case in range(CASES):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr(zipfile.ZipInfo("pkg/_C.so"), _mutate(rng, seed), compress_type=method)
+        with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as zf:
+            try:
+                found = elf.wheel_linkages(zf)
+            except BaseException as exc:
+                raise AssertionError(f"elf member case {case} (seed {SEED}): {exc!r}") from exc
+        for _, linkage, error in found:
+            assert (linkage is None) == bool(error), (case, error)

@@ -94,7 +94,9 @@ def test_fail_on_threshold_changes_exit_code():
 
 def test_plain_table_is_one_line_per_finding():
     lines = render(report(), "table", color=False).splitlines()
-    assert lines[0].startswith("CRITICAL vendor-replaced torch: ")
+    details = lines[lines.index("Details:") + 1 :]
+    assert details[0].startswith("CRITICAL vendor-replaced torch: ")
+    assert len(details) == len(report().findings) + 1
     assert lines[-1].startswith("dtkguard check: FAIL (1 critical, 1 medium, 1 low)")
     assert "\x1b[" not in "".join(lines)
 
@@ -131,6 +133,7 @@ def test_narrow_terminal_gets_blocks_with_whole_commands(monkeypatch, columns):
         LONG_FIX,
     )
     lines = _plain(render(report([finding, *FINDINGS[1:]]), "table", color=True))
+    lines = lines[lines.index("Details:") + 1 :]  # the answer and the groups come first
     assert lines[0] == "CRITICAL vendor-replaced torch"
     assert lines[1] == "  torch 2.7.0 replaced the vendor build"
     assert lines[2] == f"  fix: {LONG_FIX}"  # one piece, longer than the terminal: copyable

@@ -147,7 +147,7 @@ def test_exception_names_are_normalised(tmp_path):
 def test_every_family_module_declares_its_rules_once():
     import importlib
 
-    from dtkguard.rules.catalog import FAMILIES, GUARD_RULES, HOUSEKEEPING, all_rules
+    from dtkguard.rules.catalog import FAMILIES, GUARD_RULES, HOUSEKEEPING, NODE_RULES, all_rules
 
     ids: list[str] = []
     for family, module in FAMILIES.items():
@@ -155,6 +155,6 @@ def test_every_family_module_declares_its_rules_once():
         assert callable(mod.check), module
         assert mod.RULES and {r.family for r in mod.RULES} == {family}, module
         ids += [r.id for r in mod.RULES]
-    ids += [r.id for r in (*GUARD_RULES, *HOUSEKEEPING)]
+    ids += [r.id for r in (*GUARD_RULES, *NODE_RULES, *HOUSEKEEPING)]
     assert len(ids) == len(set(ids)) == len(all_rules())
     assert all(r.family for r in all_rules().values())

@@ -1,0 +1,161 @@
+"""The native code of an environment: every ELF file its distributions ship, and what it links.
+
+A dist's binaries are the RECORD rows that look like shared objects (``*.so``, ``*.so.N``;
+extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) and start with
+the ELF magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
+segment, names), inside the target's root, a final symlink not followed. A file that cannot be
+read or is not acceptable ELF is kept with the reason, so the rule can say so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from dtkguard.elf import ElfError, Linkage, is_elf, parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.dist import Dist
+    from dtkguard.env.environment import Environment
+    from dtkguard.env.root import Root
+
+#: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``
+_SHARED = re.compile(r"\.so(?:\.[0-9][0-9.]*)?$")
+#: RECORD rows read for one dist at most (torch has about 20,000)
+MAX_ROWS = 200_000
+
+
+def looks_shared(path: str) -> bool:
+    """Is ``path`` named like a shared object (an extension module or a library)?"""
+    return bool(_SHARED.search(path.rsplit("/", 1)[-1]))
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One ELF file of a dist: its path as the target sees it, and what it links."""
+
+    dist: str
+    version: str
+    #: the path as the target sees it
+    path: str
+    #: the path in the dist's RECORD (relative to its site)
+    rel: str
+    linkage: Linkage | None = None
+    #: why it could not be read (``linkage`` is None)
+    error: str = ""
+
+
+def shared_rows(dist: Dist) -> list[str]:
+    """The RECORD paths of ``dist`` named like shared objects."""
+    from dtkguard.env.record import rows_of
+    from dtkguard.util.safe_read import read_head
+
+    record = dist.record
+    if record is None:
+        return []
+    try:
+        text = read_head(record, 64 << 20, follow=False).decode("utf-8", "replace")
+    except OSError:
+        return []
+    out = []
+    for n, row in enumerate(rows_of(text)):
+        if n >= MAX_ROWS:
+            break
+        if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
+            out.append(row[0])
+    return out
+
+
+def read_binary(host: str) -> Linkage | None:
+    """The `Linkage` of ``host``; None when it is not an ELF file at all (a data file named
+    ``.so``); `OSError` or `ElfError` when it cannot be read or is hostile."""
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(host, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ElfError("not a regular file")
+        if not is_elf(os.pread(fd, 4, 0)):
+            return None
+        return parse(lambda offset, n: os.pread(fd, n, offset), st.st_size)
+    finally:
+        os.close(fd)
+
+
+def _host(root: Root, site: str, rel: str) -> str | None:
+    """The host path of RECORD row ``rel`` of a dist in ``site``; None outside the root."""
+    from dtkguard.env.root import ConfinementError
+
+    inner = os.path.normpath(os.path.join(root.inner(site), rel))
+    if root.is_host:
+        return inner
+    try:
+        host = root.resolve(os.path.dirname(inner))
+    except ConfinementError:
+        return None
+    return os.path.join(host, os.path.basename(inner))
+
+
+def dist_binaries(dist: Dist) -> list[Binary]:
+    """Every ELF file ``dist`` ships, read."""
+    out = []
+    for rel in shared_rows(dist):
+        host = _host(dist.root, str(dist.site), rel)
+        inner = os.path.normpath(os.path.join(dist.root.inner(dist.site), rel))
+        label = (dist.name, dist.version, inner, rel)
+        if host is None:
+            out.append(Binary(*label, None, "its path leaves the target's root"))
+            continue
+        try:
+            linkage = read_binary(host)
+        except FileNotFoundError:
+            continue  # missing files are the files family's finding
+        except OSError as exc:
+            out.append(Binary(*label, None, exc.strerror or str(exc)))
+            continue
+        except ElfError as exc:
+            out.append(Binary(*label, None, str(exc)))
+            continue
+        if linkage is not None:
+            out.append(Binary(*label, linkage))
+    return out
+
+
+def env_binaries(env: Environment) -> list[Binary]:
+    """Every ELF file of every dist of ``env``, computed once per environment."""
+    cached = getattr(env, "_binaries", None)
+    if cached is None:
+        cached = [b for dist in env for b in dist_binaries(dist)]
+        env._binaries = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> list:
+    """`dtkguard.decision.Problem` s of installing the wheel ``wheel`` of dist ``name``: each
+    shared-object member judged by what it links (`dtkguard.decision.judge_binary`); a member
+    that cannot be read is a ``binary-unreadable`` problem (medium: a warning)."""
+    import zipfile
+
+    from dtkguard.decision import Problem, canonical, judge_binary
+    from dtkguard.elf import wheel_linkages
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            members = wheel_linkages(zf)
+    except (OSError, zipfile.BadZipFile) as exc:
+        why = f"{os.fspath(wheel)} cannot be opened as a wheel ({exc})"
+        return [Problem("binary-unreadable", "medium", canonical(name), why, {})]
+    out = []
+    for member, linkage, error in members:
+        if linkage is None:
+            why = f"{member} of {name} could not be judged: {error}"
+            out.append(
+                Problem("binary-unreadable", "medium", canonical(name), why, {"file": member})
+            )
+            continue
+        out += judge_binary(policy, name, member, linkage.needed, linkage.soname)
+    return out
