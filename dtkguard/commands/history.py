@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             from dtkguard.errors import InputError
 
             raise InputError("must be 0 or more", field="--prune")
-        from dtkguard.recover.history import human_size
+        from dtkguard.recover.vault import human_size
 
         pruned = journal.prune(lay.journal, args.prune)
         for txn, files, size in pruned:
