@@ -49,7 +49,7 @@ def happened(fleet: Fleet) -> list[str]:
         subjects = ", ".join(_cell(c["subject"]) for c in items[:DRIFT_SHOWN])
         more = " …" if len(items) > DRIFT_SHOWN else ""
         nodes = max(c["nodes"] for c in items)
-        out.append(f"- `{rule}` ({severity}) on {nodes} node(s): {subjects}{more}")
+        out.append(f"- {_cell(rule)} ({_cell(severity)}) on {nodes} node(s): {subjects}{more}")
     return out
 
 
