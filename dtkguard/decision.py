@@ -512,17 +512,23 @@ def judge_removals(policy, name, paths, facts, replacement=None):
 # -- the vendor builds keep what they need -------------------------------------------------
 
 
-def vendor_deps_broken(requires, versions, requirement, environment=None):
+def vendor_deps_broken(requires, versions, requirement, environment=None, pins=None):
     """{(vendor, dependency): why} for every ``Requires-Dist`` of a vendor build that
     ``versions`` ({canonical name: version} of the environment) does not satisfy.
 
     ``requires``: {vendor name: [Requires-Dist strings]}; ``requirement``: a PEP 508 parser
     with packaging's interface (``packaging.requirements.Requirement``, or pip's vendored
     copy inside the hook). Extras' requirements and unmet markers do not count;
-    ``environment`` overrides marker variables (``python_version`` of the target)."""
+    ``environment`` overrides marker variables (``python_version`` of the target); with
+    ``pins`` ({vendor name: pinned version}, the policy's ``vendor``), only a dist that is the
+    pinned build counts as a vendor build (a community torch is judged as ``vendor-replaced``,
+    not by its own requirements)."""
     out = {}
     for vendor, texts in sorted(requires.items()):
-        if canonical(vendor) not in versions:
+        key = canonical(vendor)
+        if key not in versions:
+            continue
+        if pins is not None and not same_version(versions[key], pins.get(key)):
             continue
         for text in texts:
             try:
@@ -548,12 +554,13 @@ def vendor_deps_broken(requires, versions, requirement, environment=None):
     return out
 
 
-def judge_vendor_deps(requires, after, requirement, before=None, environment=None):
+def judge_vendor_deps(requires, after, requirement, before=None, environment=None, pins=None):
     """``vendor-deps-broken`` (high) for each vendor requirement the environment ``after`` a
-    change leaves unsatisfied; with ``before``, only those the change breaks."""
-    broken = vendor_deps_broken(requires, after, requirement, environment)
+    change leaves unsatisfied; with ``before``, only those the change breaks; ``pins`` as for
+    `vendor_deps_broken`."""
+    broken = vendor_deps_broken(requires, after, requirement, environment, pins)
     if before is not None:
-        old = vendor_deps_broken(requires, before, requirement, environment)
+        old = vendor_deps_broken(requires, before, requirement, environment, pins)
         broken = {k: v for k, v in broken.items() if k not in old}
     out = []
     for (vendor, dep), why in sorted(broken.items()):

@@ -85,6 +85,24 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     yield from deps_check(ctx)
 
 
+def _baseline_versions(ctx: CheckContext) -> dict[str, str] | None:
+    """{name: version} of the guard's baseline (None: none readable). A vendor requirement
+    already unmet when the env was guarded is the image's own state, not a change's: only what
+    broke since is reported."""
+    from dtkguard.env.baseline import load
+    from dtkguard.errors import InputError
+    from dtkguard.rules.baseline import baseline_files
+
+    for _, host in baseline_files(ctx.env):
+        try:
+            data = load(host)
+        except InputError:
+            return None
+        if data:
+            return {k: str(v.get("version")) for k, v in (data.get("dists") or {}).items()}
+    return None
+
+
 def deps_check(ctx: CheckContext) -> Iterator[Finding]:
     """``vendor-deps-broken``: every installed vendor build's Requires-Dist is met."""
     from packaging.requirements import Requirement
@@ -98,7 +116,9 @@ def deps_check(ctx: CheckContext) -> Iterator[Finding]:
     versions = {k: d.version for k, d in dists.items()}
     python = getattr(ctx.env.target, "python_version", None)
     marks = {"python_version": ".".join(str(python).split(".")[:2])} if python else None
-    for p in judge_vendor_deps(requires, versions, Requirement, environment=marks):
+    pins = {k: ctx.policy.vendor_build(d.name) for k, d in dists.items()}
+    before = _baseline_versions(ctx)
+    for p in judge_vendor_deps(requires, versions, Requirement, before, marks, pins):
         vendor = dists[p.evidence["vendor"]]
         dep = p.evidence["dependency"]
         yield Finding(

@@ -825,7 +825,12 @@ def _vendor_deps(policy, after):
     except ImportError:  # pip without its vendored packaging: judged by `check` instead
         return []
     before = {k: v for k, (v, _) in _installed().items()}
-    return _state["decision"].judge_vendor_deps(_requires(policy), after, Requirement, before)
+    recorded = _baseline().get("dists")
+    if isinstance(recorded, dict) and recorded:  # only what broke since guard install (as check)
+        before = {k: str(d.get("version")) for k, d in recorded.items() if isinstance(d, dict)}
+    return _state["decision"].judge_vendor_deps(
+        _requires(policy), after, Requirement, before, pins=policy["vendor"]
+    )
 
 
 def judge(policy, items, files=None, removals=(), effects=None):
