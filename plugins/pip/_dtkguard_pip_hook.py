@@ -801,8 +801,10 @@ def _requires(policy):
         import os
 
         out = {}
-        for key, (_, info) in _installed().items():
-            if key not in policy["vendor"] or not info.endswith(".dist-info"):
+        same = _state["decision"].same_version
+        for key, (version, info) in _installed().items():
+            # only the vendor build's own requirements: a community build of that name is not it
+            if not same(version, policy["vendor"].get(key)) or not info.endswith(".dist-info"):
                 continue
             try:
                 with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
