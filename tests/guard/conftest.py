@@ -137,9 +137,15 @@ def build_guarded(
     """``build_guarded(path, pip_version=newest)``: a venv at ``path`` with the vendor builds,
     guarded by `guard install`."""
 
-    def build(path: Path, pip_version: str = PIP_VERSIONS[-1]) -> Guarded:
+    def build(path: Path, pip_version: str = PIP_VERSIONS[-1], with_vllm: bool = True) -> Guarded:
         return _build(
-            path, pip_version, guard_policy, vendor_wheelhouse, public_dir, extra_wheelhouse
+            path,
+            pip_version,
+            guard_policy,
+            vendor_wheelhouse,
+            public_dir,
+            extra_wheelhouse,
+            with_vllm=with_vllm,
         )
 
     return build

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,14 @@ from tests.guard.test_restore import files
 from tests.support.venvs import hermetic_env
 
 pytestmark = pytest.mark.wheel_cache
+
+
+@pytest.fixture
+def fresh(pip_version: str, tmp_path: Path, build_guarded: Callable[..., Guarded]) -> Guarded:
+    """A new guarded venv without the vendor vllm: the fixture installs vllm without its ~40
+    requirements, and undoing an install that happened to bring one of them (pyyaml) is rightly
+    refused as vendor-deps-broken; these cases are about the journal, not that rule."""
+    return build_guarded(tmp_path / "venv", pip_version, with_vllm=False)
 
 
 def _history(g: Guarded) -> list[dict]:
