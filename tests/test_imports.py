@@ -51,7 +51,9 @@ def _heavy(modules: set[str]) -> list[str]:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """A hermetic environment with its own policy cache (so the first run is a miss)."""
-    return hermetic_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return hermetic_env(
+        XDG_CACHE_HOME=str(tmp_path / "cache"), DTKGUARD_CACHE_DIR=str(tmp_path / "cache" / "d")
+    )
 
 
 def test_help_loads_no_heavy_module(env: dict[str, str]) -> None:
