@@ -97,17 +97,20 @@ def test_failed_pip_run_is_rolled_back(fresh: Guarded, tmp_path: Path) -> None:
 def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     """A transaction left open (its process killed after pip ran) is rolled back first."""
     g = fresh
+    # what the killed run removes is a package no vendor build needs (removing filelock is
+    # rightly refused: the vendor torch requires it)
+    g.venv.pip("install", "--no-index", "-f", str(g.extra), "pins-torch==1.0")
     before = files(g)
     code = (
         "import os,subprocess,sys;from dtkguard.guard import journal;"
         "cm=journal.transaction(sys.argv[1],'test',['kill-me']);cm.__enter__();"
-        "subprocess.run([sys.argv[1],'-m','pip','uninstall','-y','filelock'],check=True);"
+        "subprocess.run([sys.argv[1],'-m','pip','uninstall','-y','pins-torch'],check=True);"
         "os.kill(os.getpid(),9)"
     )
     env = hermetic_env(PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     proc = subprocess.run([sys.executable, "-c", code, str(g.venv.python)], env=env)
     assert proc.returncode == -9
-    assert "filelock" not in g.venv.installed()
+    assert "pins-torch" not in g.venv.installed()
     hist = g.dtkguard("history", "--python", str(g.venv.python))
     assert "did not finish; rolling the environment back" in hist.stderr
     assert changed(before, files(g)) == []
