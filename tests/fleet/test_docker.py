@@ -112,7 +112,7 @@ def test_gate_passes_a_clean_image(image_root):
         f"dtkguard gate: passed: checked {image_root} against policy dtk-25.04.1 "
         "and no lock (drift not checked)"
     )
-    assert proc.stderr == ""
+    assert proc.stderr == f"dtkguard check: judged {image_root} (--root)\n"
 
 
 def test_gate_fails_the_build_with_one_line_a_finding(image_root):
@@ -124,18 +124,25 @@ def test_gate_fails_the_build_with_one_line_a_finding(image_root):
     proc = _gate(image_root)
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
-    assert [line.split()[:3] for line in lines[:-1]] == [
+    # the answer first (what happened), then the findings grouped, then one line a finding
+    assert lines[0] == (
+        "What happened: torch 2.4.1+das.opt1.dtk25041 replaced by community 2.4.1; "
+        "2 nvidia-* wheel(s) added"
+    )
+    details = lines[lines.index("Details:") + 1 : -1]
+    assert [line.split()[:3] for line in details] == [
         ["CRITICAL", "denied-package", "nvidia-cudnn-cu12:"],
         ["CRITICAL", "denied-package", "nvidia-nccl-cu12:"],
         ["CRITICAL", "vendor-replaced", "torch:"],
     ]
     assert lines[-1].startswith("dtkguard check: FAIL (3 critical)")
-    (last,) = proc.stderr.splitlines()  # the gate's line is the last one, saying what it checked
+    judged, last = proc.stderr.splitlines()  # the gate's line is the last one: what it checked
+    assert judged == f"dtkguard check: judged {image_root} (--root)"
     assert last.endswith(
         f"checked {image_root} against policy dtk-25.04.1 and no lock (drift not checked)"
     )
     assert "\x1b[" not in proc.stdout + proc.stderr  # no colour in a build log
-    assert proc.stderr.startswith("dtkguard gate: policy violation, build stopped")
+    assert last.startswith("dtkguard gate: policy violation, build stopped")
 
 
 def test_gate_threshold_and_bad_policy(image_root):
