@@ -213,7 +213,8 @@ def test_community_torch_in_the_base_fails_at_the_gate(engine, images, recipe):
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0, log
     assert _failed_step(log).endswith("/opt/dtkguard/gate.sh"), log
-    findings = re.findall(r"^.*(?:CRITICAL|HIGH) \S+ \S+:.*$", log, re.M)
+    # check leads with the answer and the findings grouped; one line a finding under "Details:"
+    findings = re.findall(r"^.*(?:CRITICAL|HIGH) \S+ \S+:.*$", log[log.rindex("Details:") :], re.M)
     assert [f.split()[:3] for f in findings] == [
         ["CRITICAL", "torch-build", "torch:"],  # its torch/version.py names CUDA
         ["CRITICAL", "vendor-replaced", "torch:"],
