@@ -522,7 +522,8 @@ def vendor_deps_broken(requires, versions, requirement, environment=None, pins=N
     ``environment`` overrides marker variables (``python_version`` of the target); with
     ``pins`` ({vendor name: pinned version}, the policy's ``vendor``), only a dist that is the
     pinned build counts as a vendor build (a community torch is judged as ``vendor-replaced``,
-    not by its own requirements)."""
+    not by its own requirements), and a requirement on another pinned vendor build is left to
+    the vendor rules (``vendor-replaced``/``vendor-missing`` judge that build itself)."""
     out = {}
     for vendor, texts in sorted(requires.items()):
         key = canonical(vendor)
@@ -539,6 +540,8 @@ def vendor_deps_broken(requires, versions, requirement, environment=None, pins=N
             except Exception:
                 continue
             dep = canonical(req.name)
+            if pins is not None and pins.get(dep) is not None:
+                continue
             have = versions.get(dep)
             if have is None:
                 out[(canonical(vendor), dep)] = f"needs {text.split(';')[0].strip()}: missing"
