@@ -12,7 +12,11 @@ import pickletools
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.safe_read import CountingReader
 
 #: the largest data.pkl we walk (a real one is a few MB)
 MAX_PICKLE = 256 * 1024 * 1024
@@ -52,7 +56,7 @@ class PickleGlobals:
 class _Reader:
     """Reads at most ``cap`` bytes. No ``tell``: pickletools then does not need to seek."""
 
-    def __init__(self, raw: BinaryIO, cap: int) -> None:
+    def __init__(self, raw: IO[bytes] | CountingReader, cap: int) -> None:
         self._raw = raw
         self._left = cap
         self._pushed = b""
@@ -88,8 +92,11 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
     for _ in range(pickles):
         memo: dict[int, object] = {}
         recent: list[object] = []
+        arg: Any  # its type is the opcode's: str for strings, int for memo indexes, ...
         try:
-            for op, arg, _pos in pickletools.genops(stream):
+            # genops reads with read/readline (and tell when there is one); typeshed asks for a
+            # whole IO[bytes], which _Reader must not be (no tell, so nothing seeks)
+            for op, arg, _pos in pickletools.genops(stream):  # type: ignore[arg-type]
                 walked += 1
                 if walked > MAX_OPCODES:
                     raise PickleScanError(
@@ -144,7 +151,7 @@ def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleG
     return out
 
 
-def _read_globals(fh: BinaryIO, out: PickleGlobals, cap: int) -> None:
+def _read_globals(fh: CountingReader, out: PickleGlobals, cap: int) -> None:
     # the zip format starts with a local file header; ``zipfile.is_zipfile`` would instead
     # search the last 64 KiB for a zip directory: tensor data of a legacy checkpoint
     if fh.read(4) != b"PK\x03\x04":

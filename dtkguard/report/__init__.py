@@ -17,6 +17,7 @@ from dtkguard.findings import Finding, Severity, sort_key
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 FORMATS: dict[str, str] = {
@@ -104,7 +105,7 @@ def emit(
     output: str | None = None,
     *,
     fail_on: Severity = Severity.HIGH,
-    renderer: Any = None,
+    renderer: Callable[..., str] | None = None,
 ) -> int:
     """Render ``report`` to stdout or ``output`` and return the exit code (0 or 1).
 

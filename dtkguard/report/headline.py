@@ -15,6 +15,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from dtkguard.report.schema import GroupDict, HeadlineDict
+
 #: subjects named in a group's heading before "and N more"
 SHOWN = 6
 #: rules a `dtkguard restore` takes care of (the vendor builds, what nobody approved)
@@ -50,7 +52,7 @@ class Group:
         count = f" x{len(self.subjects)}" if len(self.subjects) > 1 else ""
         return f"{self.rule}{count} [{shown}{more}]: {self.reason}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> GroupDict:
         return {
             "rule": self.rule,
             "severity": self.severity.value,
@@ -69,7 +71,7 @@ class Headline:
     #: the fix leaves these rules' findings (a restore does not reach them)
     beyond_fix: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HeadlineDict:
         return {
             "happened": self.happened,
             "fix": self.fix or None,

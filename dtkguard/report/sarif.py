@@ -33,7 +33,7 @@ def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None
     rules = [_rule(rule_id) for rule_id in rule_ids]
     results = [_result(f, index) for f in report.findings]
     root = report.target.get("root", "/")
-    doc = {
+    doc: dict[str, Any] = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
@@ -113,4 +113,4 @@ def project_url() -> str | None:
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("homepage", "documentation", "repository", "source"):
             return url.strip()
-    return meta.get("Home-page") or None
+    return (meta.get_all("Home-page") or [None])[0] or None

@@ -190,15 +190,15 @@ def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
                 facts.dtk_source,
                 {"dtk": facts.dtk, "minimum": row.dtk},
             )
-    drivers = {c.driver for c in cards if c.driver}
-    if len(drivers) > 1:
+    node_drivers = {c.driver for c in cards if c.driver}
+    if len(node_drivers) > 1:
         listed = ", ".join(f"card {c.index}: {c.driver}" for c in cards if c.driver)
         yield DRIVER_INCONSISTENT.finding(
             "driver",
             f"the cards of this node report different drivers ({listed})",
             "reinstall one DCU driver (hyhal) for the whole node and reboot it",
             where,
-            {"drivers": sorted(drivers)},
+            {"drivers": sorted(node_drivers)},
         )
 
 

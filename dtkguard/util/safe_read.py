@@ -13,7 +13,7 @@ import stat
 
 TYPE_CHECKING = False  # typing costs ~2 ms at start-up (dtkpip, check); annotations are lazy
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
 #: how a non-regular file is named in errors
 _KINDS = (
@@ -144,5 +144,11 @@ class CountingReader:
         self.count += n
         return n
 
-    def __getattr__(self, name: str) -> object:
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
