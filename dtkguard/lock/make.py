@@ -260,7 +260,7 @@ def _resolve(
     from dtkguard.errors import InputError
     from dtkguard.resolve.metacache import MetadataCache
     from dtkguard.resolve.progress import showing
-    from dtkguard.resolve.resolver import RESOLVE_SECONDS, resolve
+    from dtkguard.resolve.resolver import RESOLVE_SECONDS, ResolveOptions, resolve
     from dtkguard.resolve.sdist import builder_for
 
     given = request.resolve_timeout
@@ -270,9 +270,15 @@ def _resolve(
     cache = None if request.no_cache else MetadataCache()
     builder = builder_for(where.sources, where.fetcher.credentials)
     with showing(where.fetcher, quiet=request.quiet) as progress:
-        return resolve(reqs, where.sources, policy, target, pre=request.pre, timeout=timeout,
-                       cache=cache, formats=formats_of(request), builder=builder,
-                       progress=progress)  # fmt: skip
+        options = ResolveOptions(
+            pre=request.pre,
+            timeout=timeout,
+            cache=cache,
+            formats=formats_of(request),
+            builder=builder,
+            progress=progress,
+        )
+        return resolve(reqs, where.sources, policy, target, options)
 
 
 def _entries(res: Any, policy: CompiledPolicy, lock_dir: Path) -> list[Any]:

@@ -92,7 +92,6 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
     for _ in range(pickles):
         memo: dict[int, object] = {}
         recent: list[object] = []
-        arg: Any  # its type is the opcode's: str for strings, int for memo indexes, ...
         try:
             # genops reads with read/readline (and tell when there is one); typeshed asks for a
             # whole IO[bytes], which _Reader must not be (no tell, so nothing seeks)
@@ -102,26 +101,8 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
                     raise PickleScanError(
                         f"more than the limit of {MAX_OPCODES:,} pickle opcodes: not scanned"
                     )
-                name = op.name
-                if name in _STRING_OPS:
-                    recent.append(arg)
-                elif name == "GLOBAL":
-                    _add(out, str(arg).replace(" ", "."))
-                    recent.append(None)
-                elif name == "STACK_GLOBAL":
-                    if len(recent) >= 2 and all(isinstance(x, str) for x in recent[-2:]):
-                        _add(out, f"{recent[-2]}.{recent[-1]}")
-                    recent.append(None)
-                elif name == "MEMOIZE":
-                    memo[len(memo)] = recent[-1] if recent else None
-                elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
-                    memo[int(arg)] = recent[-1] if recent else None
-                elif name in ("BINGET", "LONG_BINGET", "GET"):
-                    recent.append(memo.get(int(arg)))
-                elif name == "STOP":
+                if _opcode(op.name, arg, out, memo, recent):
                     break
-                else:
-                    recent.append(None)
                 del recent[:-4]
         except PickleScanError:
             raise
@@ -131,6 +112,33 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
             raise PickleScanError(f"not a pickle: {exc}".splitlines()[0]) from None
         if stream.at_eof():
             return
+
+
+def _opcode(
+    name: str, arg: Any, out: PickleGlobals, memo: dict[int, object], recent: list[object]
+) -> bool:
+    """One opcode: a global is added to ``out``; the last values pushed (``recent``) and the memo
+    are kept so that ``STACK_GLOBAL`` sees its module and name. True at ``STOP``."""
+    if name in _STRING_OPS:
+        recent.append(arg)
+    elif name == "GLOBAL":
+        _add(out, str(arg).replace(" ", "."))
+        recent.append(None)
+    elif name == "STACK_GLOBAL":
+        if len(recent) >= 2 and all(isinstance(x, str) for x in recent[-2:]):
+            _add(out, f"{recent[-2]}.{recent[-1]}")
+        recent.append(None)
+    elif name == "MEMOIZE":
+        memo[len(memo)] = recent[-1] if recent else None
+    elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
+        memo[int(arg)] = recent[-1] if recent else None
+    elif name in ("BINGET", "LONG_BINGET", "GET"):
+        recent.append(memo.get(int(arg)))
+    elif name == "STOP":
+        return True
+    else:
+        recent.append(None)
+    return False
 
 
 def _add(out: PickleGlobals, dotted: str) -> None:
