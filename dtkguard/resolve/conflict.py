@@ -205,7 +205,7 @@ def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
 def _missing_along_the_way(
     provider: PolicyProvider,
     causes: Collection[Any],
-    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    skip: Collection[str] = frozenset(),
 ) -> list[str]:
     """Projects that kept clashing during the search but have no wheel at all (uv names them
     first: they rule out whole ranges of their dependents before the final conflict)."""

@@ -134,13 +134,14 @@ class CountingReader:
         return self._took(self._raw.read(n))
 
     def read1(self, n: int = -1) -> bytes:
+        # the raw file is buffered (`open_regular`); BinaryIO does not declare read1/readinto
         return self._took(self._raw.read1(n))  # type: ignore[attr-defined]
 
     def readline(self, limit: int = -1) -> bytes:
         return self._took(self._raw.readline(limit))
 
     def readinto(self, buffer: bytearray | memoryview) -> int:
-        n = self._raw.readinto(buffer) or 0  # type: ignore[attr-defined]
+        n = self._raw.readinto(buffer) or 0  # type: ignore[attr-defined]  # as read1 above
         self.count += n
         return n
 
