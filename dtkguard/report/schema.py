@@ -100,8 +100,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _is(value: object, name: str) -> bool:
-    if isinstance(value, bool) and name in ("integer", "number"):
-        return False
+    if value is True or value is False:
+        return name == "boolean"
     return isinstance(value, _TYPES[name])
 
 
@@ -110,33 +110,30 @@ def _check(value: object, node: dict[str, Any], where: str, out: list[str]) -> N
         return
     if "$ref" in node:
         node = _resolve(node["$ref"])
-    at = f"{where}: " if where else ""
-    if not _scalar_ok(value, node, at, out):
-        return
-    if isinstance(value, dict):
+    problem = _scalar_problem(value, node)
+    if problem:
+        out.append(f"{where}: {problem}" if where else problem)
+    elif isinstance(value, dict):
         _check_object(value, node, where, out)
     elif isinstance(value, list) and "items" in node:
         for i, item in enumerate(value):
             _check(item, node["items"], f"{where}[{i}]", out)
 
 
-def _scalar_ok(value: object, node: dict[str, Any], at: str, out: list[str]) -> bool:
-    """``type``, ``const``, ``enum`` and ``minimum``; False (and a problem) when one fails."""
+def _scalar_problem(value: object, node: dict[str, Any]) -> str:
+    """What ``type``, ``const``, ``enum`` or ``minimum`` finds wrong ("" nothing)."""
     types = node.get("type")
-    names = [types] if isinstance(types, str) else types
-    if names and not any(_is(value, n) for n in names):
-        out.append(f"{at}{_shown(value)} is not of type {' or '.join(names)}")
-        return False
+    if types is not None:
+        names = (types,) if isinstance(types, str) else types
+        if not any(_is(value, n) for n in names):
+            return f"{_shown(value)} is not of type {' or '.join(names)}"
     if "const" in node and (value != node["const"] or type(value) is not type(node["const"])):
-        out.append(f"{at}{_shown(value)} is not {node['const']!r}")
-        return False
+        return f"{_shown(value)} is not {node['const']!r}"
     if "enum" in node and value not in node["enum"]:
-        out.append(f"{at}{_shown(value)} is not one of {', '.join(node['enum'])}")
-        return False
+        return f"{_shown(value)} is not one of {', '.join(node['enum'])}"
     if "minimum" in node and _is(value, "number") and value < node["minimum"]:
-        out.append(f"{at}{value} is less than {node['minimum']}")
-        return False
-    return True
+        return f"{value} is less than {node['minimum']}"
+    return ""
 
 
 def _check_object(value: dict[str, Any], node: dict[str, Any], where: str, out: list[str]) -> None:
@@ -155,6 +152,7 @@ def _check_object(value: dict[str, Any], node: dict[str, Any], where: str, out: 
             _check(item, extra, f"{prefix}{key}", out)
 
 
+@cache
 def _resolve(ref: str) -> dict[str, Any]:
     """A local ``#/$defs/NAME`` reference of the schema file (the only kind it has)."""
     node: Any = schema()
