@@ -13,8 +13,7 @@ from dtkguard.findings import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
+    from dtkguard.report.model import Report
     from dtkguard.report.schema import GroupDict, HeadlineDict
 
 #: subjects named in a group's heading before "and N more"
@@ -162,7 +161,7 @@ def _fix(findings: list[Finding]) -> str:
     return ""
 
 
-def headline(report: Any, fail_on: Severity = Severity.HIGH) -> Headline:
+def headline(report: Report, fail_on: Severity = Severity.HIGH) -> Headline:
     """The answer of ``report``: findings at or above ``fail_on`` lead it."""
     findings = list(report.findings)
     serious = [f for f in findings if f.severity >= fail_on] or findings
@@ -171,7 +170,7 @@ def headline(report: Any, fail_on: Severity = Severity.HIGH) -> Headline:
     return Headline(_happened(serious), fix, groups(findings), beyond)
 
 
-def lines(report: Any, fail_on: Severity = Severity.HIGH) -> list[str]:
+def lines(report: Report, fail_on: Severity = Severity.HIGH) -> list[str]:
     """The headline as plain lines (table and markdown add their own markup)."""
     if not report.findings:
         return []

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are 
 if TYPE_CHECKING:
     from typing import Any
 
-    from dtkguard.report import Report
+    from dtkguard.report.model import Report
     from dtkguard.report.schema import ReportDict
 
 #: the version of the JSON report's schema (`dtkguard.fleet.merge` reads this version)

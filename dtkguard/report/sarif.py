@@ -10,6 +10,10 @@ from dtkguard import __version__
 from dtkguard.findings import Severity
 from dtkguard.rules.catalog import info
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {
     Severity.CRITICAL: "error",
@@ -27,7 +31,7 @@ SECURITY_SEVERITY = {
 }
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     rule_ids = sorted({*report.rules, *(f.rule for f in report.findings)})
     index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     rules = [_rule(rule_id) for rule_id in rule_ids]
