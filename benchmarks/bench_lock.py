@@ -65,82 +65,92 @@ class Scenario:
     smoke: bool = True
 
 
+def _yanked(w: Path) -> None:
+    for v in ("1.0.0", "1.1.0"):
+        build_wheel(w, "bee", v)
+
+
+def _requires_python(w: Path) -> None:
+    build_wheel(w, "new", "1.0")
+    for v in ("2.0", "2.1"):
+        build_wheel(w, "new", v, requires_python=">=3.99")
+
+
+def _wheel_tags(w: Path) -> None:
+    build_wheel(w, "tagged", "1.0", tag=f"cp{HERE.replace('.', '')}-none-{PLATFORM}")
+    build_wheel(w, "tagged", "2.0", tag="cp312-cp312-macosx_11_0_arm64")
+
+
+def _backtrack(w: Path) -> None:
+    build_wheel(w, "a", "3.0", requires_dist=["b==1.0"])
+    build_wheel(w, "a", "2.0", requires_dist=["b==1.0", "c<1"])
+    build_wheel(w, "a", "1.0", requires_dist=["b>=1", "c>=1"])
+    build_wheel(w, "x", "1.0", requires_dist=["y"])
+    build_wheel(w, "y", "1.0", requires_dist=["b>=2"])
+    for v in ("1.0", "2.0"):
+        build_wheel(w, "b", v)
+    for v in ("0.5", "1.5"):
+        build_wheel(w, "c", v)
+
+
+def _extras(w: Path) -> None:
+    build_wheel(w, "ex", "1.0", requires_dist=["dep; extra == 'x'"], provides_extra=["x"])
+    build_wheel(w, "dep", "1.0")
+
+
+def _prerelease(w: Path) -> None:
+    build_wheel(w, "pre", "1.0")
+    build_wheel(w, "pre", "2.0b1")
+
+
+def _local(w: Path) -> None:
+    for v in ("2.4.1", "2.4.1+das.opt1.dtk25041"):
+        build_wheel(w, "tor", v)
+
+
+def _sdist(w: Path) -> None:
+    from tests.support.cache import find_wheel
+
+    build_sdist(w, "src", "1.0", requires_dist=["dep"], metadata_version="2.2")
+    build_wheel(w, "dep", "1.0")
+    for name in ("setuptools", "wheel"):  # pip and uv build it even so
+        shutil.copy(find_wheel(name), w)
+
+
+def _unsat(w: Path) -> None:
+    build_wheel(w, "top", "1.0", requires_dist=["mid>=1"])
+    build_wheel(w, "mid", "1.0", requires_dist=["low>=2"])
+    for v in ("1.0", "2.0"):
+        build_wheel(w, "low", v)
+
+
+#: (name, requirements, builder of its folder, expected exit code, serve_index options)
+_PACKSE = (
+    (
+        "yanked-pin",
+        ["bee==1.0.0"],
+        _yanked,
+        0,
+        {"yanked": {"bee-1.0.0-py3-none-any.whl": "broken"}},
+    ),
+    ("requires-python", ["new"], _requires_python, 0, {}),
+    ("wheel-tags", ["tagged"], _wheel_tags, 0, {}),
+    ("backtrack", ["a", "x"], _backtrack, 0, {}),
+    ("extras", ["ex[x]"], _extras, 0, {}),
+    ("prerelease", ["pre>1.0"], _prerelease, 0, {}),
+    ("local-version", ["tor==2.4.1+das.opt1.dtk25041"], _local, 0, {}),
+    ("sdist-static", ["src"], _sdist, 0, {}),
+    ("unsat-chain", ["top", "low<2"], _unsat, 1, {}),
+)
+
+
 def _packse(base: Path) -> list[Scenario]:
     """Small cases in the spirit of uv's packse scenarios, built as real wheels and sdists."""
     out = []
-
-    def case(name, reqs, build, expect=0, **index):
+    for name, reqs, build, expect, index in _PACKSE:
         folder = base / name
         build(folder)
-        out.append(Scenario(name, reqs, folder, expect, index=index))
-
-    def yanked(w):
-        for v in ("1.0.0", "1.1.0"):
-            build_wheel(w, "bee", v)
-
-    case("yanked-pin", ["bee==1.0.0"], yanked, yanked={"bee-1.0.0-py3-none-any.whl": "broken"})
-
-    def requires_python(w):
-        build_wheel(w, "new", "1.0")
-        for v in ("2.0", "2.1"):
-            build_wheel(w, "new", v, requires_python=">=3.99")
-
-    case("requires-python", ["new"], requires_python)
-
-    def wheel_tags(w):
-        build_wheel(w, "tagged", "1.0", tag=f"cp{HERE.replace('.', '')}-none-{PLATFORM}")
-        build_wheel(w, "tagged", "2.0", tag="cp312-cp312-macosx_11_0_arm64")
-
-    case("wheel-tags", ["tagged"], wheel_tags)
-
-    def backtrack(w):
-        build_wheel(w, "a", "3.0", requires_dist=["b==1.0"])
-        build_wheel(w, "a", "2.0", requires_dist=["b==1.0", "c<1"])
-        build_wheel(w, "a", "1.0", requires_dist=["b>=1", "c>=1"])
-        build_wheel(w, "x", "1.0", requires_dist=["y"])
-        build_wheel(w, "y", "1.0", requires_dist=["b>=2"])
-        for v in ("1.0", "2.0"):
-            build_wheel(w, "b", v)
-        for v in ("0.5", "1.5"):
-            build_wheel(w, "c", v)
-
-    case("backtrack", ["a", "x"], backtrack)
-
-    def extras(w):
-        build_wheel(w, "ex", "1.0", requires_dist=["dep; extra == 'x'"], provides_extra=["x"])
-        build_wheel(w, "dep", "1.0")
-
-    case("extras", ["ex[x]"], extras)
-
-    def prerelease(w):
-        build_wheel(w, "pre", "1.0")
-        build_wheel(w, "pre", "2.0b1")
-
-    case("prerelease", ["pre>1.0"], prerelease)
-
-    def local(w):
-        for v in ("2.4.1", "2.4.1+das.opt1.dtk25041"):
-            build_wheel(w, "tor", v)
-
-    case("local-version", ["tor==2.4.1+das.opt1.dtk25041"], local)
-
-    def sdist(w):
-        from tests.support.cache import find_wheel
-
-        build_sdist(w, "src", "1.0", requires_dist=["dep"], metadata_version="2.2")
-        build_wheel(w, "dep", "1.0")
-        for name in ("setuptools", "wheel"):  # pip and uv build it even so
-            shutil.copy(find_wheel(name), w)
-
-    case("sdist-static", ["src"], sdist)
-
-    def unsat(w):
-        build_wheel(w, "top", "1.0", requires_dist=["mid>=1"])
-        build_wheel(w, "mid", "1.0", requires_dist=["low>=2"])
-        for v in ("1.0", "2.0"):
-            build_wheel(w, "low", v)
-
-    case("unsat-chain", ["top", "low<2"], unsat, expect=1)
+        out.append(Scenario(name, list(reqs), folder, expect, index=dict(index)))
     return out
 
 

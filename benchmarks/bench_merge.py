@@ -81,17 +81,22 @@ def make_report(i: int, rng: random.Random) -> dict:
         ]
     if i % 50 == 7:
         findings += [_finding("file-modified", "high", n, path=f"{n}/__init__.py") for n in NAMES]
-    return {
+    summary = dict.fromkeys(("critical", "high", "medium", "low", "info"), 0)
+    for f in findings:
+        summary[f["severity"]] += 1
+    return {  # every key of report.schema.json: merge refuses a report without one
         "schema_version": 1,
         "tool": {"name": "dtkguard", "version": "0.1.0"},
         "command": "audit",
         "created": f"2026-11-30T01:{i % 60:02d}:00+00:00",
         "host": f"dcu{i:04d}",
+        "node": None,
         "target": {"kind": "python", "python": "/usr/bin/python3", "lock": "pylock.vllm.toml"},
         "policy": "dtk-25.04.1",
         "verdict": "fail" if i % 10 == 3 or i % 50 == 7 else "pass",
         "fail_on": "high",
-        "summary": {},
+        "summary": summary,
+        "headline": {"happened": [], "fix": None, "beyond_fix": [], "groups": []},
         "findings": findings,
         "facts": {
             "dists": len(inventory),

@@ -16,6 +16,10 @@ from dtkguard import __version__
 from dtkguard.errors import DtkguardError, refuse_empty
 from dtkguard.util.console import COLOR_CHOICES, configure
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 #: subcommand -> module in dtkguard.commands
 COMMANDS: dict[str, str] = {
     "check": "check",
@@ -43,7 +47,7 @@ PASSTHROUGH = ("pip", "uv")
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one line instead of the usage block on bad arguments."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

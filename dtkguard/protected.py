@@ -68,8 +68,8 @@ _WRITER = {"pip": "pip", "dtkguard": "dtkguard"}
 GUARD_PREFIX = "_dtkguard"
 
 
-_NORM = {}
-_REAL_DIRS = {}
+_NORM = {}  # type: dict[str, str]
+_REAL_DIRS = {}  # type: dict[str, str]
 
 
 def _norm(path):

@@ -47,7 +47,8 @@ def vendor_summary(env, policy) -> dict[str, Any]:
 
 def fp8_summary(facts: StackFacts, policy) -> list[dict[str, str]]:
     """The policy's FP8 action for weights, KV cache and serving on each card series present."""
-    series = sorted({c.series for c in facts.cards or [] if c.series}) or [None]
+    series: list[str | None] = [*sorted({c.series for c in facts.cards or [] if c.series})]
+    series = series or [None]
     return [
         {
             "series": s or "(cards unknown)",

@@ -194,6 +194,7 @@ class _Planner:
 
     @staticmethod
     def _record_text(dist: Dist, record_inner: str, issue: Callable[..., None]) -> str | None:
+        assert dist.record is not None  # `_verifiable` passed only a dist with a RECORD
         try:
             data = read_capped(dist.record, RECORD_LIMIT, what="RECORD", follow=False)
         except TooLarge as exc:  # not "malformed rows": the file was not read to its end
@@ -514,7 +515,7 @@ def _classify(
     if digest == job.digest:
         out.matched += 1
         return
-    evidence = {
+    evidence: dict[str, object] = {
         "algorithm": job.algo,
         "recorded": job.digest.hex(),
         "actual": digest.hex(),

@@ -14,6 +14,10 @@ from dtkguard.commands.common import (
     stack_request,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:
     parser = sub.add_parser(
@@ -39,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     threshold = fail_on(args)
     report = doctor(Request(**stack_request(args)))
-    renderer = None
+    renderer: Callable[..., str] | None = None
     if args.format == "table":
         from dtkguard.report.doctor_screen import render as renderer
     return emit(report, args.format, args.output, fail_on=threshold, renderer=renderer)

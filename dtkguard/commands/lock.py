@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option, add_target_options
@@ -158,212 +157,40 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true")
 
 
-def _sources(args: argparse.Namespace, policy, fetcher):
-    from dtkguard.resolve.auth import redact
-    from dtkguard.resolve.indexes import default_index_credentials, default_index_url
-    from dtkguard.resolve.resolver import build_sources
+def request_of(args: argparse.Namespace):
+    """The `LockRequest` the options name."""
+    from dtkguard.commands.common import target_spec
+    from dtkguard.lock.make import LockRequest
 
-    index = args.index_url
-    if index is None and not args.no_index:
-        index, origin = default_index_url(args.python)
-        if origin.startswith("$UV_DEFAULT_INDEX"):
-            fetcher.credentials.add(index.split("=", 1)[-1], default_index_credentials())
-        if not args.quiet:
-            print(f"dtkguard: public index (from {origin}): {redact(index)}", file=sys.stderr)
-    sources = build_sources(
-        policy,
-        fetcher,
-        vendor_find_links=args.vendor_find_links,
-        vendor_indexes=args.vendor_index_url,
-        find_links=args.find_links,
-        index_url=index,
-        extra_index_urls=[] if args.no_index else args.extra_index_url,
-        env_extras=not args.no_index and not args.extra_index_url,
+    return LockRequest(
+        output=Path(args.output),
+        requirements=list(args.requirements),
+        requirement_files=list(args.requirement),
+        policy=args.policy,
+        find_links=list(args.find_links),
+        vendor_find_links=list(args.vendor_find_links),
+        vendor_index_urls=list(args.vendor_index_url),
+        index_url=args.index_url,
+        extra_index_urls=list(args.extra_index_url),
+        no_index=args.no_index,
+        pre=args.pre,
+        formats=list(args.formats),
+        no_cache=args.no_cache,
+        resolve_timeout=args.resolve_timeout,
+        python_version=args.python_version,
+        platforms=args.platform,
+        from_env=args.from_env,
+        target=target_spec(args),
+        verify_binaries=args.verify_binaries,
+        note=args.note,
+        quiet=args.quiet,
     )
-    return sources, None if index is None else fetcher.credentials.add(index)
-
-
-def _inputs(args: argparse.Namespace, reqs, index) -> dict:
-    """What the lock was made from, as given, credentials taken out of every URL."""
-    from dtkguard.resolve.auth import split_userinfo
-
-    def clean(urls) -> list[str]:
-        return [split_userinfo(u)[0] for u in urls]
-
-    return {
-        "requirements": [str(r) for r in reqs],
-        "requirement-files": list(args.requirement),
-        "vendor-find-links": list(args.vendor_find_links),
-        "vendor-indexes": clean(args.vendor_index_url),
-        "find-links": list(args.find_links),
-        "index-url": index or "none",
-        "extra-index-urls": [] if args.no_index else clean(args.extra_index_url),
-        "from-env": bool(args.from_env),
-        **({"pre": True} if getattr(args, "pre", False) else {}),
-        **_formats(args).to_inputs(),
-    }
-
-
-def _formats(args: argparse.Namespace):
-    from dtkguard.resolve.binary import FormatControl
-
-    return FormatControl.from_options(getattr(args, "formats", []))
 
 
 def run(args: argparse.Namespace) -> int:
-    from dtkguard.errors import InputError
-    from dtkguard.lock.requirements import from_command_line, from_files
-    from dtkguard.lock.write import require_pylock
-    from dtkguard.policy.load import load_policy
-    from dtkguard.resolve.http import Fetcher
-    from dtkguard.resolve.target import target_from
-    from dtkguard.rules.catalog import is_known
+    from dtkguard.lock.make import lock
 
-    started = time.perf_counter()
-    policy = load_policy(args.policy, known_rule=is_known)
-    target = target_from(policy, args.python_version, args.platform)
-    out = Path(args.output)
-    if not out.parent.is_dir():
-        raise InputError("output folder does not exist", str(out.parent), field="-o")
-    if not require_pylock().is_valid_pylock_path(out):
-        raise InputError(
-            "a PEP 751 lock must be named pylock.toml or pylock.NAME.toml", str(out), field="-o"
-        )
-    reqs = from_command_line(args.requirements) + from_files(args.requirement)
-    if args.from_env:
-        if reqs:
-            raise InputError("--from-env takes no requirements", field="REQ")
-        return _lock_from_env(args, policy, target, out)
-    if not reqs:
-        raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
-    fetcher = Fetcher()
-    try:
-        sources, index = _sources(args, policy, fetcher)
-        return _lock(args, policy, target, out, reqs, sources, index, fetcher, started)
-    finally:
-        fetcher.close()
-
-
-def _lock_from_env(args: argparse.Namespace, policy, target, out: Path) -> int:
-    from dtkguard.commands.common import open_target
-    from dtkguard.lock.from_env import installed_document, lock_installed, target_of_env
-    from dtkguard.lock.write import write_lock
-    from dtkguard.resolve.http import Fetcher
-
-    env = open_target(args)
-    if not args.python_version:
-        own = target_of_env(env, target)
-        if own is None:
-            print(
-                f"dtkguard: warning: cannot tell the Python version of the target; locking for "
-                f"Python {target.python} (the policy's), pass --python-version to choose",
-                file=sys.stderr,
-            )
-        target = own or target
-    fetcher = Fetcher()
-    try:
-        sources, index = _sources(args, policy, fetcher)
-        found = lock_installed(env, sources, policy, target, out.parent)
-    finally:
-        fetcher.close()
-    inputs = _inputs(args, [], index)
-    write_lock(out, installed_document(env, found, policy, target, inputs, args.note))
-    if not args.quiet:
-        print(
-            f"wrote {out}: {len(found.entries)} packages matched to wheels by RECORD, "
-            f"{len(found.installed)} recorded as installed-only",
-            file=sys.stderr,
-        )
-        for problem in found.problems[:10]:
-            print(f"dtkguard: warning: {problem}", file=sys.stderr)
-    return 0
-
-
-def _binaries_ok(packages, policy, quiet: bool) -> bool:
-    """``--verify-binaries``: judge the native code of the locked wheels; False (and say
-    why) when a finding at ``high`` or above refuses the lock."""
-    from dtkguard.findings import Severity
-    from dtkguard.lock.binaries import verify_binaries
-
-    findings, read = verify_binaries((pkg.link for pkg in packages), policy)
-    blocking = [f for f in findings if f.severity >= Severity.HIGH]
-    for f in findings:
-        if f not in blocking:
-            print(f"dtkguard: warning: {f.message} [{f.rule}]", file=sys.stderr)
-    if blocking:
-        print("dtkguard: cannot lock: native code of locked wheels", file=sys.stderr)
-        for f in blocking:
-            print(f"  {f.location}: {f.message} [{f.rule}, {f.severity.value}]", file=sys.stderr)
-        return False
-    if not quiet:
-        print(f"dtkguard: native code of {read} wheels judged: no finding", file=sys.stderr)
-    return True
-
-
-def _lock(args, policy, target, out, reqs, sources, index, fetcher, started) -> int:
-    from dtkguard.errors import InputError
-    from dtkguard.lock.build import entry_for, tool_table
-    from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
-    from dtkguard.resolve.metacache import MetadataCache
-    from dtkguard.resolve.progress import showing
-    from dtkguard.resolve.resolver import RESOLVE_SECONDS, Unsatisfiable, resolve
-    from dtkguard.resolve.sdist import builder_for
-
-    timeout = args.resolve_timeout if args.resolve_timeout is not None else RESOLVE_SECONDS
-    if not timeout > 0:
-        raise InputError("must be a positive number of seconds", field="--resolve-timeout")
-    try:
-        cache = None if args.no_cache else MetadataCache()
-        builder = builder_for(sources, fetcher.credentials)
-        with showing(fetcher, quiet=args.quiet) as progress:
-            res = resolve(reqs, sources, policy, target, pre=args.pre, timeout=timeout,
-                          cache=cache, formats=_formats(args), builder=builder,
-                          progress=progress)  # fmt: skip
-    except Unsatisfiable as exc:
-        print("dtkguard: cannot lock:", file=sys.stderr)
-        for line in exc.lines:
-            print(f"  {line}", file=sys.stderr)
-        return 1
-    for warning in res.warnings:
-        print(f"dtkguard: warning: {warning}", file=sys.stderr)
-    entries = []
-    for pkg in res.packages:
-        entries.append(
-            entry_for(
-                pkg.link,
-                policy,
-                out.parent,
-                requires_dist=pkg.requires_dist,
-                requires_python=pkg.requires_python,
-                dependencies=pkg.dependencies,
-            )
-        )
-    problems = closure_problems(entries, target.markers)
-    if problems:
-        raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
-    if args.verify_binaries and not _binaries_ok(res.packages, policy, args.quiet):
-        return 1
-    doc = build_document(
-        entries,
-        requires_python=target.lock_requires_python(),
-        environments=[target.environment_marker()],
-        tool=tool_table(policy, target, _inputs(args, reqs, index), args.note),
-    )
-    write_lock(out, doc)
-    if not args.quiet:
-        _summary(out, entries, target, res, fetcher, time.perf_counter() - started)
-    return 0
-
-
-def _summary(out: Path, entries, target, res, fetcher, took: float) -> None:
-    """The last line: what was written, for which target, and what it cost."""
-    vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
-    builds = res.provider.builder.built if res.provider.builder is not None else 0
-    print(
-        f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
-        f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
-        f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
-        f"{fetcher.stats['requests']} requests, {fetcher.stats['wheels']} wheel downloads, "
-        f"{builds} sdist builds, {took:.2f}s",
-        file=sys.stderr,
-    )
+    result = lock(request_of(args))
+    for line in result.messages:
+        print(line, file=sys.stderr)
+    return result.code

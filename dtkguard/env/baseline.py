@@ -54,6 +54,7 @@ from dtkguard.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 FORMAT = "dtkguard-baseline/1"
@@ -159,7 +160,7 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return data
 
 
-def _wrong(value: Any, fields: dict[str, type | tuple[type, ...]], where: str) -> str | None:
+def _wrong(value: Any, fields: Mapping[str, type | tuple[type, ...]], where: str) -> str | None:
     if not isinstance(value, dict):
         return f"{where}: not a table"
     for key, kind in fields.items():

@@ -130,6 +130,7 @@ def env_binaries(env: Environment) -> list[Binary]:
     cached = getattr(env, "_binaries", None)
     if cached is None:
         cached = [b for dist in env for b in dist_binaries(dist)]
+        # kept on the Environment it describes, computed on first use (not one of its fields)
         env._binaries = cached  # type: ignore[attr-defined]
     return cached
 

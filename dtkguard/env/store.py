@@ -354,7 +354,7 @@ def record_env(interp: Interpreter, *, guarded: bool | None = None) -> tuple[Env
 def known_envs(root: Path | None = None) -> list[tuple[EnvStore, Record]]:
     """Every env the store has a readable record of, by prefix."""
     base = (root or store_root()) / ENVS_DIR
-    out = []
+    out: list[tuple[EnvStore, Record]] = []
     try:
         names = sorted(os.listdir(base))
     except OSError:

@@ -21,6 +21,7 @@ from typing import Any
 
 from dtkguard.findings import Severity
 from dtkguard.fleet.node import NEVER_FAILS
+from dtkguard.report.schema import problems
 
 #: the report schema this merge reads (`dtkguard.report.json_format.SCHEMA_VERSION`)
 READS_SCHEMA = 1
@@ -265,6 +266,7 @@ def read_node(path: str | os.PathLike[str], fail_on: Severity | None = None) -> 
         data = _parse_report(_read_report(path))
         _identify(node, data)
         version = _schema_version(node, data)
+        _valid(data, version)
         _reduce_checked(node, data, fail_on, version)
     except _Unusable as exc:
         node.status, node.detail = exc.status, exc.detail
@@ -335,6 +337,17 @@ def _schema_version(node: NodeResult, data: dict[str, Any]) -> int:
             OLD_SCHEMA,
         )
     return version
+
+
+def _valid(data: dict[str, Any], version: int) -> None:
+    """A schema-1 report that is not as ``report.schema.json`` says is refused, naming where;
+    a newer one is read for its schema-1 fields (`_reduce_checked`)."""
+    if version != READS_SCHEMA:
+        return
+    found = problems(data)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise _Unusable(f"not a dtkguard report of schema {version}: {found[0]}{more}")
 
 
 def _reduce_checked(

@@ -30,9 +30,14 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.schema import ReportDict
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
 
@@ -312,9 +317,7 @@ def _tally(containers: list[dict[str, Any]]) -> dict[str, int]:
     return {"containers": len(containers), **{k.replace("-", "_"): n for k, n in counts.items()}}
 
 
-def combine(
-    node: str, parts: list[tuple[Container, Outcome]], fail_on: str = "high"
-) -> dict[str, Any]:
+def combine(node: str, parts: list[tuple[Container, Outcome]], fail_on: str = "high") -> ReportDict:
     """One schema-1 node report from the container outcomes. Every container is listed in
     ``target.containers`` with its status and why; ``facts`` counts them. One that could not be
     read (permission, an audit that failed while it ran) fails the node; one without a Python
@@ -339,10 +342,10 @@ def combine(
     if not parts:
         warnings.append("no container processes found on this node")
     target = {"kind": "node", "node": node, "containers": containers}
-    report = Report(findings, target=target, policy=policy, command="audit", warnings=warnings)
-    report.facts = _tally(containers)
+    merged = Report(findings, target=target, policy=policy, command="audit", warnings=warnings)
+    merged.facts = _tally(containers)
     threshold = Severity.parse(fail_on)
-    data = to_dict(report, threshold)
+    data = to_dict(merged, threshold)
     data["node"] = node
     counted = [f for f in findings if f.rule not in NEVER_FAILS]
     failed = any(f.severity >= threshold for f in counted)
@@ -351,7 +354,7 @@ def combine(
     return data
 
 
-def summary_line(data: dict[str, Any]) -> str:
+def summary_line(data: Mapping[str, Any]) -> str:
     """``3 containers: 1 audited, 2 without Python`` of a node report's facts."""
     facts = data.get("facts") or {}
     words = (
@@ -369,7 +372,7 @@ def summary_line(data: dict[str, Any]) -> str:
 
 def node_report(
     proc: Path, node: str, dtkguard: list[str], command: str | None, extra: list[str], fail_on: str
-) -> dict[str, Any]:
+) -> ReportDict:
     """The schema-1 report of node ``node``: every container under ``proc`` audited by
     ``dtkguard`` (a command line) with ``command`` (default: audit if present) and ``extra``."""
     command = command or ("audit" if _has_audit(dtkguard) else "check")

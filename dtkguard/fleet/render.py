@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from dtkguard.fleet.merge import Fleet, NodeResult
@@ -54,52 +55,82 @@ def happened(fleet: Fleet) -> list[str]:
 
 
 def render_markdown(fleet: Fleet) -> str:
+    """The fleet view in Markdown: the verdict, then each section with something to say (see
+    `_SECTIONS`), the nodes last."""
     lines = [f"## dtkguard fleet: {fleet.verdict.upper()}", "", headline(fleet), ""]
-    if fleet.common:
-        lines += ["### What happened", "", *happened(fleet), ""]
+    for section in _SECTIONS:
+        lines += section(fleet)
+    return "\n".join(lines) + "\n"
+
+
+def _happened_markdown(fleet: Fleet) -> list[str]:
+    return ["### What happened", "", *happened(fleet), ""] if fleet.common else []
+
+
+def _problems_markdown(fleet: Fleet) -> list[str]:
+    """Reports missing or unreadable."""
     problems = [n for n in fleet.nodes if n.status not in ("ok", "fail", "new-schema")]
-    if problems:
-        lines += ["### Reports missing or unreadable", "", "| node | status | file | detail |"]
-        lines.append("|---|---|---|---|")
-        lines += [
-            f"| {_cell(n.name)} | {n.status} | {_cell(n.file or '-')} | {_cell(n.detail)} |"
-            for n in problems
-        ]
-        lines.append("")
-    if fleet.duplicates:
-        lines += ["### Duplicate reports (the worst of each set is kept)", ""]
-        lines += [f"- {_cell(d.file)}: {_cell(d.detail)}" for d in fleet.duplicates]
-        lines.append("")
+    if not problems:
+        return []
+    lines = ["### Reports missing or unreadable", "", "| node | status | file | detail |"]
+    lines.append("|---|---|---|---|")
+    lines += [
+        f"| {_cell(n.name)} | {n.status} | {_cell(n.file or '-')} | {_cell(n.detail)} |"
+        for n in problems
+    ]
+    return [*lines, ""]
+
+
+def _duplicates_markdown(fleet: Fleet) -> list[str]:
+    if not fleet.duplicates:
+        return []
+    lines = ["### Duplicate reports (the worst of each set is kept)", ""]
+    lines += [f"- {_cell(d.file)}: {_cell(d.detail)}" for d in fleet.duplicates]
+    return [*lines, ""]
+
+
+def _drift_markdown(fleet: Fleet) -> list[str]:
     groups = fleet.drift_by_lock()
-    if groups:
-        lines += ["### Drift from the lock", "", "| lock | node | drift |", "|---|---|---|"]
-        for lock, nodes in groups.items():
-            lines += [
-                f"| {_cell(lock)} | {_cell(n.name)} | {_cell(drift_text(n))} |" for n in nodes
-            ]
-        lines.append("")
-    if fleet.common:
-        lines += ["### Most common findings", "", "| nodes | severity | rule | subject | example |"]
-        lines.append("|---|---|---|---|---|")
-        lines += [
-            f"| {c['nodes']} | {_cell(c['severity'])} | {_cell(c['rule'])} | {_cell(c['subject'])} "
-            f"| {_cell(c['example'])} |"
-            for c in fleet.common
-        ]
-        lines.append("")
-    lines += _containers_markdown(fleet)
+    if not groups:
+        return []
+    lines = ["### Drift from the lock", "", "| lock | node | drift |", "|---|---|---|"]
+    for lock, nodes in groups.items():
+        lines += [f"| {_cell(lock)} | {_cell(n.name)} | {_cell(drift_text(n))} |" for n in nodes]
+    return [*lines, ""]
+
+
+def _common_markdown(fleet: Fleet) -> list[str]:
+    """The most common findings."""
+    if not fleet.common:
+        return []
+    lines = ["### Most common findings", "", "| nodes | severity | rule | subject | example |"]
+    lines.append("|---|---|---|---|---|")
+    lines += [
+        f"| {c['nodes']} | {_cell(c['severity'])} | {_cell(c['rule'])} | {_cell(c['subject'])} "
+        f"| {_cell(c['example'])} |"
+        for c in fleet.common
+    ]
+    return [*lines, ""]
+
+
+def _stacks_markdown(fleet: Fleet) -> list[str]:
+    """Nodes by DTK release and driver, when the reports said one."""
     stacks = fleet.by_stack()
-    if len(stacks) > 1 or any(key != ("?", "?") for key in stacks):
-        lines += ["### By DTK release and driver", "", "| DTK | driver | nodes | names |"]
-        lines.append("|---|---|---|---|")
-        lines += [
-            f"| {_cell(dtk)} | {_cell(driver)} | {len(nodes)} | "
-            f"{_cell(', '.join(n.name for n in nodes[:DRIFT_SHOWN]))}"
-            f"{' …' if len(nodes) > DRIFT_SHOWN else ''} |"
-            for (dtk, driver), nodes in stacks.items()
-        ]
-        lines.append("")
-    lines += ["### Nodes", "", "| node | verdict | findings | lock | target | report |"]
+    if not (len(stacks) > 1 or any(key != ("?", "?") for key in stacks)):
+        return []
+    lines = ["### By DTK release and driver", "", "| DTK | driver | nodes | names |"]
+    lines.append("|---|---|---|---|")
+    lines += [
+        f"| {_cell(dtk)} | {_cell(driver)} | {len(nodes)} | "
+        f"{_cell(', '.join(n.name for n in nodes[:DRIFT_SHOWN]))}"
+        f"{' …' if len(nodes) > DRIFT_SHOWN else ''} |"
+        for (dtk, driver), nodes in stacks.items()
+    ]
+    return [*lines, ""]
+
+
+def _nodes_markdown(fleet: Fleet) -> list[str]:
+    lines = ["### Nodes", "", "| node | verdict | findings | lock | target | report |"]
     lines.append("|---|---|---|---|---|---|")
     for n in fleet.nodes:
         verdict = (n.verdict or n.status).upper()
@@ -109,7 +140,7 @@ def render_markdown(fleet: Fleet) -> str:
             f"| {_cell(n.name)} | {_cell(verdict)} | {_cell(counts_text(n))} "
             f"| {_cell(n.lock or '-')} | {_cell(n.target or '-')} | {_cell(n.file or '-')} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _containers_markdown(fleet: Fleet) -> list[str]:
@@ -121,3 +152,16 @@ def _containers_markdown(fleet: Fleet) -> list[str]:
     lines.append("|---|---|---|---|")
     lines += [f"| {_cell(n.name)} | {_cell(c)} | {st} | {_cell(why)} |" for n, (c, st, why) in rows]
     return [*lines, ""]
+
+
+#: the sections of the Markdown view, in order (each returns no lines when it has nothing)
+_SECTIONS: tuple[Callable[[Fleet], list[str]], ...] = (
+    _happened_markdown,
+    _problems_markdown,
+    _duplicates_markdown,
+    _drift_markdown,
+    _common_markdown,
+    _containers_markdown,
+    _stacks_markdown,
+    _nodes_markdown,
+)

@@ -27,6 +27,7 @@ from dtkguard.errors import DtkguardError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from dtkguard.env.dist import Dist
@@ -105,7 +106,7 @@ def _record_dist(dist: Dist) -> dict[str, Any]:
     files.update(_pyc_files(dist))
     record = dist.record
     assert record is not None
-    rst = file_stat(record) or {"size": None, "mtime_ns": None}
+    rst: Mapping[str, int | None] = file_stat(record) or {"size": None, "mtime_ns": None}
     return {
         "name": dist.name,
         "version": dist.version,
@@ -343,6 +344,7 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     at_install = {"created": data.get("created"), "dists": copy.deepcopy(dists)}
     data.setdefault("guard_install", at_install)
     installed: dict[str, Dist] = {}
+    dist: Dist | None
     for dist in from_python(interp.python):
         installed.setdefault(dist.key, dist)
     moved = []

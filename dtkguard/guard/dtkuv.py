@@ -38,6 +38,8 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from dtkguard.guard.journal import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
@@ -75,7 +77,7 @@ def main(argv: list[str]) -> int:
 def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
     """The interpreter uv will act on, chosen the way dtkpip chooses, and uv told so."""
     # dtkuv passes --python to uv, which beats UV_PYTHON: it counts only when nothing else names one
-    given = sub.option_values("-p", "--python") or [
+    given: Sequence[str | None] = sub.option_values("-p", "--python") or [
         None if own else (os.environ.get("UV_PYTHON") or None)
     ]
     if sub.has("--system") and not (own or given[-1]):

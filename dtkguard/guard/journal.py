@@ -34,6 +34,10 @@ from dtkguard.env.journal_chain import CHAIN, txn_digest
 from dtkguard.errors import DtkguardError
 from dtkguard.util.atomic import atomic_write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.guard.owned import Owned
+
 JOURNAL_DIR = "journal"
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
 KEPT_LIST = "kept.list"
@@ -299,7 +303,7 @@ def installed_versions(roots: list[Path]) -> tuple[dict[str, str], dict[str, str
 
 def transactions(journal: Path) -> list[Transaction]:
     """Every readable transaction, oldest first."""
-    out = []
+    out: list[Transaction] = []
     try:
         entries = sorted(os.listdir(journal))
     except OSError:
@@ -454,7 +458,7 @@ class _Rollback:
     """What a rollback may touch: the change's files, and the time it ran."""
 
     txn: Transaction
-    mine: object  # Owned | None
+    mine: Owned | None
     until_ns: int
     fixed: int = 0
     unaccounted: list[str] = field(default_factory=list)
@@ -464,7 +468,7 @@ class _Rollback:
         created while the transaction ran)?"""
         if self.mine is None and self.until_ns < 0:
             return True  # an old transaction without a start time: it owns every change
-        if self.mine is not None and full in self.mine:  # type: ignore[operator]
+        if self.mine is not None and full in self.mine:
             return True
         return self.txn.started_ns <= st.st_ctime_ns <= self.until_ns
 

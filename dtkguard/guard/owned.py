@@ -50,11 +50,11 @@ def _listed(meta: str) -> list[str]:
             return []
         return [row[0] for row in rows_of(text) if row and row[0]]
     try:
-        text = read_capped(os.path.join(meta, "installed-files.txt"), MAX_RECORD)
+        listed = read_capped(os.path.join(meta, "installed-files.txt"), MAX_RECORD)
     except OSError:
         return []
     base = os.path.basename(meta)
-    return [os.path.join(base, line) for line in text.decode("utf-8", "replace").splitlines()]
+    return [os.path.join(base, line) for line in listed.decode("utf-8", "replace").splitlines()]
 
 
 def dist_key(entry: str) -> str | None:

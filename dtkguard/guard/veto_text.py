@@ -9,7 +9,7 @@ from dtkguard.decision import canonical
 from dtkguard.guard.plan import Planned
 from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
-from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.policy.compiled import CompiledPolicy, DenyRule
 from dtkguard.policy.labels import label_of
 
 _SHOWN = 6
@@ -100,6 +100,7 @@ def why(verdict: Verdict, policy: CompiledPolicy) -> list[str]:
 
     lines = []
     groups: dict[tuple[str, str], list] = {}
+    rule: DenyRule | str | None
     for f in verdict.blocking:
         reason = f.message
         if f.rule == "denied-package":

@@ -15,7 +15,7 @@ import fnmatch
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,13 +235,17 @@ def _add(out: QuantConfig, role: str, fam: str | None) -> None:
     (out.weights if role == "weights" else out.activations).add(fam)
 
 
-def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
-    """One dict of a quantisation block, in its role."""
+def _bits_and_type(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """compressed-tensors: ``num_bits`` and ``type`` of a weights or activations entry."""
     fam = _small_float(d.get("num_bits"), d.get("type"))
     if fam:
         _add(out, role, fam)
     elif d.get("type") == "int" and isinstance(d.get("num_bits"), int):
         _add(out, role, "int")
+
+
+def _format(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """A ``format`` string naming an MX or NV float format."""
     fmt = d.get("format")
     if isinstance(fmt, str):
         f = fmt.lower()
@@ -250,15 +254,26 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         elif "mxfp8" in f:
             out.weights.add("fp8")
         out.note(f"format={f}")
+
+
+def _dtypes(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
     for key in ("dtype", "quant_dtype", "weight_dtype"):
         if isinstance(d.get(key), str):
             _add(out, role, dtype_family(d[key]))
     _expert_dtype(d, out)
-    for key, sub in (("weights", "weights"), ("activations", "activations")):
-        if isinstance(d.get(key), str):  # quanto: ``weights: "float8"``
-            _add(out, sub, dtype_family(d[key]))
+
+
+def _quanto(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """quanto: ``weights: "float8"``, ``activations: ...``."""
+    for key in ("weights", "activations"):
+        if isinstance(d.get(key), str):
+            _add(out, key, dtype_family(d[key]))
             out.note(f"{key}={d[key]}")
-    if "data_type" in d:  # auto-round, top level and per layer (extra_config)
+
+
+def _autoround(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """auto-round, top level and per layer (``extra_config``)."""
+    if "data_type" in d:
         _add(out, "weights", autoround_family(d.get("data_type"), d.get("bits")))
         if isinstance(d["data_type"], str):
             out.note(f"data_type={d['data_type']}")
@@ -267,8 +282,15 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         _add(out, "activations", autoround_family(d.get("act_data_type"), act_bits))
         if isinstance(d["act_data_type"], str):
             out.note(f"act_data_type={d['act_data_type']}")
+
+
+def _torchao_entry(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
     if isinstance(d.get("_type"), str) and d["_type"].endswith("Config"):
         _torchao(d, out)
+
+
+def _quant_algo(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """ModelOpt: a per-layer ``quant_algo`` (counted: the block notes those not its own)."""
     algo = d.get("quant_algo")
     if isinstance(algo, str) and algo:
         up = algo.upper()
@@ -276,6 +298,24 @@ def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) 
         w, a = algo_families(up)
         _add(out, "weights", w)
         _add(out, "activations", a)
+
+
+#: what each producer writes into a dict of a quantisation block, read in this order
+_PRODUCER_READERS: tuple[Callable[[dict[str, Any], str, QuantConfig, Counter[str]], None], ...] = (
+    _bits_and_type,
+    _format,
+    _dtypes,
+    _quanto,
+    _autoround,
+    _torchao_entry,
+    _quant_algo,
+)
+
+
+def _visit(d: dict[str, Any], role: str, out: QuantConfig, algos: Counter[str]) -> None:
+    """One dict of a quantisation block, in its role, through every producer's reader."""
+    for read in _PRODUCER_READERS:
+        read(d, role, out, algos)
 
 
 def _expert_dtype(d: dict[str, Any], out: QuantConfig) -> None:
@@ -338,32 +378,74 @@ def _torchao(d: dict[str, Any], out: QuantConfig) -> None:
     out.note(f"torchao {name}")
 
 
+def _fp8_weights(qc: dict[str, Any], out: QuantConfig) -> None:
+    out.weights.add("fp8")
+
+
+def _fp4_weights(qc: dict[str, Any], out: QuantConfig) -> None:
+    out.weights.add("fp4")
+
+
+def _fp8_activations(qc: dict[str, Any], out: QuantConfig) -> None:
+    out.activations.add("fp8")
+    out.int_weights = True
+
+
+def _deepspeed_fp(qc: dict[str, Any], out: QuantConfig) -> None:
+    """vLLM ``DeepSpeedFPConfig``: FP8 or FP6 weights by ``bits``."""
+    bits = qc.get("bits")
+    _add(out, "weights", "fp8" if bits == 8 else "fp4" if bits == 6 else None)
+
+
+#: what a producer's ``quant_method`` declares, method by method (the rest: nothing by name)
+_METHOD_DECLARES: dict[str, Callable[[dict[str, Any], QuantConfig], None]] = {
+    **dict.fromkeys(FP8_METHODS, _fp8_weights),
+    **dict.fromkeys(FP4_METHODS, _fp4_weights),
+    **dict.fromkeys(FP8_ACT_METHODS, _fp8_activations),
+    "deepspeedfp": _deepspeed_fp,
+}
+#: keys of a quantisation block noted as they are (the producer's own words for its format)
+_NOTED_KEYS = ("fmt", "scale_fmt", "quant_dtype", "packing_format")
+
+
 def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
-    """Add what one quantisation block declares to ``out``."""
+    """Add what one quantisation block declares to ``out``: its method, its format notes, what
+    its per-layer entries hold, its KV cache."""
+    algo = _method(qc, out)
+    _format_notes(qc, out)
+    _per_layer(qc, out, algo)
+    _classify_kv(qc, out)
+
+
+def _method(qc: dict[str, Any], out: QuantConfig) -> str:
+    """The block's ``quant_method`` (or ``quant_library``) through `_METHOD_DECLARES`; its
+    ``quant_algo``, upper case ("" none)."""
     method = str(qc.get("quant_method") or qc.get("quant_library") or "").lower() or None
     algo = str(qc.get("quant_algo") or "").upper()
     out.method = out.method or method or (algo.lower() or None)
     if method:
         out.note(f"quant_method={method}")
     out.online = out.online or method in ONLINE_METHODS
-    if method in FP8_METHODS:
-        out.weights.add("fp8")
-    elif method in FP4_METHODS:
-        out.weights.add("fp4")
-    elif method in FP8_ACT_METHODS:
-        out.activations.add("fp8")
-        out.int_weights = True
-    elif method == "deepspeedfp":  # vLLM DeepSpeedFPConfig: FP8 or FP6 weights by ``bits``
-        bits = qc.get("bits")
-        _add(out, "weights", "fp8" if bits == 8 else "fp4" if bits == 6 else None)
+    declares = _METHOD_DECLARES.get(method or "")
+    if declares is not None:
+        declares(qc, out)
     if algo:
         out.note(f"quant_algo={algo}")
-    for key in ("fmt", "scale_fmt", "quant_dtype", "packing_format"):
+    return algo
+
+
+def _format_notes(qc: dict[str, Any], out: QuantConfig) -> None:
+    for key in _NOTED_KEYS:
         if isinstance(qc.get(key), str):
             out.note(f"{key}={qc[key]}")
     block = qc.get("weight_block_size")
     if isinstance(block, list):
         out.note("block [" + ",".join(str(b) for b in block[:4]) + "]")
+
+
+def _per_layer(qc: dict[str, Any], out: QuantConfig, algo: str) -> None:
+    """Roles of the block's nested entries (Quark's KV cache tensors apart); a note of the
+    per-layer ``quant_algo`` values other than the block's own."""
     kv_tensors = _classify_quark_kv(qc, out)
     algos: Counter[str] = Counter()
     for d, role in _walk(qc, "weights"):
@@ -375,7 +457,6 @@ def classify_quant(qc: dict[str, Any], out: QuantConfig) -> None:
         if len(per_layer) > 8:
             shown.append(f"{len(per_layer) - 8} more")
         out.note("per-layer quant_algo " + ", ".join(shown))
-    _classify_kv(qc, out)
 
 
 def _classify_kv(qc: dict[str, Any], out: QuantConfig) -> None:

@@ -10,9 +10,12 @@ import os
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 from dtkguard.modelscan.dtypes import GGML_TYPES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.safe_read import CountingReader
 
 MAX_TENSORS = 1_000_000
 MAX_KV = 100_000
@@ -38,29 +41,29 @@ class GgufHeader:
     bytes_read: int = 0
 
 
-def _read(fh: BinaryIO, n: int) -> bytes:
+def _read(fh: CountingReader, n: int) -> bytes:
     data = fh.read(n)
     if len(data) != n:
         raise GgufError("truncated header")
     return data
 
 
-def _u32(fh: BinaryIO) -> int:
+def _u32(fh: CountingReader) -> int:
     return struct.unpack("<I", _read(fh, 4))[0]
 
 
-def _u64(fh: BinaryIO) -> int:
+def _u64(fh: CountingReader) -> int:
     return struct.unpack("<Q", _read(fh, 8))[0]
 
 
-def _string(fh: BinaryIO, size: int) -> bytes:
+def _string(fh: CountingReader, size: int) -> bytes:
     n = _u64(fh)
     if n > MAX_STRING or n > size:
         raise GgufError(f"string of {n} bytes")
     return _read(fh, n)
 
 
-def _skip_value(fh: BinaryIO, vtype: int, size: int, depth: int = 0) -> bytes | None:
+def _skip_value(fh: CountingReader, vtype: int, size: int, depth: int = 0) -> bytes | None:
     if vtype in _SIZES:
         _read(fh, _SIZES[vtype])
         return None

@@ -12,7 +12,11 @@ import pickletools
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.safe_read import CountingReader
 
 #: the largest data.pkl we walk (a real one is a few MB)
 MAX_PICKLE = 256 * 1024 * 1024
@@ -52,7 +56,7 @@ class PickleGlobals:
 class _Reader:
     """Reads at most ``cap`` bytes. No ``tell``: pickletools then does not need to seek."""
 
-    def __init__(self, raw: BinaryIO, cap: int) -> None:
+    def __init__(self, raw: IO[bytes] | CountingReader, cap: int) -> None:
         self._raw = raw
         self._left = cap
         self._pushed = b""
@@ -89,32 +93,16 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
         memo: dict[int, object] = {}
         recent: list[object] = []
         try:
-            for op, arg, _pos in pickletools.genops(stream):
+            # genops reads with read/readline (and tell when there is one); typeshed asks for a
+            # whole IO[bytes], which _Reader must not be (no tell, so nothing seeks)
+            for op, arg, _pos in pickletools.genops(stream):  # type: ignore[arg-type]
                 walked += 1
                 if walked > MAX_OPCODES:
                     raise PickleScanError(
                         f"more than the limit of {MAX_OPCODES:,} pickle opcodes: not scanned"
                     )
-                name = op.name
-                if name in _STRING_OPS:
-                    recent.append(arg)
-                elif name == "GLOBAL":
-                    _add(out, str(arg).replace(" ", "."))
-                    recent.append(None)
-                elif name == "STACK_GLOBAL":
-                    if len(recent) >= 2 and all(isinstance(x, str) for x in recent[-2:]):
-                        _add(out, f"{recent[-2]}.{recent[-1]}")
-                    recent.append(None)
-                elif name == "MEMOIZE":
-                    memo[len(memo)] = recent[-1] if recent else None
-                elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
-                    memo[int(arg)] = recent[-1] if recent else None
-                elif name in ("BINGET", "LONG_BINGET", "GET"):
-                    recent.append(memo.get(int(arg)))
-                elif name == "STOP":
+                if _opcode(op.name, arg, out, memo, recent):
                     break
-                else:
-                    recent.append(None)
                 del recent[:-4]
         except PickleScanError:
             raise
@@ -124,6 +112,33 @@ def _walk(stream: _Reader, out: PickleGlobals, pickles: int) -> None:
             raise PickleScanError(f"not a pickle: {exc}".splitlines()[0]) from None
         if stream.at_eof():
             return
+
+
+def _opcode(
+    name: str, arg: Any, out: PickleGlobals, memo: dict[int, object], recent: list[object]
+) -> bool:
+    """One opcode: a global is added to ``out``; the last values pushed (``recent``) and the memo
+    are kept so that ``STACK_GLOBAL`` sees its module and name. True at ``STOP``."""
+    if name in _STRING_OPS:
+        recent.append(arg)
+    elif name == "GLOBAL":
+        _add(out, str(arg).replace(" ", "."))
+        recent.append(None)
+    elif name == "STACK_GLOBAL":
+        if len(recent) >= 2 and all(isinstance(x, str) for x in recent[-2:]):
+            _add(out, f"{recent[-2]}.{recent[-1]}")
+        recent.append(None)
+    elif name == "MEMOIZE":
+        memo[len(memo)] = recent[-1] if recent else None
+    elif name in ("BINPUT", "LONG_BINPUT", "PUT"):
+        memo[int(arg)] = recent[-1] if recent else None
+    elif name in ("BINGET", "LONG_BINGET", "GET"):
+        recent.append(memo.get(int(arg)))
+    elif name == "STOP":
+        return True
+    else:
+        recent.append(None)
+    return False
 
 
 def _add(out: PickleGlobals, dotted: str) -> None:
@@ -144,7 +159,7 @@ def read_globals(path: str | os.PathLike[str], cap: int = MAX_PICKLE) -> PickleG
     return out
 
 
-def _read_globals(fh: BinaryIO, out: PickleGlobals, cap: int) -> None:
+def _read_globals(fh: CountingReader, out: PickleGlobals, cap: int) -> None:
     # the zip format starts with a local file header; ``zipfile.is_zipfile`` would instead
     # search the last 64 KiB for a zip directory: tensor data of a legacy checkpoint
     if fh.read(4) != b"PK\x03\x04":

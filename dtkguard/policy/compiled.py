@@ -347,7 +347,12 @@ def _plain_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     for f in dataclasses.fields(cls):
         if f.name in _CHECKED or f.name not in data:
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise TypeError(f"{f.name}: no default to type it by")
         value = data[f.name]
         if isinstance(default, bool):
             if not isinstance(value, bool):
@@ -379,7 +384,7 @@ def _str(value: Any, what: str) -> str:
     return value
 
 
-def _list(value: Any, what: str) -> list[Any]:
+def _list(value: Any, what: str) -> list[Any] | tuple[Any, ...]:
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{what}: not a list")
     return value

@@ -287,7 +287,7 @@ def restore(
 
         # back at `guard install`: the baseline goes back there too
         back = wanted.source == GUARD_INSTALL and txn is not None
-        follow(interpreter(python), txn.changes() if back else (), approved=back)
+        follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
     return code
 
 

@@ -62,7 +62,9 @@ def matches_baseline(baseline: dict[str, Any], name: str, version: str, wheel: P
 def matches_lock(hashes: dict[str, str], wheel: Path) -> bool:
     """The wheel file's sha256 is one the lock names (a lock without sha256: no match)."""
     want = (hashes or {}).get("sha256")
-    return bool(want) and sha256_of(wheel) == want.lower()
+    if not want:
+        return False
+    return sha256_of(wheel) == want.lower()
 
 
 #: the throw-away project whose dependencies are the builds to install as dependencies

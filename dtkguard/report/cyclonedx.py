@@ -19,6 +19,10 @@ from urllib.parse import quote
 from dtkguard import __version__
 from dtkguard.findings import Severity
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
+
 
 def purl(name: str, version: str) -> str:
     """``pkg:pypi/flash-attn@2.6.1%2Bdas.opt1.dtk25041``."""
@@ -76,7 +80,7 @@ def _model_component(item: dict[str, Any], findings: list[Any]) -> dict[str, Any
     }
 
 
-def _components(report: Any) -> tuple[list[dict[str, Any]], set[str]]:
+def _components(report: Report) -> tuple[list[dict[str, Any]], set[str]]:
     """A component per inventory item, with its findings; and the subjects they place."""
     inventory = list(getattr(report, "inventory", None) or [])
     seen: dict[str, int] = {}
@@ -102,7 +106,7 @@ def _components(report: Any) -> tuple[list[dict[str, Any]], set[str]]:
     return comps, placed
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     """The BOM: the target as the metadata component, every inventory item as a component."""
     comps, placed = _components(report)
     # findings about no listed component (paths, processes, or no inventory given)

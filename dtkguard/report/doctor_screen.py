@@ -6,9 +6,12 @@ Commands, paths and versions are never broken across lines, so they can be copie
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 from dtkguard.findings import Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
 
 WIDTH = 80
 _LABEL = 10
@@ -123,7 +126,11 @@ def _devices(stack: dict) -> str:
 
 
 def render(
-    report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None, width: int = WIDTH
+    report: Report,
+    *,
+    fail_on: Severity = Severity.HIGH,
+    color: bool | None = None,
+    width: int = WIDTH,
 ) -> str:
     doctor = report.facts.get("doctor", {})
     stack = doctor.get("stack", {})

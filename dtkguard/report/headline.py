@@ -13,7 +13,8 @@ from dtkguard.findings import Finding, Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from dtkguard.report.model import Report
+    from dtkguard.report.schema import GroupDict, HeadlineDict
 
 #: subjects named in a group's heading before "and N more"
 SHOWN = 6
@@ -50,7 +51,7 @@ class Group:
         count = f" x{len(self.subjects)}" if len(self.subjects) > 1 else ""
         return f"{self.rule}{count} [{shown}{more}]: {self.reason}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> GroupDict:
         return {
             "rule": self.rule,
             "severity": self.severity.value,
@@ -69,7 +70,7 @@ class Headline:
     #: the fix leaves these rules' findings (a restore does not reach them)
     beyond_fix: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HeadlineDict:
         return {
             "happened": self.happened,
             "fix": self.fix or None,
@@ -160,7 +161,7 @@ def _fix(findings: list[Finding]) -> str:
     return ""
 
 
-def headline(report: Any, fail_on: Severity = Severity.HIGH) -> Headline:
+def headline(report: Report, fail_on: Severity = Severity.HIGH) -> Headline:
     """The answer of ``report``: findings at or above ``fail_on`` lead it."""
     findings = list(report.findings)
     serious = [f for f in findings if f.severity >= fail_on] or findings
@@ -169,7 +170,7 @@ def headline(report: Any, fail_on: Severity = Severity.HIGH) -> Headline:
     return Headline(_happened(serious), fix, groups(findings), beyond)
 
 
-def lines(report: Any, fail_on: Severity = Severity.HIGH) -> list[str]:
+def lines(report: Report, fail_on: Severity = Severity.HIGH) -> list[str]:
     """The headline as plain lines (table and markdown add their own markup)."""
     if not report.findings:
         return []

@@ -6,19 +6,22 @@ its share of the time its check family took (a family judges all its rules in on
 
 from __future__ import annotations
 
-from typing import Any
 from xml.etree import ElementTree as ET
 
 from dtkguard.findings import Severity
 from dtkguard.report.sanitize import xml
 from dtkguard.rules.catalog import info
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
+
 
 def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     suite = ET.Element("testsuite", name=f"dtkguard {report.command}")
     failures = 0
     cases: list[tuple[ET.Element, str]] = []  # (case, rule)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dtkguard.findings import Severity
 from dtkguard.report.sanitize import markdown as _cell
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
 
-def _lead(report: Any, fail_on: Severity) -> list[str]:
+
+def _lead(report: Report, fail_on: Severity) -> list[str]:
     from dtkguard.report.headline import lines
 
     out = []
@@ -32,7 +34,7 @@ def group_table(findings: list) -> list[str]:
     return rows
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     target = ", ".join(f"{k}={_cell(v)}" for k, v in report.target.items())
     lines = [
         f"## dtkguard {report.command}: {report.verdict(fail_on).upper()}",

@@ -10,6 +10,10 @@ from dtkguard import __version__
 from dtkguard.findings import Severity
 from dtkguard.rules.catalog import info
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {
     Severity.CRITICAL: "error",
@@ -27,13 +31,13 @@ SECURITY_SEVERITY = {
 }
 
 
-def render(report: Any, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
+def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
     rule_ids = sorted({*report.rules, *(f.rule for f in report.findings)})
     index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     rules = [_rule(rule_id) for rule_id in rule_ids]
     results = [_result(f, index) for f in report.findings]
     root = report.target.get("root", "/")
-    doc = {
+    doc: dict[str, Any] = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
@@ -113,4 +117,4 @@ def project_url() -> str | None:
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("homepage", "documentation", "repository", "source"):
             return url.strip()
-    return meta.get("Home-page") or None
+    return (meta.get_all("Home-page") or [None])[0] or None

@@ -7,6 +7,10 @@ from typing import Any
 from dtkguard.findings import Severity
 from dtkguard.report.sanitize import terminal
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.report.model import Report
+
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
 
@@ -18,7 +22,7 @@ def target_text(target: dict) -> str:
     return str(target.get("kind", ""))
 
 
-def _summary(report: Any, fail_on: Severity) -> str:
+def _summary(report: Report, fail_on: Severity) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n) or "no findings"
     target = target_text(report.target)
     return (
@@ -27,7 +31,7 @@ def _summary(report: Any, fail_on: Severity) -> str:
     )
 
 
-def lead(report: Any, fail_on: Severity) -> list[str]:
+def lead(report: Report, fail_on: Severity) -> list[str]:
     """The answer first: what happened, the fix, the findings by rule and reason."""
     from dtkguard.report.headline import groups, lines
 
@@ -42,7 +46,7 @@ def lead(report: Any, fail_on: Severity) -> list[str]:
     return out
 
 
-def render_plain(report: Any, fail_on: Severity) -> str:
+def render_plain(report: Report, fail_on: Severity) -> str:
     lines = lead(report, fail_on)
     lines += [
         f"{f.severity.value.upper()} {f.rule} {terminal(f.subject)}: {terminal(f.message)}"
@@ -59,7 +63,7 @@ TABLE_MIN_WIDTH = 120
 
 
 def render(
-    report: Any,
+    report: Report,
     *,
     fail_on: Severity = Severity.HIGH,
     color: bool | None = None,
@@ -85,7 +89,7 @@ def render(
     return buffer.getvalue()
 
 
-def _lead(console: Any, report: Any, fail_on: Severity) -> None:
+def _lead(console: Any, report: Report, fail_on: Severity) -> None:
     """`lead` with the severities in colour, each line soft-wrapped by the terminal."""
     from rich.text import Text
 

@@ -83,9 +83,9 @@ class Credentials:
                 except (OSError, netrc.NetrcParseError):
                     self._netrc = False
             found = self._netrc
-        if not found:
+        if not isinstance(found, netrc.netrc):
             return None
-        entry = found.authenticators(host)  # type: ignore[union-attr]
+        entry = found.authenticators(host)
         if entry is None:
             return None
         login, _account, password = entry

@@ -18,6 +18,10 @@ from pathlib import Path
 from dtkguard.errors import InputError
 from dtkguard.findings import Finding
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compiled import CompiledPolicy
+
 #: a wheel larger than this is not downloaded to be judged
 MAX_WHEEL_BYTES = 8 << 30
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
@@ -28,16 +32,18 @@ def native(filename: str) -> bool:
     return filename.endswith(".whl") and not filename.endswith("-none-any.whl")
 
 
-def wheel_findings(policy: object, name: str, wheel: str | os.PathLike[str]) -> list[Finding]:
+def wheel_findings(
+    policy: CompiledPolicy, name: str, wheel: str | os.PathLike[str]
+) -> list[Finding]:
     """`Finding` s of the shared objects of ``wheel`` (a local file) of dist ``name``, at the
     severities of the ``binary`` rules; the policy's exceptions are not applied here."""
     from dtkguard.env.binaries import wheel_problems
     from dtkguard.rules.binary import RULES, remediation
 
     rules = {r.id: r for r in RULES}
-    vendor = policy.vendor_build(name)  # type: ignore[attr-defined]
+    vendor = policy.vendor_build(name)
     out = []
-    for p in wheel_problems(policy.decision_json(), name, wheel):  # type: ignore[attr-defined]
+    for p in wheel_problems(policy.decision_json(), name, wheel):
         rule = rules[p.rule]
         evidence = {**p.evidence, "wheel": Path(wheel).name}
         where = f"{Path(wheel).name}:{p.evidence.get('file', '')}".rstrip(":")

@@ -11,7 +11,7 @@ resolve, found by trial resolutions bounded in rounds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from packaging.requirements import Requirement
@@ -58,7 +58,7 @@ def _vendor_sources(provider: PolicyProvider) -> str:
 def _why_community(provider: PolicyProvider, req: Req) -> list[str]:
     """For a request on another version of a vendor package: what that version needs that the
     policy does not allow (read from the public metadata, policy not applied)."""
-    out = []
+    out: list[str] = []
     links = [lk for lk in provider.all_links(req.name) if req.specifier.contains(lk.version, True)]
     if not links:
         return out
@@ -204,8 +204,8 @@ def _who_many(parents: list[Candidate]) -> tuple[str, bool]:
 
 def _missing_along_the_way(
     provider: PolicyProvider,
-    causes: Sequence[Any],
-    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    causes: Collection[Any],
+    skip: Collection[str] = frozenset(),
 ) -> list[str]:
     """Projects that kept clashing during the search but have no wheel at all (uv names them
     first: they rule out whole ranges of their dependents before the final conflict)."""
@@ -231,7 +231,7 @@ def _missing_along_the_way(
     return out
 
 
-def _groups(causes: Sequence[Any]) -> list[tuple[Req, list[Candidate]]]:
+def _groups(causes: Collection[Any]) -> list[tuple[Req, list[Candidate]]]:
     """Causes grouped by (parent project, requirement text), in order of first appearance."""
     out: dict[tuple[str | None, str], tuple[Req, list[Candidate]]] = {}
     for cause in causes:
@@ -245,7 +245,7 @@ def _groups(causes: Sequence[Any]) -> list[tuple[Req, list[Candidate]]]:
 
 
 def _requesting(
-    causes: Sequence[Any], roots: Sequence[Requirement], provider: PolicyProvider
+    causes: Collection[Any], roots: Sequence[Requirement], provider: PolicyProvider
 ) -> list[str]:
     """Root-requested names involved in the conflict (the packages whose versions to vary):
     named by a cause, or at the top of a cause's derivation."""
@@ -333,7 +333,7 @@ def _without_files_first(
 
 def explain_conflict(
     provider: PolicyProvider,
-    causes: Sequence[Any],
+    causes: Collection[Any],
     roots: Sequence[Requirement],
     rounds: int,
     trial: Trial,

@@ -57,9 +57,9 @@ def default_index_url(python: str | None = None) -> tuple[str, str]:
     shows (``install.`` over ``global.``, later files over earlier), else pip's built-in default
     read from pip itself. Never a literal in dtkguard."""
     for var in ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL"):
-        value = os.environ.get(var, "").split()
-        if value:
-            return _named(value[0])[1], f"${var}"
+        urls = os.environ.get(var, "").split()
+        if urls:
+            return _named(urls[0])[1], f"${var}"
     py = python or sys.executable
     listed = _run([py, "-m", "pip", "config", "list"])
     found: dict[str, str] = {}

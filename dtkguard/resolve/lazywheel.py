@@ -27,7 +27,7 @@ _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 _METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
 
 
-def read_zip_metadata(data: bytes | Path | BinaryIO) -> bytes:
+def read_zip_metadata(data: bytes | Path | BinaryIO | io.RawIOBase) -> bytes:
     """The ``*.dist-info/METADATA`` of a wheel given as bytes, a path or a seekable file."""
     src = io.BytesIO(data) if isinstance(data, bytes) else data
     with zipfile.ZipFile(src) as zf:
@@ -120,7 +120,7 @@ def _from_full_body(resp: Any, link: Any) -> bytes:
             tmp.write(chunk)
             size += len(chunk)
         tmp.seek(0)
-        raw = read_zip_metadata(tmp)  # type: ignore[arg-type]
+        raw = read_zip_metadata(tmp)
     link.size = link.size or size
     if not link.hashes.get("sha256"):
         link.hashes["sha256"] = digest.hexdigest()

@@ -93,37 +93,55 @@ def build_sources(
     return sources
 
 
+@dataclass(frozen=True)
+class ResolveOptions:
+    """How to resolve: pre-releases, the time limit and ``--only-binary``/``--no-binary`` (the
+    command line's), the metadata cache, the sdist builder and the terminal's progress line."""
+
+    pre: bool = False
+    timeout: float = RESOLVE_SECONDS
+    cache: MetadataCache | None = None
+    formats: FormatControl | None = None
+    builder: Builder | None = None
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A trial resolution made while explaining a conflict: no explanation of its own, the
+    explaining resolution's deadline and rounds left, and its provider (``like``) to share."""
+
+    deadline: float
+    max_rounds: int
+    like: PolicyProvider
+
+
 def resolve(
     requirements: Sequence[Requirement],
     sources: Sequence[Source],
     policy: Any,
     target: TargetEnv,
+    options: ResolveOptions | None = None,
     *,
-    explain: bool = True,
-    pre: bool = False,
-    timeout: float = RESOLVE_SECONDS,
-    deadline: float | None = None,
-    cache: MetadataCache | None = None,
-    like: PolicyProvider | None = None,
-    max_rounds: int = MAX_ROUNDS,
-    formats: FormatControl | None = None,
-    builder: Builder | None = None,
-    progress: Progress | None = None,
+    trial_of: Trial | None = None,
 ) -> Resolution:
     """Resolve ``requirements``; :class:`Unsatisfiable` (exit 1) explains a conflict or says
-    that no answer came within ``timeout`` seconds (or by the monotonic ``deadline``), in which
-    case :class:`OutOfTime` is raised instead when ``explain`` is off (also for more than
-    ``max_rounds`` rounds)."""
+    that no answer came within ``options.timeout`` seconds. A ``trial_of`` resolution raises
+    :class:`OutOfTime` instead when its deadline passes (or its rounds run out), and an
+    unexplained :class:`Unsatisfiable` on a conflict."""
     from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
+    opts = options or ResolveOptions()
     started = time.monotonic()
-    if deadline is None:
-        deadline = started + timeout
-    provider = PolicyProvider(sources, policy, target, pre=pre, cache=cache, like=like,
-                              formats=formats, builder=builder)  # fmt: skip
-    if progress is not None:
-        progress.attach(provider)
+    explain = trial_of is None
+    deadline = started + opts.timeout if trial_of is None else trial_of.deadline
+    max_rounds = MAX_ROUNDS if trial_of is None else trial_of.max_rounds
+    like = None if trial_of is None else trial_of.like
+    provider = PolicyProvider(sources, policy, target, pre=opts.pre, cache=opts.cache, like=like,
+                              formats=opts.formats, builder=opts.builder)  # fmt: skip
+    if opts.progress is not None:
+        opts.progress.attach(provider)
     try:
         roots = [
             provider.make_req(r, None)
@@ -165,14 +183,13 @@ def trial(
             provider.sources,
             provider.policy,
             provider.target,
-            explain=False,
-            pre=provider.pre,
-            deadline=deadline,
-            max_rounds=budget[0],
-            like=provider,
-            cache=provider.cache,
-            formats=provider.formats,
-            builder=provider.builder,
+            ResolveOptions(
+                pre=provider.pre,
+                cache=provider.cache,
+                formats=provider.formats,
+                builder=provider.builder,
+            ),
+            trial_of=Trial(deadline, budget[0], provider),
         )
     except OutOfTime:
         budget[0] = 0

@@ -26,6 +26,10 @@ from packaging.version import InvalidVersion, Version
 from dtkguard.env.dist import parse_headers
 from dtkguard.resolve.metadata import BadMetadata
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.resolve.auth import Credentials
+
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 #: fields that must be static for PKG-INFO to stand for the built metadata (what the resolver reads)
 RESOLVER_FIELDS = ("requires-dist", "requires-python", "provides-extra")
@@ -138,6 +142,7 @@ def _extract(path: Path, dest: Path) -> Path:
                     continue
                 members.append(m)
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            # `filter` is passed only where tarfile has it (3.12, 3.10.12+), hence the plain dict
             tf.extractall(dest, members=members, **safe)  # type: ignore[arg-type]
     tops = [p for p in dest.iterdir() if p.is_dir()]
     if len(tops) != 1:
@@ -236,7 +241,7 @@ def _has_pip() -> bool:
     return importlib.util.find_spec("pip") is not None
 
 
-def builder_for(sources: Sequence[object], credentials: object) -> Builder:
+def builder_for(sources: Sequence[object], credentials: Credentials) -> Builder:
     """A builder whose pip sees exactly ``sources``: their find-links folders, their indexes
     (credentials passed in the environment, never in argv), ``--no-index`` without one."""
     from dtkguard.resolve.sources import FindLinks, SimpleIndex
@@ -248,7 +253,7 @@ def builder_for(sources: Sequence[object], credentials: object) -> Builder:
         if isinstance(source, FindLinks):
             args += ["--find-links", str(Path(source.path).absolute())]
         elif isinstance(source, SimpleIndex):
-            url, password = credentials.with_userinfo(source.url)  # type: ignore[attr-defined]
+            url, password = credentials.with_userinfo(source.url)
             indexes.append(url)
             secrets.append(password)
     env = {}

@@ -283,6 +283,7 @@ class SimpleIndex(Source):
             meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
             link.metadata_hashes = _hash_attr(meta)
             if link.metadata_hashes is not None:
+                # `_link` made the link from its href: its url is set
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
             link.yanked = "data-yanked" in attrs
             link.yank_reason = (attrs.get("data-yanked") or "").strip()
@@ -306,6 +307,7 @@ class SimpleIndex(Source):
             meta = item.get("core-metadata", item.get("dist-info-metadata"))
             if meta:
                 link.metadata_hashes = meta if isinstance(meta, dict) else {}
+                # `_link` made the link from its url: it is set
                 link.metadata_url = link.url + ".metadata"  # type: ignore[operator]
             yanked = item.get("yanked")
             link.yanked = bool(yanked)
@@ -399,6 +401,7 @@ class InstalledEnv(Source):
                 continue
             name = canonical(dist.name)
             link = FileLink(name, version, Path(dist.location).name, self)
+            # only this source's links carry the installed Dist they stand for
             link.installed = dist  # type: ignore[attr-defined]
             self._by_name.setdefault(name, []).append(link)
 
@@ -406,7 +409,7 @@ class InstalledEnv(Source):
         return self._by_name.get(project, [])
 
     def metadata(self, link: FileLink) -> bytes:
-        dist = link.installed  # type: ignore[attr-defined]
+        dist = link.installed  # type: ignore[attr-defined]  # set by `__init__` above
         lines = [f"Name: {dist.name}", f"Version: {dist.version}"]
         if dist.requires_python:
             lines.append(f"Requires-Python: {dist.requires_python}")

@@ -106,6 +106,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     from dtkguard.env.baseline import tampered as baseline_tampered
     from dtkguard.errors import InputError
 
+    problem: str | None
     for inner, host in baseline_files(ctx.env):
         try:
             data = load(host)
@@ -143,7 +144,7 @@ def _now_needed(ctx: CheckContext, change: Any, rel: str) -> list[str] | None:
     return list(linkage.needed) if linkage is not None else None
 
 
-def _linkage_evidence(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> dict:
+def _linkage_evidence(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> dict[str, Any]:
     if not isinstance(recorded, dict) or "needed" not in recorded:
         return {}
     return {"needed_recorded": recorded["needed"], "needed_now": _now_needed(ctx, change, rel)}
@@ -152,8 +153,10 @@ def _linkage_evidence(ctx: CheckContext, change: Any, rel: str, recorded: Any) -
 def _relinked(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> str:
     """``; now links libcudart.so.12 (recorded: libgalaxyhip.so.5)`` for a swapped binary."""
     found = _linkage_evidence(ctx, change, rel, recorded)
-    now, was = found.get("needed_now"), found.get("needed_recorded")
-    if not found or now is None or list(now) == list(was):
+    if not found:
+        return ""
+    now, was = found["needed_now"], found["needed_recorded"]
+    if now is None or list(now) == list(was):
         return ""
     return f"; now links {', '.join(now) or 'nothing'} (recorded: {', '.join(was) or 'nothing'})"
 

@@ -16,6 +16,10 @@ from dtkguard.policy.labels import DtkRelease
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compiled import SupportRow
+
 DTK_RUNTIME_MISMATCH = RuleInfo(
     "dtk-runtime-mismatch",
     Severity.HIGH,
@@ -162,43 +166,61 @@ def _torch_hip(facts: StackFacts) -> Iterator[Finding]:
 def _drivers(ctx: CheckContext, facts: StackFacts) -> Iterator[Finding]:
     """driver-too-old, dtk-too-old per card series; driver-inconsistent across cards."""
     cards = facts.cards or []
-    installed = _release(facts.dtk)
-    where = facts.cards_source or "hy-smi"
     for series in sorted({c.series for c in cards if c.series}):
         row = ctx.policy.stack.row(series)
         if row is None:
             continue
-        drivers = sorted({c.driver for c in cards if c.series == series and c.driver})
-        for driver in drivers:
-            have, need = version_tuple(driver), version_tuple(row.driver)
-            if have and need and have < need:
-                yield DRIVER_TOO_OLD.finding(
-                    series,
-                    f"{series} cards run driver {driver}; {series} needs driver {row.driver} "
-                    f"or newer ({row.source or 'policy support table'})",
-                    f"upgrade the DCU driver (hyhal) on this node to {row.driver} or newer",
-                    where,
-                    {"driver": driver, "minimum": row.driver},
-                )
-        need_dtk = _release(row.dtk)
-        if installed and need_dtk and installed < need_dtk:
-            yield DTK_TOO_OLD.finding(
+        yield from _driver_too_old(facts, series, row)
+        yield from _dtk_too_old(facts, series, row)
+    yield from _driver_inconsistent(facts)
+
+
+def _where(facts: StackFacts) -> str:
+    return facts.cards_source or "hy-smi"
+
+
+def _driver_too_old(facts: StackFacts, series: str, row: SupportRow) -> Iterator[Finding]:
+    """driver-too-old: a driver of this series' cards is older than its support row asks."""
+    cards = facts.cards or []
+    for driver in sorted({c.driver for c in cards if c.series == series and c.driver}):
+        have, need = version_tuple(driver), version_tuple(row.driver)
+        if have and need and have < need:
+            yield DRIVER_TOO_OLD.finding(
                 series,
-                f"DTK {facts.dtk} does not support {series} cards; they need DTK {row.dtk} "
+                f"{series} cards run driver {driver}; {series} needs driver {row.driver} "
                 f"or newer ({row.source or 'policy support table'})",
-                f"use an image with DTK {row.dtk} or newer on this node",
-                facts.dtk_source,
-                {"dtk": facts.dtk, "minimum": row.dtk},
+                f"upgrade the DCU driver (hyhal) on this node to {row.driver} or newer",
+                _where(facts),
+                {"driver": driver, "minimum": row.driver},
             )
-    drivers = {c.driver for c in cards if c.driver}
-    if len(drivers) > 1:
+
+
+def _dtk_too_old(facts: StackFacts, series: str, row: SupportRow) -> Iterator[Finding]:
+    """dtk-too-old: the DTK installed is older than this series' support row asks."""
+    installed, need_dtk = _release(facts.dtk), _release(row.dtk)
+    if installed and need_dtk and installed < need_dtk:
+        yield DTK_TOO_OLD.finding(
+            series,
+            f"DTK {facts.dtk} does not support {series} cards; they need DTK {row.dtk} "
+            f"or newer ({row.source or 'policy support table'})",
+            f"use an image with DTK {row.dtk} or newer on this node",
+            facts.dtk_source,
+            {"dtk": facts.dtk, "minimum": row.dtk},
+        )
+
+
+def _driver_inconsistent(facts: StackFacts) -> Iterator[Finding]:
+    """driver-inconsistent: the node's cards report more than one driver."""
+    cards = facts.cards or []
+    node_drivers = {c.driver for c in cards if c.driver}
+    if len(node_drivers) > 1:
         listed = ", ".join(f"card {c.index}: {c.driver}" for c in cards if c.driver)
         yield DRIVER_INCONSISTENT.finding(
             "driver",
             f"the cards of this node report different drivers ({listed})",
             "reinstall one DCU driver (hyhal) for the whole node and reboot it",
-            where,
-            {"drivers": sorted(drivers)},
+            _where(facts),
+            {"drivers": sorted(node_drivers)},
         )
 
 

@@ -13,7 +13,7 @@ import stat
 
 TYPE_CHECKING = False  # typing costs ~2 ms at start-up (dtkpip, check); annotations are lazy
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
 #: how a non-regular file is named in errors
 _KINDS = (
@@ -134,15 +134,22 @@ class CountingReader:
         return self._took(self._raw.read(n))
 
     def read1(self, n: int = -1) -> bytes:
+        # the raw file is buffered (`open_regular`); BinaryIO does not declare read1/readinto
         return self._took(self._raw.read1(n))  # type: ignore[attr-defined]
 
     def readline(self, limit: int = -1) -> bytes:
         return self._took(self._raw.readline(limit))
 
     def readinto(self, buffer: bytearray | memoryview) -> int:
-        n = self._raw.readinto(buffer) or 0  # type: ignore[attr-defined]
+        n = self._raw.readinto(buffer) or 0  # type: ignore[attr-defined]  # as read1 above
         self.count += n
         return n
 
-    def __getattr__(self, name: str) -> object:
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)

@@ -11,6 +11,7 @@ MAX_INT_DIGITS = 64
 def position(data: bytes | str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of ``offset``; columns count bytes in bytes, characters in str."""
     nl = b"\n" if isinstance(data, bytes) else "\n"
+    # ``nl`` has ``data``'s type, which mypy cannot tie to the isinstance above
     line = data.count(nl, 0, offset) + 1  # type: ignore[arg-type]
     col = offset - (data.rfind(nl, 0, offset) + 1) + 1  # type: ignore[arg-type]
     return line, col

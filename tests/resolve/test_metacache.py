@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 
 from dtkguard.resolve.http import Fetcher
 from dtkguard.resolve.metacache import MetadataCache, link_key
-from dtkguard.resolve.resolver import build_sources, resolve
+from dtkguard.resolve.resolver import ResolveOptions, build_sources, resolve
 from dtkguard.resolve.sources import FindLinks
 from dtkguard.resolve.target import TargetEnv
 from tests.lock.conftest import REPO
@@ -29,7 +29,7 @@ def _wheels(tmp_path):
 
 def _lock(wheels, cache):
     sources = build_sources(None, Fetcher(), find_links=[str(wheels)])
-    res = resolve([Requirement("alpha")], sources, None, TargetEnv(), cache=cache)
+    res = resolve([Requirement("alpha")], sources, None, TargetEnv(), ResolveOptions(cache=cache))
     return [(p.name, p.version) for p in res.packages]
 
 

@@ -12,7 +12,13 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from dtkguard.resolve.http import Fetcher
-from dtkguard.resolve.resolver import Resolution, Unsatisfiable, build_sources, resolve
+from dtkguard.resolve.resolver import (
+    Resolution,
+    ResolveOptions,
+    Unsatisfiable,
+    build_sources,
+    resolve,
+)
 from dtkguard.resolve.target import TargetEnv
 from tests.support.snapshots import load_case
 
@@ -29,7 +35,8 @@ PINNED_CASES = [
 
 def _resolve(wheels, reqs, **kw) -> Resolution:
     sources = build_sources(None, Fetcher(), find_links=[str(wheels)])
-    return resolve([Requirement(r) for r in reqs], sources, None, TargetEnv("3.10"), **kw)
+    options = ResolveOptions(**kw)
+    return resolve([Requirement(r) for r in reqs], sources, None, TargetEnv("3.10"), options)
 
 
 def _pins(res: Resolution) -> dict[str, Version]:

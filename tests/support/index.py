@@ -335,126 +335,132 @@ def _authorized(state: IndexServer, header: str | None, auth: tuple[str, str] | 
     return header == want
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The index's answers; `_make_handler` gives each server its own state and options."""
+
+    state: IndexServer
+    opts: _Options
+    auth: tuple[str, str] | None
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _head(self, status: int, ctype: str, length: int, extra: dict[str, str]) -> None:
+        # Log before answering: a client that has its response must see its request logged.
+        accept = self.headers.get("Accept", "")
+        self.state.log.append(ServedRequest(self.path, accept, status, ctype))
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Vary", "Accept")
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.end_headers()
+
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
+        self._head(status, ctype, len(body), extra or {})
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        self.state.requests.append(self.path)
+        if not _authorized(self.state, self.headers.get("Authorization"), self.auth):
+            self._send(401, b"credentials needed\n", "text/plain",
+                       {"WWW-Authenticate": 'Basic realm="test index"'})  # fmt: skip
+            return
+        parts = urlsplit(self.path)
+        path = unquote(parts.path)
+        fmt = (parse_qs(parts.query).get("format") or [None])[0]
+        if fmt:
+            fmt = fmt.replace(" ", "+")  # an unencoded "+" arrives as a space
+        if path in ("/simple", "/simple/") or path.startswith("/simple/"):
+            self._simple(path, fmt)
+        elif path.startswith("/files/") and "/" not in path[len("/files/") :]:
+            self._file(path[len("/files/") :])
+        else:
+            self._send(404, b"not found\n", "text/plain")
+
+    def _simple(self, path: str, fmt: str | None) -> None:
+        ctype = _negotiate(self.headers.get("Accept"), fmt)
+        if ctype is None:
+            self._send(406, b"not acceptable\n", "text/plain")
+            return
+        projects = _scan(self.state.wheel_dir)
+        rest = path[len("/simple") :].strip("/")
+        if not rest:
+            if not path.endswith("/"):
+                self._send(301, b"", "text/plain", {"Location": "/simple/"})
+                return
+            names = sorted(projects)
+            if ctype == JSON_TYPE:
+                body = json.dumps(_root_json(names), indent=1).encode()
+            else:
+                body = _root_html(names).encode()
+            self._send(200, body, ctype)
+            return
+        norm = canonicalize_name(rest)
+        if norm != rest or not path.endswith("/"):
+            self._send(301, b"", "text/plain", {"Location": f"/simple/{norm}/"})
+            return
+        files = projects.get(norm)
+        if not files:
+            self._send(404, b"no such project\n", "text/plain")
+            return
+        if ctype == JSON_TYPE:
+            doc = _project_json(norm, files, "../../files/", self.opts)
+            body = json.dumps(doc, indent=1).encode()
+        else:
+            body = _project_html(norm, files, "../../files/", self.opts).encode()
+        self._send(200, body, ctype)
+
+    def _file(self, name: str) -> None:
+        is_meta = name.endswith(".metadata")
+        target = self.state.wheel_dir / (name[: -len(".metadata")] if is_meta else name)
+        entry = _scan_file(target) if target.is_file() else None
+        if entry is None:
+            self._send(404, b"not found\n", "text/plain")
+        elif is_meta:
+            if entry.metadata is None or not self.opts.metadata:
+                self._send(404, b"no metadata\n", "text/plain")
+            else:
+                self._send(200, entry.metadata, "application/octet-stream")
+        else:
+            self._stream(entry)
+
+    def _stream(self, entry: _File) -> None:
+        """The file, or the one byte range asked for (206), read in chunks."""
+        header = self.headers.get("Range")
+        span = _byte_range(header, entry.size) if self.opts.ranges else None
+        extra = {"Accept-Ranges": "bytes" if self.opts.ranges else "none"}
+        status, start, end = 200, 0, entry.size - 1
+        if span is not None:
+            self.state.ranges.append(header or "")
+            status, (start, end) = 206, span
+            extra["Content-Range"] = f"bytes {start}-{end}/{entry.size}"
+        self._head(status, "application/octet-stream", end - start + 1, extra)
+        if self.command == "HEAD":
+            return
+        with entry.path.open("rb") as fh:
+            fh.seek(start)
+            left = end - start + 1
+            while left > 0:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                left -= len(chunk)
+                self.state.file_bytes += len(chunk)
+
+
 def _make_handler(
     state: IndexServer, opts: _Options, auth: tuple[str, str] | None
 ) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def _head(self, status: int, ctype: str, length: int, extra: dict[str, str]) -> None:
-            # Log before answering: a client that has its response must see its request logged.
-            accept = self.headers.get("Accept", "")
-            state.log.append(ServedRequest(self.path, accept, status, ctype))
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(length))
-            self.send_header("Vary", "Accept")
-            for k, v in extra.items():
-                self.send_header(k, v)
-            self.end_headers()
-
-        def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None):
-            self._head(status, ctype, len(body), extra or {})
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def do_HEAD(self) -> None:
-            self.do_GET()
-
-        def do_GET(self) -> None:
-            state.requests.append(self.path)
-            if not _authorized(state, self.headers.get("Authorization"), auth):
-                self._send(401, b"credentials needed\n", "text/plain",
-                           {"WWW-Authenticate": 'Basic realm="test index"'})  # fmt: skip
-                return
-            parts = urlsplit(self.path)
-            path = unquote(parts.path)
-            fmt = (parse_qs(parts.query).get("format") or [None])[0]
-            if fmt:
-                fmt = fmt.replace(" ", "+")  # an unencoded "+" arrives as a space
-            if path in ("/simple", "/simple/") or path.startswith("/simple/"):
-                self._simple(path, fmt)
-            elif path.startswith("/files/") and "/" not in path[len("/files/") :]:
-                self._file(path[len("/files/") :])
-            else:
-                self._send(404, b"not found\n", "text/plain")
-
-        def _simple(self, path: str, fmt: str | None) -> None:
-            ctype = _negotiate(self.headers.get("Accept"), fmt)
-            if ctype is None:
-                self._send(406, b"not acceptable\n", "text/plain")
-                return
-            projects = _scan(state.wheel_dir)
-            rest = path[len("/simple") :].strip("/")
-            if not rest:
-                if not path.endswith("/"):
-                    self._send(301, b"", "text/plain", {"Location": "/simple/"})
-                    return
-                names = sorted(projects)
-                if ctype == JSON_TYPE:
-                    body = json.dumps(_root_json(names), indent=1).encode()
-                else:
-                    body = _root_html(names).encode()
-                self._send(200, body, ctype)
-                return
-            norm = canonicalize_name(rest)
-            if norm != rest or not path.endswith("/"):
-                self._send(301, b"", "text/plain", {"Location": f"/simple/{norm}/"})
-                return
-            files = projects.get(norm)
-            if not files:
-                self._send(404, b"no such project\n", "text/plain")
-                return
-            if ctype == JSON_TYPE:
-                doc = _project_json(norm, files, "../../files/", opts)
-                body = json.dumps(doc, indent=1).encode()
-            else:
-                body = _project_html(norm, files, "../../files/", opts).encode()
-            self._send(200, body, ctype)
-
-        def _file(self, name: str) -> None:
-            is_meta = name.endswith(".metadata")
-            target = state.wheel_dir / (name[: -len(".metadata")] if is_meta else name)
-            entry = _scan_file(target) if target.is_file() else None
-            if entry is None:
-                self._send(404, b"not found\n", "text/plain")
-            elif is_meta:
-                if entry.metadata is None or not opts.metadata:
-                    self._send(404, b"no metadata\n", "text/plain")
-                else:
-                    self._send(200, entry.metadata, "application/octet-stream")
-            else:
-                self._stream(entry)
-
-        def _stream(self, entry: _File) -> None:
-            """The file, or the one byte range asked for (206), read in chunks."""
-            header = self.headers.get("Range")
-            span = _byte_range(header, entry.size) if opts.ranges else None
-            extra = {"Accept-Ranges": "bytes" if opts.ranges else "none"}
-            status, start, end = 200, 0, entry.size - 1
-            if span is not None:
-                state.ranges.append(header or "")
-                status, (start, end) = 206, span
-                extra["Content-Range"] = f"bytes {start}-{end}/{entry.size}"
-            self._head(status, "application/octet-stream", end - start + 1, extra)
-            if self.command == "HEAD":
-                return
-            with entry.path.open("rb") as fh:
-                fh.seek(start)
-                left = end - start + 1
-                while left > 0:
-                    chunk = fh.read(min(left, 1 << 20))
-                    if not chunk:
-                        break
-                    self.wfile.write(chunk)
-                    left -= len(chunk)
-                    state.file_bytes += len(chunk)
-
-    return Handler
+    return type("Handler", (_Handler,), {"state": state, "opts": opts, "auth": auth})
 
 
 @contextmanager
