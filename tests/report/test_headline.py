@@ -127,6 +127,6 @@ def test_fleet_markdown_leads_with_what_happened(tmp_path: Path) -> None:
     md = render_markdown(merge(paths))
     section = md[md.index("### What happened") : md.index("### Nodes")]
     lines = [line for line in section.splitlines() if line.startswith("- ")]
-    denied = [line for line in lines if "`denied-package` (critical)" in line]
+    denied = [line for line in lines if line.startswith("- denied-package (critical) ")]
     assert len(denied) == 1 and "on 3 node(s)" in denied[0] and "nvidia-cublas-cu12" in denied[0]
     assert md.index("### What happened") < md.index("### Most common findings")
