@@ -21,7 +21,7 @@ LINES = [
     "plain",
     ",,",
     '"pkg/with,comma.py",sha256=abc,3',
-    ' spaced , x ,1',
+    " spaced , x ,1",
 ]
 
 
