@@ -247,10 +247,10 @@ def _measure(sc: Scenario, tools: Tools, base: Path, runs: int) -> dict:
     """{tool: {"cold": [s...], "warm": [s...], "cold-cpu": [s...], ..., "rss": [bytes...]}}."""
     times: dict = {}
     with serve_index(sc.folder, **sc.index) as index:
-        for tool in ("dtkguard", "pip", "uv"):
-            t = times.setdefault(tool, {k: [] for k in ("cold", "warm", "cold-cpu",
-                                                        "warm-cpu", "rss")})  # fmt: skip
-            for _ in range(runs):
+        for _ in range(runs):  # alternating: each tool once per round, so load hits all alike
+            for tool in ("dtkguard", "pip", "uv"):
+                t = times.setdefault(tool, {k: [] for k in ("cold", "warm", "cold-cpu",
+                                                            "warm-cpu", "rss")})  # fmt: skip
                 cache = base / f"cache-{sc.name}-{tool}"
                 shutil.rmtree(cache, ignore_errors=True)
                 cache.mkdir()

@@ -247,10 +247,17 @@ def _once(python: str, method: str, folder: Path, root: str | None = None) -> di
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(python: str, method: str, folder: Path, repeat: int) -> dict[str, float]:
-    results = [_once(python, method, folder) for _ in range(repeat)]
-    best = {k: statistics.median(r[k] for r in results) for k in results[0]}
-    return best
+def alternating(rows: list[tuple[str, str, str]], folder: Path, repeat: int) -> list:
+    """[(label, medians)] of every row, the rows run in turn ``repeat`` times (so the
+    machine's load falls on all of them alike)."""
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in rows}
+    for _ in range(repeat):
+        for label, python, method in rows:
+            runs[label].append(_once(python, method, folder))
+    return [
+        (label, {k: statistics.median(r[k] for r in got) for k in got[0]})
+        for label, got in runs.items()
+    ]
 
 
 def against(other: str, folder: Path, repeat: int) -> None:
@@ -317,6 +324,15 @@ def main() -> int:
     st_python = args.safetensors_python
     if st_python is None and importlib.util.find_spec("safetensors") is not None:
         st_python = sys.executable
+    versions = [f"dtkguard side: {sys.executable} (Python {sys.version.split()[0]})"]
+    if st_python:
+        got = subprocess.run(
+            [st_python, "-c", "import sys, safetensors; print(sys.version.split()[0], "
+             "safetensors.__version__)"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        versions.append(f"safetensors side: {st_python} (Python {got[0]}, safetensors {got[1]})")
+    print("\n".join(versions))
     targets = (("model folder", folder), (f"hub cache repo, {args.snapshots} snapshots", repo))
     for title, target in targets:
         rows = [
@@ -325,20 +341,21 @@ def main() -> int:
         ]
         if st_python:
             rows.append(("safetensors.safe_open", st_python, "safetensors"))
-        results = [(label, run(py, m, target, args.repeat)) for label, py, m in rows]
+        results = alternating(rows, target, args.repeat)
         lib_read = int(dict(results)["dtkguard.modelscan.scan (library)"]["bytes_read"])
         if lib_read != expected_read:
             print(f"not headers only: read {lib_read:,}, expected {expected_read:,}")
             return 1
         ref = results[-1][1] if st_python else results[0][1]
         print(
-            f"\n{title}\n{'method':34} {'seconds':>8} {'bytes read':>14} {'read calls':>10} "
-            f"{'minflt':>8} {'time x':>7} {'bytes x':>8}"
+            f"\n{title}\n{'method':34} {'seconds':>8} {'CPU s':>7} {'bytes read':>14} "
+            f"{'read calls':>10} {'minflt':>8} {'time x':>7} {'CPU x':>6} {'bytes x':>8}"
         )
         for label, r in results:
             print(
-                f"{label:34} {r['seconds']:8.3f} {int(r['rchar']):14,} {int(r['syscr']):10,} "
-                f"{int(r['minflt']):8,} {r['seconds'] / ref['seconds']:7.2f} "
+                f"{label:34} {r['seconds']:8.3f} {r['cpu']:7.3f} {int(r['rchar']):14,} "
+                f"{int(r['syscr']):10,} {int(r['minflt']):8,} "
+                f"{r['seconds'] / ref['seconds']:7.2f} {r['cpu'] / max(ref['cpu'], 1e-6):6.2f} "
                 f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
             )
     print(

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dtkguard.env.dist import Dist
 from dtkguard.env.environment import prefix_of
@@ -35,13 +35,12 @@ from dtkguard.util.safe_read import TooLarge, read_capped, read_head, reason
 
 #: a RECORD larger than this is not verified (torch's, ~20,000 files, is about 2 MiB)
 RECORD_LIMIT = 16 << 20
-#: a batch of jobs handed to one worker: this many files or this many bytes, whichever first
-BATCH_FILES = 128
-BATCH_BYTES = 32 << 20
+#: the work of opening, reading and judging one file, in bytes hashed in the same time
+FILE_COST = 32 << 10
+#: batches per worker: few round trips to a worker, and enough to even out a slow one
+BATCHES_PER_WORKER = 8
 SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
-#: from this many files or bytes on, ``auto`` hashes in processes rather than threads
-AUTO_PROCESS_FILES = 2000
-AUTO_PROCESS_BYTES = 256 << 20
+_SIGNATURE_TAILS = tuple(f"/{name}" for name in SIGNATURES)
 
 
 @dataclass(frozen=True)
@@ -90,9 +89,9 @@ class Verification:
         }
 
 
-@dataclass(frozen=True)
-class Job:
-    """One file to hash: its host path, the expected digest and where it came from."""
+class Job(NamedTuple):
+    """One file to hash: its host path, the expected digest and where it came from (a named
+    tuple: one is made per RECORD row, at a fifth of a frozen dataclass's cost)."""
 
     host: str
     algo: str
@@ -125,6 +124,18 @@ def lexical(base: str, path: str) -> str | None:
 
 def under(path: str, top: str) -> bool:
     return top == "/" or path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _plain(rel: str) -> bool:
+    """A relative path whose every part is a name: ``lexical`` would only join it."""
+    return (
+        bool(rel)
+        and rel[0] != "/"
+        and rel[-1] != "/"
+        and "//" not in rel
+        and "/." not in rel
+        and rel[0] != "."
+    )
 
 
 class _Planner:
@@ -217,6 +228,11 @@ class _Planner:
         """A job per hashed row; (hashless paths, malformed rows, hex-digest rows)."""
         site_inner = self.root.inner(dist.site)
         prefix = prefix_of(site_inner)
+        # a plain relative row (no ``.``/``..`` part, no empty part) is site/row: no lexical
+        # walk, and it is neither outside the prefix nor a script
+        plain_site = site_inner if lexical(site_inner, ".") == site_inner else None
+        if plain_site is not None and not under(plain_site, prefix):
+            plain_site = None
         hashless: list[str] = []
         malformed = 0
         hexrows = 0
@@ -225,10 +241,11 @@ class _Planner:
                 malformed += 1
                 continue
             rel, hash_field, size_field = row
-            if posixpath.basename(rel) in SIGNATURES and ".dist-info" in rel:
+            if rel.endswith(_SIGNATURE_TAILS) and ".dist-info" in rel:
                 continue
-            inner = lexical(site_inner, rel)
-            if inner is None or not under(inner, prefix):
+            plain = plain_site is not None and _plain(rel)
+            inner = f"{plain_site}/{rel}" if plain else lexical(site_inner, rel)
+            if inner is None or (not plain and not under(inner, prefix)):
                 issue(
                     "outside",
                     rel,
@@ -258,7 +275,7 @@ class _Planner:
                 issue("unreadable", inner, "its directory cannot be resolved inside the root")
                 continue
             size = int(size_field) if size_field.isdigit() else None
-            script = not under(inner, site_inner)
+            script = not plain and not under(inner, site_inner)
             jobs.append(Job(located[0], algo, digest, size, owner, inner, script, located[1]))
         return hashless, malformed, hexrows
 
@@ -309,16 +326,20 @@ def _hash_batch(batch: Sequence[tuple[str, str, bool]]) -> list[tuple[str, bytes
     return [hash_file(host, algo, confined) for host, algo, confined in batch]
 
 
-def _batches(jobs: Sequence[Job]) -> list[list[int]]:
+def _batches(jobs: Sequence[Job], workers: int) -> list[list[int]]:
+    """Consecutive jobs in about ``BATCHES_PER_WORKER`` batches per worker of equal cost (a
+    file costs its bytes plus ``FILE_COST``)."""
+    costs = [(job.size or 0) + FILE_COST for job in jobs]
+    budget = max(sum(costs) // max(workers * BATCHES_PER_WORKER, 1), 1)
     out: list[list[int]] = []
     current: list[int] = []
-    size = 0
-    for i, job in enumerate(jobs):
+    spent = 0
+    for i, cost in enumerate(costs):
         current.append(i)
-        size += job.size or 0
-        if len(current) >= BATCH_FILES or size >= BATCH_BYTES:
+        spent += cost
+        if spent >= budget:
             out.append(current)
-            current, size = [], 0
+            current, spent = [], 0
     if current:
         out.append(current)
     return out
@@ -417,9 +438,8 @@ def verify(
 ) -> Verification:
     """Check every RECORD row of ``dists``; files are read only inside ``root``.
 
-    ``executor``: ``thread``, ``process`` or ``auto`` (processes for large environments: the
-    per-file Python work holds the GIL, so threads scale poorly on many small files; see
-    benchmarks/bench_audit.py)."""
+    ``executor``: ``thread``, ``process`` or ``auto`` (threads: hashlib releases the GIL on
+    large buffers; see benchmarks/bench_audit.py)."""
     start = time.perf_counter()
     dists = list(dists)
     workers = workers or os.cpu_count() or 1
@@ -444,11 +464,10 @@ def verify(
 
 
 def _choose_executor(executor: str, jobs: list[Job], workers: int) -> str:
-    """``auto`` becomes ``process`` for many files or many bytes (and workers), else ``thread``."""
-    if executor != "auto":
-        return executor
-    big = len(jobs) >= AUTO_PROCESS_FILES or sum(j.size or 0 for j in jobs) >= AUTO_PROCESS_BYTES
-    return "process" if big and workers > 1 else "thread"
+    """``auto`` is ``thread``: with the per-file work cut down (one buffer per thread, no
+    second read at the end of a file) threads matched or beat processes at every size
+    measured, and pay no pickling (benchmarks/bench_audit.py --only verify)."""
+    return "thread" if executor == "auto" else executor
 
 
 def _hash_jobs(
@@ -457,7 +476,7 @@ def _hash_jobs(
     """The result of every job, hashed batch by batch here or on a pool of ``executor``."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
-    batches = _batches(jobs)
+    batches = _batches(jobs, workers)
     results: list[tuple[str, bytes, int, bytes] | None] = [None] * len(jobs)
 
     def done(batch: list[int], res: list[tuple[str, bytes, int, bytes]]) -> None:

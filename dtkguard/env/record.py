@@ -4,22 +4,34 @@ records and compares vendor builds with them)."""
 
 from __future__ import annotations
 
-import base64
 import binascii
 import csv
 import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 CHUNK = 1 << 20
+
+#: one read buffer per thread, reused for every file (allocating 1 MiB per file cost more
+#: than hashing a small file)
+_LOCAL = threading.local()
+_DIGEST_SIZES: dict[str, int] = {}
+_CONSTRUCTORS: dict[str, Callable[[], Any]] = {}
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_PAD = (b"", b"=", b"==", b"===")
 
 
 def rows_of(text: str) -> Iterator[list[str] | None]:
     """RECORD's CSV rows, one per line; None for a line that is not CSV (binary garbage)."""
     for line in text.replace("\0", "").splitlines():
         if not line.strip():
+            continue
+        if '"' not in line:  # what csv makes of a line without quotes, at a tenth of the cost
+            yield line.split(",")
             continue
         try:
             yield next(csv.reader([line]))
@@ -29,14 +41,16 @@ def rows_of(text: str) -> Iterator[list[str] | None]:
 
 def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
     """The raw digest of a RECORD hash value, and whether it was (nonconforming) hex."""
-    size = hashlib.new(algo).digest_size
+    size = _DIGEST_SIZES.get(algo)
+    if size is None:
+        size = _DIGEST_SIZES[algo] = hashlib.new(algo).digest_size
     if len(value) == size * 2:
         try:
             return bytes.fromhex(value), True
         except ValueError:
             pass
-    try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    try:  # base64.urlsafe_b64decode, without its per-call layers
+        raw = binascii.a2b_base64(value.encode("ascii").translate(_URLSAFE) + _PAD[-len(value) % 4])
     except (binascii.Error, ValueError):
         return None
     return (raw, False) if len(raw) == size else None
@@ -54,24 +68,37 @@ def hash_file(host: str, algo: str, confined: bool) -> tuple[str, bytes, int, by
             return "symlink", b"", 0, b""
         return f"error:{exc.strerror}", b"", 0, b""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return "notfile", b"", 0, b""
-        h = hashlib.new(algo)
-        buf = bytearray(CHUNK)
+        h = _new_hash(algo)
+        buf = _buffer()
         view = memoryview(buf)
+        n = os.readv(fd, (buf,))
+        head = bytes(view[: min(n, 512)]) if n >= 2 and buf[0] == 0x23 and buf[1] == 0x21 else b""
         total = 0
-        head = b""
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
-            while True:
-                n = f.readinto(buf)
-                if not n:
-                    break
-                if total == 0 and buf[:2] == b"#!":
-                    head = bytes(view[: min(n, 512)])
-                h.update(view[:n])
-                total += n
+        while n:
+            h.update(view[:n])
+            total += n
+            # a short read of the size fstat gave is the end: no read call to be told so
+            n = 0 if total == st.st_size and n < len(buf) else os.readv(fd, (buf,))
         return "ok", h.digest(), total, head
     except OSError as exc:
         return f"error:{exc.strerror}", b"", 0, b""
     finally:
         os.close(fd)
+
+
+def _buffer() -> bytearray:
+    buf = getattr(_LOCAL, "buf", None)
+    if buf is None:
+        buf = _LOCAL.buf = bytearray(CHUNK)
+    return buf
+
+
+def _new_hash(algo: str) -> Any:
+    make = _CONSTRUCTORS.get(algo)
+    if make is None:
+        make = getattr(hashlib, algo, None) or (lambda: hashlib.new(algo))
+        _CONSTRUCTORS[algo] = make
+    return make()

@@ -12,9 +12,10 @@ import os
 import struct
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import gt, itemgetter
 from typing import BinaryIO, NamedTuple
 
-from dtkguard.util.text import json_loads
+from dtkguard.util.text import json_loads, parse_int_checked_after
 
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
 #: a header larger than this is refused (one of 10,000 tensors is about 1 MB)
@@ -96,7 +97,12 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
         raise HeaderError("header does not start with '{'")
     try:
         text = raw.decode("utf-8")
-        data = json_loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        data = json_loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+            parse_int=parse_int_checked_after(),  # `_validate` bounds every integer to 48 bits
+        )
     except UnicodeDecodeError:
         raise HeaderError("header is not UTF-8") from None
     except json.JSONDecodeError as exc:
@@ -118,7 +124,9 @@ def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
         ):
             raise HeaderError("__metadata__ must map strings to strings")
         out.metadata = meta
-    # structural checks per tensor; the integer checks run once over all values (C speed)
+    # structural checks per tensor (one pass that also builds the records); the integer and
+    # offset checks run once over all values at C speed, naming a tensor only on failure
+    tensors: dict[str, TensorInfo] = {}
     for name, info in data.items():
         if type(info) is not dict:
             raise HeaderError(f"tensor {name!r}: entry is not an object")
@@ -129,23 +137,30 @@ def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
             raise HeaderError(f"tensor {name!r}: shape must be a list of non-negative integers")
         if type(offsets) is not list or len(offsets) != 2:
             raise HeaderError(f"tensor {name!r}: data_offsets must be two non-negative integers")
-    values = list(chain.from_iterable(chain(i["shape"], i["data_offsets"]) for i in data.values()))
+        tensors[name] = _new(TensorInfo, (dtype, shape, *offsets))  # TensorInfo(), in C
+    records = list(tensors.values())
+    shapes = chain.from_iterable(map(_SHAPE, records))
+    begins, ends = list(map(_BEGIN, records)), list(map(_END, records))
+    values = [*shapes, *begins, *ends]
     if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_INT):
-        for name, info in data.items():
-            if not all(map(_is_int, chain(info["shape"], info["data_offsets"]))):
+        for name, t in tensors.items():
+            if not all(map(_is_int, chain(t.shape, (t.begin, t.end)))):
                 raise HeaderError(
                     f"tensor {name!r}: shape and data_offsets must be non-negative integers"
                 )
-    tensors = out.tensors
-    for name, info in data.items():
-        begin, end = info["data_offsets"]
-        if begin > end or end > buffer_len:
-            raise HeaderError(
-                f"tensor {name!r}: data_offsets [{begin}, {end}] outside the "
-                f"{buffer_len}-byte buffer"
-            )
-        tensors[name] = TensorInfo(info["dtype"], info["shape"], begin, end)
+    if ends and (max(ends) > buffer_len or any(map(gt, begins, ends))):
+        for name, t in tensors.items():
+            if t.begin > t.end or t.end > buffer_len:
+                raise HeaderError(
+                    f"tensor {name!r}: data_offsets [{t.begin}, {t.end}] outside the "
+                    f"{buffer_len}-byte buffer"
+                )
+    out.tensors = tensors
     return out
+
+
+_new = tuple.__new__
+_SHAPE, _BEGIN, _END = itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 def _is_int(value: object) -> bool:

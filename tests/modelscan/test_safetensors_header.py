@@ -119,3 +119,38 @@ def test_truncated_file(tmp_path):
     path.write_bytes(b"")
     with pytest.raises(HeaderError, match="truncated"):
         read_header(path)
+
+
+@pytest.mark.parametrize("digits", [16, 70, 5000])
+def test_integers_beyond_48_bits_are_refused_on_the_fast_int_path(tmp_path, digits):
+    """The header's integers are parsed by the C int parser (the interpreter bounds the
+    digits it converts) and bounded to 48 bits after: a long one is still a one-line error."""
+    body = ('{"w":{"dtype":"F32","shape":[' + "9" * digits + '],"data_offsets":[0,4]}}').encode()
+    path = write_raw(tmp_path / "i.safetensors", len(body), body, total=8 + len(body) + 4)
+    with pytest.raises(HeaderError, match=r"non-negative integers|not usable JSON"):
+        read_header(path)
+
+
+def test_int_parser_falls_back_when_the_interpreter_limit_is_off(monkeypatch):
+    import sys
+
+    from dtkguard.util import text
+
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 0, raising=False)
+    assert text.parse_int_checked_after() is text._parse_int
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 4300, raising=False)
+    assert text.parse_int_checked_after() is int
+
+
+def test_every_error_names_the_first_bad_tensor(tmp_path):
+    good = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+    body = json.dumps(
+        {"a": good, "b": {**good, "data_offsets": [0, 400]}, "c": {**good, "shape": [-1]}}
+    ).encode()
+    path = write_raw(tmp_path / "o.safetensors", len(body), body, total=8 + len(body) + 4)
+    with pytest.raises(HeaderError, match="tensor 'c': shape and data_offsets"):
+        read_header(path)  # integers are checked before offsets, as before
+    body = json.dumps({"a": good, "b": {**good, "data_offsets": [0, 400]}}).encode()
+    path = write_raw(tmp_path / "p.safetensors", len(body), body, total=8 + len(body) + 4)
+    with pytest.raises(HeaderError, match=r"tensor 'b': data_offsets \[0, 400\] outside"):
+        read_header(path)
