@@ -28,7 +28,7 @@ _SITE_IN_MAPS = re.compile(r"(/\S*/(?:site|dist)-packages)/")
 def _cfg(root: Root, prefix: str) -> dict[str, str] | None:
     """``pyvenv.cfg`` of a prefix as a dict, None when it is not a venv."""
     try:
-        data = read_head(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16, follow=False)
+        data = read_head(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16, follow=False, root=root)
     except (OSError, ConfinementError):
         return None
     out = {}
@@ -102,7 +102,7 @@ def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
             host = root.resolve(inner)
         except (ConfinementError, OSError):
             continue
-        if host.is_dir():
+        if root.is_dir(host):
             found.append((host, ""))
     target = TargetIdentity(
         "pid",
@@ -154,7 +154,7 @@ def _interpreter(
             continue
         candidate = os.path.dirname(os.path.dirname(exe)) or "/"
         try:
-            if not root.resolve(exe).exists():
+            if not root.exists(root.resolve(exe)):
                 continue
         except (ConfinementError, OSError):
             continue
