@@ -196,10 +196,12 @@ class _Planner:
 
     @staticmethod
     def _record_text(dist: Dist, record_inner: str, issue: Callable[..., None]) -> str | None:
+        record = dist.record  # looked up again: it may have gone since `_verifiable`
+        if record is None:
+            issue("unreadable", record_inner, "cannot read RECORD: it is gone")
+            return None
         try:
-            data = read_capped(
-                dist.record, RECORD_LIMIT, what="RECORD", follow=False, root=dist.root
-            )
+            data = read_capped(record, RECORD_LIMIT, what="RECORD", follow=False, root=dist.root)
         except TooLarge as exc:  # not "malformed rows": the file was not read to its end
             issue("unreadable", record_inner, f"{exc}: not verified")
             return None

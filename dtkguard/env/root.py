@@ -220,13 +220,17 @@ class Root:
 
 
 def _relative(top: str, path: str | os.PathLike[str]) -> str:
-    """``path`` (a host path lexically inside ``top``, or relative to it) relative to ``top``."""
-    path = os.path.normpath(os.path.join(top, os.fspath(path)))
-    if path == top:
+    """``path`` (a host path below ``top``, or relative to it) relative to ``top``; a ``..``
+    is left to the resolver, which stops it at ``top``."""
+    path = os.fspath(path)
+    if not os.path.isabs(path):
+        return path or "."
+    base = top.rstrip(os.sep) + os.sep
+    if path.rstrip(os.sep) == top.rstrip(os.sep):
         return "."
-    if not path.startswith(top.rstrip(os.sep) + os.sep):
+    if not path.startswith(base):
         raise ConfinementError(errno.EXDEV, f"not inside the root {top}: {path}")
-    return path[len(top.rstrip(os.sep)) + 1 :]
+    return path[len(base) :] or "."
 
 
 def open_in(top: str, path: str | os.PathLike[str], flags: int, *, follow: bool = True) -> int:
