@@ -47,6 +47,8 @@ class Environment:
     sites: list[Path]
     dists: list[Dist] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: a process target: (its /proc/N, its start time), to tell whether it outlived the read
+    process: tuple[str, str] | None = None
 
     def __iter__(self) -> Iterator[Dist]:
         return iter(self.dists)
