@@ -1,8 +1,9 @@
 """Bounded fuzz of the guard's own state files and of legacy (egg) entries: a mutated baseline,
-override log, journal ``txn.json``, guarded-interpreter list, ``easy-install.pth``,
-``.egg-link`` and RECORD (with a ``.so`` it lists, for ``--verify-files``) through the real CLI
-in process. Every case ends with exit 0, 1, 2 or 3 and never a traceback (an exception that
-escapes `main` fails the case). Same seed and mutator as `test_fuzz`."""
+override log, journal ``txn.json``, guarded-interpreter list, tripwire snapshot,
+``easy-install.pth``, zipped ``.egg``, ``.egg-link`` and RECORD (with a ``.so`` it lists, for
+``--verify-files``) through the real CLI in process (the tripwire through its own module).
+Every case ends with exit 0, 1, 2 or 3 and never a traceback (an exception that escapes `main`
+fails the case). Same seed and mutator as `test_fuzz`."""
 
 from __future__ import annotations
 
@@ -50,6 +51,19 @@ def _txn() -> bytes:
     return json.dumps(data).encode()
 
 
+def _zipped_egg() -> bytes:
+    """A zipped ``.egg`` (its ``EGG-INFO/PKG-INFO`` read through zipfile), stored, not deflated,
+    so that mutations reach the metadata."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("EGG-INFO/PKG-INFO", "Metadata-Version: 1.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr("zipped/__init__.py", "")
+    return buf.getvalue()
+
+
 def _setup(fmt: str, folder: Path, body: bytes) -> list[str]:
     """Write the mutated file where dtkguard reads it; the argv that reads it."""
     prefix = folder / "env"
@@ -66,6 +80,9 @@ def _setup(fmt: str, folder: Path, body: bytes) -> list[str]:
         return check
     if fmt == "easy-install":
         (site / "easy-install.pth").write_bytes(body)
+        return check
+    if fmt == "egg-zip":
+        (site / "zipped-1.0-py3.10.egg").write_bytes(body)
         return check
     if fmt == "egg-link":
         (site / "devpkg.egg-link").write_bytes(body)
@@ -99,6 +116,7 @@ SEEDS = {
     "registry": lambda: json.dumps({"interpreters": {"/nope/bin/python": "/nope"}}).encode(),
     "easy-install": lambda: b"import sys; sys.__plen = len(sys.path)\n./devpkg\n",
     "egg-link": lambda: b"/nonexistent/devpkg\n.\n",
+    "egg-zip": lambda: _zipped_egg(),
     "record": lambda: b"native/_c.so,sha256=AAAA,64\nnative-1.0.dist-info/RECORD,,\n",
     "record-size": lambda: b"native/_c.so,sha256=AAAA," + b"9" * 5000 + b"\n",
 }
