@@ -27,7 +27,7 @@ DEVICE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVI
 
 def _first_line(root: Root, inner: str) -> str | None:
     try:
-        data = read_head(root.resolve(inner), 4096, follow=False)
+        data = read_head(root.resolve(inner), 4096, follow=False, root=root)
     except (OSError, ConfinementError):
         return None
     text = data.decode("utf-8", "replace").strip()
@@ -41,7 +41,7 @@ def dtk_release(root: Root) -> dict[str, Any]:
         if line and (m := _RELEASE.search(line)):
             return {"release": m.group(1), "source": "/" + inner, "raw": line}
     try:
-        link = os.readlink(root.resolve("/opt") / "dtk")  # the link itself, its folder confined
+        link = root.readlink(root.resolve("/opt") / "dtk")  # the link itself, folder confined
     except (OSError, ConfinementError):
         link = ""
     if m := re.search(r"dtk-?(\d{2}\.\d{2}(?:\.\d+)?)", link):
@@ -94,7 +94,7 @@ def device_facts(
     """
     facts: dict[str, Any] = {"dtk": dtk_release(root)}
     try:
-        facts["hyhal"] = root.resolve("/opt/hyhal").is_dir()
+        facts["hyhal"] = root.is_dir(root.resolve("/opt/hyhal"))
     except ConfinementError:
         facts["hyhal"] = False
     if live:

@@ -109,6 +109,10 @@ def evaluate(
     env, policy = opened.env, opened.policy
     timings: dict[str, float] = {}
     findings = run_checks(CheckContext(env, policy, extra=extra), tuple(families), timings=timings)
+    if env.process is not None:  # a process that exited meanwhile: its files went with it
+        from dtkguard.env.process_target import still_running
+
+        still_running(env)
     return Report(
         findings,
         target=env.target.to_json() if target is None else target,

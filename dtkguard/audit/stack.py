@@ -31,7 +31,9 @@ _HIP_FIELD = re.compile(r"HIP_VERSION_(MAJOR|MINOR|PATCH)\s*=?\s*(\d+)")
 
 def _read_text(root: Root, inner: str, limit: int = 1 << 16) -> str | None:
     try:
-        return read_head(root.resolve(inner), limit, follow=False).decode("utf-8", "replace")
+        return read_head(root.resolve(inner), limit, follow=False, root=root).decode(
+            "utf-8", "replace"
+        )
     except (OSError, ConfinementError):
         return None
 
@@ -60,7 +62,9 @@ def torch_build(env) -> tuple[str, dict] | None:
         return None
     version_py = child(env.root, child(env.root, torch.site, "torch"), "version.py")
     try:
-        text = read_head(version_py, 1 << 16, follow=False).decode("utf-8", "replace")
+        text = read_head(version_py, 1 << 16, follow=False, root=env.root).decode(
+            "utf-8", "replace"
+        )
     except OSError:
         return torch.version, {}
     return torch.version, build_info(text)
@@ -92,12 +96,11 @@ def module_driver(sys_module: str = "/sys/module") -> str | None:
 
 def device_nodes(root: Root) -> dict:
     """``/dev/kfd`` and the DRM render nodes, as the target sees them."""
-    import os
     import stat
 
     def is_char(inner: str) -> bool:
         try:
-            return stat.S_ISCHR(os.stat(root.resolve(inner)).st_mode)
+            return stat.S_ISCHR(root.stat(root.resolve(inner)).st_mode)
         except (OSError, ConfinementError):
             return False
 

@@ -100,7 +100,8 @@ class Job(NamedTuple):
     owner: int
     inner: str
     script: bool
-    confined: bool
+    #: the root the file is opened confined to ("": the host)
+    confined: str
 
 
 # --- RECORD rows -> jobs ---------------------------------------------------------------
@@ -145,10 +146,11 @@ class _Planner:
         self.root = root
         self.dirs: dict[str, str | None] = {}
 
-    def host_path(self, inner: str) -> tuple[str, bool] | None:
-        """Host path of an inner file path; directories resolved inside the root once each."""
+    def host_path(self, inner: str) -> tuple[str, str] | None:
+        """Host path of an inner file path, and the root to open it confined to ("": the
+        host); directories resolved inside the root once each."""
         if self.root.is_host:
-            return inner, False
+            return inner, ""
         directory, name = posixpath.split(inner)
         if directory not in self.dirs:
             try:
@@ -156,7 +158,7 @@ class _Planner:
             except (ConfinementError, OSError):
                 self.dirs[directory] = None
         host = self.dirs[directory]
-        return (os.path.join(host, name), True) if host is not None else None
+        return (os.path.join(host, name), str(self.root.path)) if host is not None else None
 
     def plan(
         self, dist: Dist, owner: int, jobs: list[Job], issues: list[Issue], out: Verification
@@ -205,9 +207,12 @@ class _Planner:
 
     @staticmethod
     def _record_text(dist: Dist, record_inner: str, issue: Callable[..., None]) -> str | None:
-        assert dist.record is not None  # `_verifiable` passed only a dist with a RECORD
+        record = dist.record  # looked up again: it may have gone since `_verifiable`
+        if record is None:
+            issue("unreadable", record_inner, "cannot read RECORD: it is gone")
+            return None
         try:
-            data = read_capped(dist.record, RECORD_LIMIT, what="RECORD", follow=False)
+            data = read_capped(record, RECORD_LIMIT, what="RECORD", follow=False, root=dist.root)
         except TooLarge as exc:  # not "malformed rows": the file was not read to its end
             issue("unreadable", record_inner, f"{exc}: not verified")
             return None
@@ -306,7 +311,7 @@ class _Planner:
             )
         for path in hashless:  # still report their absence
             located = self.host_path(path)
-            if located and not os.path.lexists(located[0]):
+            if located and not self.root.lexists(located[0]):
                 issue("missing", path, "listed in RECORD (without a hash) but not on disk")
 
 
@@ -355,7 +360,9 @@ _LAUNCHER_LINES = re.compile(
 def _entry_points(dist: Dist) -> dict[str, str]:
     """``{script name: "module:attr"}`` of a dist's console and gui scripts."""
     try:
-        text = read_head(child(dist.root, dist.path, "entry_points.txt"), 1 << 20, follow=False)
+        text = read_head(
+            child(dist.root, dist.path, "entry_points.txt"), 1 << 20, follow=False, root=dist.root
+        )
     except OSError:
         return {}
     out: dict[str, str] = {}
@@ -519,7 +526,7 @@ def _classify(
         except (ConfinementError, OSError):
             issue("unreadable", "symlink that cannot be resolved inside the root")
             return
-        status, digest, size, head = hash_file(host, job.algo, True)
+        status, digest, size, head = hash_file(host, job.algo, str(root.path))
     if status == "missing":
         issue("missing", "listed in RECORD but not on disk", expected_size=job.size)
         return
@@ -564,7 +571,7 @@ def _needed_now(job: Job) -> list[str] | None:
     if not looks_shared(job.inner):
         return None
     try:
-        linkage = read_binary(job.host)
+        linkage = read_binary(job.host, job.confined)
     except (OSError, ElfError):
         return None
     return list(linkage.needed) if linkage is not None else None

@@ -92,11 +92,11 @@ def sha256_file(path: str | os.PathLike[str]) -> str | None:
     return digest.hex() if status == "ok" else None
 
 
-def file_stat(path: str | os.PathLike[str]) -> dict[str, int] | None:
+def file_stat(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, int] | None:
     """What a baseline keeps of a file's stat: size, mtime, inode and ctime (``os.utime`` can
     set the mtime back, `cp -p`, `rsync -t` and `tar` do; nothing sets the ctime back)."""
     try:
-        st = os.stat(path)
+        st = root.stat(path) if root is not None else os.stat(path)
     except OSError:
         return None
     return _stat_fields(st)
@@ -120,14 +120,14 @@ def size_mtime(path: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def pyc_body_sha256(path: str | os.PathLike[str]) -> str | None:
+def pyc_body_sha256(path: str | os.PathLike[str], root: Root | None = None) -> str | None:
     """Hex sha256 of a ``.pyc`` after its 16-byte header (which holds the source's mtime and
     size): the same for every compile of the same source by the same Python, so a pyc that
     Python or an installer wrote again is told from a planted one."""
-    from dtkguard.env.root import read_capped
+    from dtkguard.util.safe_read import read_capped
 
     try:
-        data = read_capped(Path(path), 64 << 20)
+        data = read_capped(Path(path), 64 << 20, root=root)
     except OSError:
         return None
     return hashlib.sha256(data[16:]).hexdigest()
@@ -137,7 +137,7 @@ def pyc_body_sha256(path: str | os.PathLike[str]) -> str | None:
 MAX_BASELINE_BYTES = 64 << 20
 
 
-def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, Any] | None:
     """A baseline file; None when there is none; `InputError` when it is not a baseline: not
     a regular file, past `MAX_BASELINE_BYTES`, not JSON (nesting, huge integers), or a field
     of the wrong type (`validate`)."""
@@ -145,7 +145,7 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     from dtkguard.util.text import json_loads
 
     try:
-        data = json_loads(read_capped(path, MAX_BASELINE_BYTES, what="baseline"))
+        data = json_loads(read_capped(path, MAX_BASELINE_BYTES, what="baseline", root=root))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -205,13 +205,17 @@ def validate(data: dict[str, Any]) -> str | None:
     return None
 
 
-def tampered(inner: str, host: Path) -> bool:
+def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
     """The baseline's digest differs from the one the guard's manifest holds (its paths are
-    the ones the guarded interpreter sees, so an image's own manifest is read by inner path)."""
+    the ones the guarded interpreter sees, so an image's own manifest is read by inner path);
+    both read confined to ``root``."""
+    from dtkguard.util.safe_read import read_capped
+
     try:
-        manifest = json.loads((host.parent / "manifest.json").read_text(encoding="utf-8"))
-        entry = manifest["files"][inner]
-        return hashlib.sha256(host.read_bytes()).hexdigest() != entry["sha256"]
+        text = read_capped(host.parent / "manifest.json", 16 << 20, root=root)
+        entry = json.loads(text.decode("utf-8"))["files"][inner]
+        data = read_capped(host, MAX_BASELINE_BYTES, root=root)
+        return hashlib.sha256(data).hexdigest() != entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         return False  # no manifest (a copied baseline): it stands on its own
 
@@ -328,7 +332,7 @@ def _changed(
     path: str,
     recorded: dict[str, Any],
     stats: CompareStats,
-    confined: bool,
+    confined: str,
     fresh: dict[str, dict[str, int]] | None = None,
 ) -> str | None:
     """None when the file is as recorded; else "missing" or "modified". Hashes only when the
@@ -339,7 +343,7 @@ def _changed(
     stats.stated += 1
     host = _host(root, path) if confined else path
     try:
-        st = os.stat(host)
+        st = root.stat(host)
     except OSError:
         return "missing"
     if st.st_size != recorded.get("size"):
@@ -348,7 +352,7 @@ def _changed(
         return None
     stats.hashed += 1
     if recorded.get("pyc"):
-        same = pyc_body_sha256(host) == recorded.get("sha256")
+        same = pyc_body_sha256(host, root) == recorded.get("sha256")
     else:
         status, digest, _, _ = hash_file(host, "sha256", confined)
         same = status == "ok" and digest.hex() == recorded.get("sha256")
@@ -365,7 +369,7 @@ def _record_changed(
     inner: str,
     recorded: dict[str, Any],
     stats: CompareStats,
-    confined: bool,
+    confined: str,
     fresh: dict[str, dict[str, int]] | None = None,
 ) -> bool:
     """The RECORD is another build's: its `record_digest` differs (a reinstall of the same
@@ -374,16 +378,16 @@ def _record_changed(
         return False
     if "digest" not in recorded:
         return True
-    from dtkguard.env.root import read_capped
+    from dtkguard.util.safe_read import read_capped
 
     host = Path(_host(root, inner))
     try:
-        text = read_capped(host, 64 << 20).decode("utf-8", "replace")
+        text = read_capped(host, 64 << 20, root=root).decode("utf-8", "replace")
     except OSError:
         return True
     if record_digest(text) != recorded["digest"]:
         return True
-    st = file_stat(host)
+    st = file_stat(host, root)
     if fresh is not None and st is not None:
         fresh[inner] = st
     return False
@@ -402,13 +406,13 @@ def compare(
     one whose code (all but the header) differs is (a planted ``.pyc``)."""
     root = root or Root()
     stats = stats if stats is not None else CompareStats()
-    confined = not root.is_host
+    confined = "" if root.is_host else str(root.path)  # the root files are opened in
     out: list[Change] = []
     for key, entry in sorted(baseline.get("vendor", {}).items()):
         site = entry["site"]
         dist_info = os.path.join(site, entry["dist_info"])
         label = (key, entry["name"], entry["version"], dist_info)
-        if not os.path.isdir(_host(root, dist_info)):
+        if not root.is_dir(_host(root, dist_info)):
             out.append(Change(*label, "missing"))
             continue
         record = f"{dist_info}/RECORD"

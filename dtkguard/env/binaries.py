@@ -56,7 +56,7 @@ def shared_rows(dist: Dist) -> list[str]:
     if record is None:
         return []
     try:
-        text = read_head(record, 64 << 20, follow=False).decode("utf-8", "replace")
+        text = read_head(record, 64 << 20, follow=False, root=dist.root).decode("utf-8", "replace")
     except OSError:
         return []
     out = []
@@ -68,13 +68,19 @@ def shared_rows(dist: Dist) -> list[str]:
     return out
 
 
-def read_binary(host: str) -> Linkage | None:
+def read_binary(host: str, confined: str = "") -> Linkage | None:
     """The `Linkage` of ``host``; None when it is not an ELF file at all (a data file named
-    ``.so``); `OSError` or `ElfError` when it cannot be read or is hostile."""
+    ``.so``); `OSError` or `ElfError` when it cannot be read or is hostile. ``confined``: the
+    root it is opened confined to (`dtkguard.env.root.open_in`), "" for the host."""
     import stat
 
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(host, flags)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if confined:
+        from dtkguard.env.root import open_in
+
+        fd = open_in(confined, host, flags, follow=False)
+    else:
+        fd = os.open(host, flags | getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -111,7 +117,7 @@ def dist_binaries(dist: Dist) -> list[Binary]:
             out.append(Binary(*label, None, "its path leaves the target's root"))
             continue
         try:
-            linkage = read_binary(host)
+            linkage = read_binary(host, "" if dist.root.is_host else str(dist.root.path))
         except FileNotFoundError:
             continue  # missing files are the files family's finding
         except OSError as exc:

@@ -49,11 +49,11 @@ class Dist:
 
     def small_file(self, name: str) -> str | None:
         """The text of the small metadata file ``name`` of this dist (None: absent, unreadable)."""
-        if not self.path.is_dir():
+        if not self.root.is_dir(self.path):
             return None
         try:
             return read_head(
-                child(self.root, self.path, name), SMALL_FILE_LIMIT, follow=False
+                child(self.root, self.path, name), SMALL_FILE_LIMIT, follow=False, root=self.root
             ).decode("utf-8", "replace")
         except OSError:
             return None
@@ -65,7 +65,7 @@ class Dist:
 
     @cached_property
     def requested(self) -> bool:
-        return self.path.is_dir() and os.path.lexists(self.path / "REQUESTED")
+        return self.root.is_dir(self.path) and self.root.lexists(self.path / "REQUESTED")
 
     @cached_property
     def direct_url(self) -> dict | None:
@@ -79,10 +79,10 @@ class Dist:
     @property
     def record(self) -> Path | None:
         """Host path of RECORD, None when there is none."""
-        if not self.path.is_dir():
+        if not self.root.is_dir(self.path):
             return None
         path = child(self.root, self.path, "RECORD")
-        return path if path.is_file() else None
+        return path if self.root.is_file(path) else None
 
     @property
     def requires_dist(self) -> list[str]:
@@ -126,11 +126,11 @@ def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str
     """Read one ``*.dist-info`` / ``*.egg-info`` entry; a string describes why it could not be."""
     try:  # a symlink loop or a link that cannot be resolved inside the root is a warning
         path = child(root, site, entry)
-        if path.is_dir():
+        if root.is_dir(path):
             meta = child(root, path, "METADATA" if entry.endswith(".dist-info") else "PKG-INFO")
         else:
             meta = path  # an .egg-info file is the PKG-INFO itself
-        data = read_head(meta, METADATA_LIMIT, follow=False)
+        data = read_head(meta, METADATA_LIMIT, follow=False, root=root)
     except OSError as exc:
         return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"
     return _from_metadata(data, path, site, root, group, root.inner(site / entry))
@@ -150,18 +150,17 @@ def _from_metadata(
 
 def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
     """An ``.egg`` directory (``EGG-INFO/PKG-INFO``) or zip file, installed into ``site``."""
-    if egg.is_dir():
+    if root.is_dir(egg):
         return (
             read_dist(root, egg, "EGG-INFO", group)
-            if (egg / "EGG-INFO").exists()
+            if root.exists(egg / "EGG-INFO")
             else (f"{root.inner(egg)}: an .egg without EGG-INFO")
         )
     import stat
     import zipfile
 
-    flags = os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_NOFOLLOW", 0) if not root.is_host else 0)
     try:
-        fd = os.open(egg, flags)
+        fd = root.open(egg, os.O_RDONLY | os.O_NONBLOCK, follow=root.is_host)
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 return f"{root.inner(egg)}: not a regular file"
@@ -193,9 +192,9 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
     if entry.endswith(".egg"):
         return [read_egg(root, site, child(root, site, entry), group)]
     try:
-        text = read_head(child(root, site, entry), SMALL_FILE_LIMIT, follow=False).decode(
-            "utf-8", "replace"
-        )
+        text = read_head(
+            child(root, site, entry), SMALL_FILE_LIMIT, follow=False, root=root
+        ).decode("utf-8", "replace")
     except OSError as exc:
         return [f"{root.inner(path)}: cannot read: {exc.strerror or exc}"]
     out: list[Dist | str] = []
@@ -212,9 +211,9 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
             out.append(f"{root.inner(path)}: {line}: cannot be resolved inside the root")
         elif where.name.endswith(".egg"):
             out.append(read_egg(root, site, where, group))
-        elif where.is_dir():  # a develop install: PROJECT/NAME.egg-info
+        elif root.is_dir(where):  # a develop install: PROJECT/NAME.egg-info
             try:
-                infos = sorted(n for n in os.listdir(where) if n.endswith(".egg-info"))
+                infos = sorted(n for n in root.listdir(where) if n.endswith(".egg-info"))
             except OSError:
                 infos = []
             out += [read_dist(root, where, n, group) for n in infos]
@@ -229,7 +228,7 @@ def scan_site(root: Root, site: Path, group: str = "") -> tuple[list[Dist], list
     dists: list[Dist] = []
     warnings: list[str] = []
     try:
-        entries = sorted(os.listdir(site))
+        entries = sorted(root.listdir(site))
     except OSError as exc:
         return [], [f"{root.inner(site)}: cannot list: {exc.strerror or exc}"]
     results: list[Dist | str] = []

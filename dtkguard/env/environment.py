@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dtkguard.env.dist import Dist, read_egg, scan_site
 from dtkguard.env.identity import TargetIdentity, first_site_python
-from dtkguard.env.root import ConfinementError, Root, is_regular
+from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -47,6 +47,8 @@ class Environment:
     sites: list[Path]
     dists: list[Dist] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: a process target: (its /proc/N, its start time), to tell whether it outlived the read
+    process: tuple[str, str] | None = None
 
     def __iter__(self) -> Iterator[Dist]:
         return iter(self.dists)
@@ -280,7 +282,7 @@ def root_sites(root: Root) -> list[tuple[Path, str]]:
             host = root.resolve(inner)
         except ConfinementError:
             return
-        if host.is_dir() and str(host) not in found:
+        if root.is_dir(host) and str(host) not in found:
             prefix = inner.split("/lib/")[0] or "/"
             found[str(host)] = (host, prefix)
 
@@ -300,7 +302,7 @@ def _find_venvs(root: Root) -> list[str]:
     skip = ("proc", "sys", "dev", "lib", "share")
     for home in _VENV_HOMES:
         for inner in root.walk(home, _VENV_DEPTH, prune=skip, leaf="pyvenv.cfg"):
-            if is_regular(root.path.joinpath(inner.lstrip("/"), "pyvenv.cfg")):
+            if root.is_regular(root.path.joinpath(inner.lstrip("/"), "pyvenv.cfg")):
                 hits.append(os.path.join(inner, "pyvenv.cfg"))
     return sorted(set(hits))
 

@@ -67,15 +67,16 @@ MAX_LINE_BYTES = 64 << 10
 MAX_READ_BYTES = 256 << 20
 
 
-def read(path: Path) -> Iterator[tuple[int, dict | str | None]]:
+def read(path: Path, root: object | None = None) -> Iterator[tuple[int, dict | str | None]]:
     """(line number, record, or None when the line is not a JSON object of at most
     `MAX_LINE_BYTES`), streamed; a log that cannot be read, or is read only in part (past
-    `MAX_READ_BYTES`), ends with (0, why): the `override-log-unreadable` finding."""
+    `MAX_READ_BYTES`), ends with (0, why): the `override-log-unreadable` finding. ``root``:
+    the `dtkguard.env.root.Root` it is opened confined to."""
     from dtkguard.util.safe_read import human_bytes, open_regular, reason
     from dtkguard.util.text import json_loads
 
     try:
-        fh = open_regular(path, buffering=-1)
+        fh = open_regular(path, buffering=-1, root=root)
     except FileNotFoundError:
         return
     except OSError as exc:

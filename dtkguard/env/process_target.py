@@ -28,7 +28,7 @@ _SITE_IN_MAPS = re.compile(r"(/\S*/(?:site|dist)-packages)/")
 def _cfg(root: Root, prefix: str) -> dict[str, str] | None:
     """``pyvenv.cfg`` of a prefix as a dict, None when it is not a venv."""
     try:
-        data = read_head(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16, follow=False)
+        data = read_head(root.resolve(f"{prefix}/pyvenv.cfg"), 1 << 16, follow=False, root=root)
     except (OSError, ConfinementError):
         return None
     out = {}
@@ -86,6 +86,7 @@ def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
     site folder's; its platform is Linux (it has a /proc)."""
     pid = _pid(pid)
     proc = f"{proc_root}/{pid}"
+    started = procfiles.start_time(proc)
     root = _readable_root(proc, pid)
     environ = procfiles.environ(proc) or {}
     cwd = procfiles.link(proc, "cwd") or "/"
@@ -102,7 +103,7 @@ def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
             host = root.resolve(inner)
         except (ConfinementError, OSError):
             continue
-        if host.is_dir():
+        if root.is_dir(host):
             found.append((host, ""))
     target = TargetIdentity(
         "pid",
@@ -113,7 +114,21 @@ def from_pid(pid: int | str, proc_root: str = "/proc") -> Environment:
         python_version=version or libver or first_site_python(host for host, _ in found),
         platform="linux",
     )
-    return collect_sites(Environment(target, root, []), found)
+    env = collect_sites(Environment(target, root, []), found)
+    env.process = (proc, started) if started else None
+    return env
+
+
+def still_running(env: Environment) -> None:
+    """`TargetError` (exit 3) when the process ``env`` was read from has exited (or its pid is
+    another process's) since it was opened: what was read of it may be half gone, and a report
+    of files that vanished with it would be false findings."""
+    if env.process is None:
+        return
+    proc, started = env.process
+    if procfiles.start_time(proc) != started:
+        pid = os.path.basename(proc)
+        raise TargetError(f"process {pid} exited while it was read: no report of it")
 
 
 def _pid(pid: int | str) -> int:
@@ -154,7 +169,7 @@ def _interpreter(
             continue
         candidate = os.path.dirname(os.path.dirname(exe)) or "/"
         try:
-            if not root.resolve(exe).exists():
+            if not root.exists(root.resolve(exe)):
                 continue
         except (ConfinementError, OSError):
             continue

@@ -38,6 +38,14 @@ def environ(proc: str) -> dict[str, str] | None:
     return out
 
 
+def start_time(proc: str) -> str | None:
+    """When the process started (``/proc/N/stat`` field 22, clock ticks since boot): a pid
+    reused by another process has another; None when it is gone."""
+    raw = read(proc, "stat", 4096)
+    fields = raw.rpartition(b")")[2].split() if raw else []
+    return fields[19].decode() if len(fields) > 19 else None
+
+
 def link(proc: str, name: str) -> str | None:
     """Where ``/proc/N/<name>`` (cwd, exe, root) points, as the process sees it."""
     try:

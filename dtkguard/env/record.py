@@ -56,11 +56,19 @@ def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
     return (raw, False) if len(raw) == size else None
 
 
-def hash_file(host: str, algo: str, confined: bool) -> tuple[str, bytes, int, bytes]:
-    """(status, digest, size, first bytes of a ``#!`` file); never blocks on FIFOs or devices."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_NOFOLLOW", 0) if confined else 0)
+def hash_file(host: str, algo: str, confined: bool | str) -> tuple[str, bytes, int, bytes]:
+    """(status, digest, size, first bytes of a ``#!`` file); never blocks on FIFOs or devices.
+
+    ``confined``: a final symlink is not followed (status ``symlink``); a string is the root
+    the file is opened confined to (`dtkguard.env.root.open_in`)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK
     try:
-        fd = os.open(host, flags)
+        if isinstance(confined, str) and confined:
+            from dtkguard.env.root import open_in
+
+            fd = open_in(confined, host, flags, follow=False)
+        else:
+            fd = os.open(host, flags | (getattr(os, "O_NOFOLLOW", 0) if confined else 0))
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return "missing", b"", 0, b""

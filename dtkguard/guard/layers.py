@@ -38,6 +38,8 @@ from dtkguard.util.trust import FILE_MODE, make_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dtkguard.lock.read import Lock
 
 HOOK_MODULE = "_dtkguard_pip_hook.py"
@@ -318,20 +320,27 @@ def install(
         uv_shim_too=uv_shim_too,
         baseline=json.loads(base[0]) if base else None,
     )
-    results = _write_all(interp, manifest, layers, originals, base)
-    _list_compiled_hooks(interp, manifest)
-    if uv_config is not None:
-        results += _undo_moved_uv(manifest, uv_config)
-    store.record_env(interp, guarded=True)
-    refresh_protected(interp)
-    manifest.options = {
+    options = {
         "policy": policy.name,
         "uv_config": str(uv_config) if uv_config else None,
         "externally_managed": externally_managed,
         "uv_shim": uv_shim_too,
     }
-    manifest.save()
-    return results
+
+    def finish(written: list[tuple[Path, str | None]]) -> list[tuple[str, Path, str]]:
+        """The steps after the layers, inside the same all or nothing: a full disk here
+        rolls the layers back too, never leaves them with a manifest that misses them."""
+        _list_compiled_hooks(interp, manifest)
+        more = _undo_moved_uv(manifest, uv_config) if uv_config is not None else []
+        es = store.env_store(interp.prefix)
+        written += [(es.record_file, _read(es.record_file)), (es.protected, _read(es.protected))]
+        store.record_env(interp, guarded=True)
+        refresh_protected(interp)
+        manifest.options = options
+        manifest.save()
+        return more
+
+    return _write_all(interp, manifest, layers, originals, base, finish)
 
 
 def _write_all(
@@ -340,8 +349,10 @@ def _write_all(
     layers: list[Layer],
     originals: dict[str, str | None],
     base: tuple[str, str] | None,
+    finish: Callable[[list[tuple[Path, str | None]]], list[tuple[str, Path, str]]],
 ) -> list[tuple[str, Path, str]]:
-    """Write the baseline, every layer and the store's copies, or nothing (rolled back)."""
+    """Write the baseline, every layer and the store's copies, then ``finish`` (given the
+    list of written files to add to), or nothing (rolled back)."""
     bpath = baseline_path(interp.prefix)
     es = store.env_store(interp.prefix)
     copies = _store_copies(es, layers)
@@ -362,6 +373,7 @@ def _write_all(
         for path, text in copies:
             written.append((path, _read(path)))
             atomic_write_text(path, text, 0o600)
+        results += finish(written)
     except (OSError, InputError) as exc:
         left = roll_back(written)
         if isinstance(exc, InputError):
@@ -476,7 +488,8 @@ def _install_error(
     undone = f"rolled back the {done} layer(s) written before it"
     if left:
         undone += f"; could not restore {', '.join(left)}"
-    where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", "")
+    where = written[-1][0] if len(written) > 1 else getattr(exc, "filename", None)
+    where = where or written[0][0]  # a write without a file name: the manifest's, first
     return TargetError(f"cannot guard: {where}: {exc.strerror or exc}; {undone}")
 
 
@@ -542,8 +555,23 @@ def _baseline(
 
 
 def _compile(interp: Interpreter, module: Path) -> Path | None:
-    """Byte-compile the hook with the target interpreter so its start-up cost stays tiny."""
-    code = "import py_compile,sys;print(py_compile.compile(sys.argv[1],doraise=True))"
+    """Byte-compile the hook with the target interpreter so its start-up cost stays tiny.
+
+    Compiled beside its place and moved in only once it reads back whole: on a full disk a
+    short write does not raise (py_compile would move a truncated ``.pyc`` in, which breaks
+    the import of the hook); then the ``.pyc`` there stays as it was and None is returned."""
+    code = (
+        "import py_compile,importlib.util as u,marshal,os,sys\n"
+        "s=sys.argv[1];c=u.cache_from_source(s);t=c+'.dtkguard-tmp'\n"
+        "try:\n"
+        " py_compile.compile(s,cfile=t,doraise=True)\n"
+        " with open(t,'rb') as f:marshal.loads(f.read()[16:])\n"
+        " os.replace(t,c)\n"
+        "except BaseException:\n"
+        " os.path.exists(t) and os.unlink(t)\n"
+        " raise\n"
+        "print(c)"
+    )
     try:
         out = subprocess.run(
             [interp.python, "-I", "-S", "-c", code, str(module)],

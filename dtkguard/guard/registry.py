@@ -21,9 +21,18 @@ def registry_file() -> Path:
     return Path(state) / "dtkguard" / "guarded.json"
 
 
+#: a list of a few guarded interpreters is a few KiB
+MAX_BYTES = 4 << 20
+
+
 def _load(path: Path) -> dict[str, str]:
+    """The list; empty when it cannot be read (a FIFO or folder, over `MAX_BYTES`, not
+    JSON, nested too deeply): then dtkpip asks for ``--python``."""
+    from dtkguard.util.safe_read import read_capped
+    from dtkguard.util.text import json_loads
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(read_capped(path, MAX_BYTES, what="guarded-interpreter list"))
     except (OSError, ValueError):
         return {}
     entries = data.get("interpreters") if isinstance(data, dict) else None

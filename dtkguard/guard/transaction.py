@@ -37,9 +37,29 @@ def require_writable(
             raise TargetError(f"{doing}: {path}: {why}; {done}")
 
 
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
+
+
+def _overwrite(path: Path, text: str) -> None:
+    """Write ``text`` over ``path`` in place: on a full disk there is no room for the file
+    beside it an atomic write needs, but the blocks of the file itself are there."""
+    with open(path, "r+b") as fh:
+        fh.write(text.encode("utf-8"))
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def roll_back(written: list[tuple[Path, str | None]]) -> list[str]:
     """Restore each written path to its previous content (None: remove it), newest first;
-    returns the paths that could not be restored."""
+    returns the paths that could not be restored. A path that holds its previous content
+    already (its write failed) is left alone; on a full disk a file is restored in place."""
+    import errno
+
     from dtkguard.util.atomic import atomic_write_text
 
     failed = []
@@ -48,8 +68,13 @@ def roll_back(written: list[tuple[Path, str | None]]) -> list[str]:
             if before is None:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
-            else:
-                atomic_write_text(path, before)
+            elif not _holds(path, before):
+                try:
+                    atomic_write_text(path, before)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not path.is_file():
+                        raise
+                    _overwrite(path, before)
         except OSError:
             failed.append(str(path))
     return failed

@@ -23,6 +23,9 @@ MAX_PICKLE = 256 * 1024 * 1024
 #: opcodes walked at most (a real checkpoint's data.pkl has tens of thousands); bounds time and
 #: the memo table of a pickle built of millions of one-byte opcodes
 MAX_OPCODES = 1_000_000
+#: the longest string or bytes argument read (a checkpoint's are names and short keys; the
+#: data is in storages): a 250 MB one was read and decoded whole, twice its size in memory
+MAX_ARG = 16 * 1024 * 1024
 #: the legacy format's magic number, protocol version, sys_info, then the object pickle
 LEGACY_PICKLES = 4
 _STRING_OPS = frozenset(
@@ -68,6 +71,11 @@ class _Reader:
         return data
 
     def read(self, n: int = -1) -> bytes:
+        if n > MAX_ARG:  # only a string's or bytes' length asks for this much
+            raise PickleScanError(
+                f"a pickle argument of {n:,} bytes, more than the limit of "
+                f"{MAX_ARG >> 20} MiB: not scanned"
+            )
         if n < 0:
             n = self._left + 1
         head, self._pushed = self._pushed[:n], self._pushed[n:]

@@ -94,7 +94,10 @@ def create(
     vault.dir.mkdir(parents=True, exist_ok=True)
     refused: list[str] = []
     for dist in _unvaulted_vendor_builds(env, lay, vendor, vault):
-        why = _vault_one(vault, dist, lay, python, baseline)
+        try:
+            why = _vault_one(vault, dist, lay, python, baseline)
+        finally:  # a full disk mid-wheel: no half-written wheel is left for the next run
+            shutil.rmtree(vault.dir / ".stage", ignore_errors=True)
         if why:
             refused.append(f"{dist.name} {dist.version}: {why}")
         else:
@@ -186,7 +189,16 @@ def fill(interp: Any, policy: Any) -> int:
 
     baseline = load(baseline_path(interp.prefix))
     vendor = dict(policy.vendor)
-    vault, refused, seconds = create(interp.python, vendor, baseline)
+    try:
+        vault, refused, seconds = create(interp.python, vendor, baseline)
+    except OSError as exc:  # a full disk: the guard stands, the vault keeps what it had
+        from dtkguard.errors import TargetError
+
+        kept = describe(open_vault(interp.prefix))
+        raise TargetError(
+            f"cannot fill the vault {vault_dir(interp.prefix)}: {exc.strerror or exc}; "
+            f"the guard is installed, the vault holds {kept}"
+        ) from None
     print(
         f"    vault  {vault.dir}: {describe(vault)} on disk "
         f"({seconds:.1f} s); `dtkguard restore` needs no wheelhouse for these"

@@ -96,7 +96,7 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
             host = root.resolve(inner) if not root.is_host else Path(inner)
         except ConfinementError:
             continue
-        if os.path.lexists(host) and str(host) not in found:  # a FIFO is a finding too
+        if root.lexists(host) and str(host) not in found:  # a FIFO is a finding too
             found[str(host)] = (inner, host)
     return list(found.values())
 
@@ -109,11 +109,11 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     problem: str | None
     for inner, host in baseline_files(ctx.env):
         try:
-            data = load(host)
+            data = load(host, ctx.env.root)
         except InputError as exc:
             data, problem = None, exc.message
         else:
-            tampered = baseline_tampered(inner, host)
+            tampered = baseline_tampered(inner, host, ctx.env.root)
             problem = "its digest differs from the guard's manifest" if tampered else None
         if problem or data is None:
             yield BASELINE_TAMPERED.finding(
@@ -138,7 +138,7 @@ def _now_needed(ctx: CheckContext, change: Any, rel: str) -> list[str] | None:
     inner = os.path.normpath(os.path.join(site, rel))
     try:
         host = str(ctx.env.root.resolve(inner)) if not ctx.env.root.is_host else inner
-        linkage = read_binary(host)
+        linkage = read_binary(host, "" if ctx.env.root.is_host else str(ctx.env.root.path))
     except (OSError, ElfError):
         return None
     return list(linkage.needed) if linkage is not None else None

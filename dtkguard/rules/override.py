@@ -58,7 +58,7 @@ def _records(ctx: CheckContext) -> list[Path]:
             host = Path(inner) if env.root.is_host else env.root.resolve(inner)
         except ConfinementError:
             continue
-        if os.path.lexists(host) and host not in out:  # a FIFO there is a finding too
+        if env.root.lexists(host) and host not in out:  # a FIFO there is a finding too
             out.append(host)
         if env.root.is_host:
             from dtkguard.env.store import env_store
@@ -72,7 +72,7 @@ def _records(ctx: CheckContext) -> list[Path]:
 def check(ctx: CheckContext) -> Iterator[Finding]:
     for path in _records(ctx):
         where = ctx.env.root.inner(path)
-        for no, entry in read(path):
+        for no, entry in read(path, ctx.env.root):
             if isinstance(entry, str):
                 yield OVERRIDE_LOG_UNREADABLE.finding(
                     "guard",

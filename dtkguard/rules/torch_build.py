@@ -42,7 +42,9 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             continue
         version_py = child(ctx.env.root, child(ctx.env.root, dist.site, "torch"), "version.py")
         try:
-            text = read_head(version_py, 1 << 16, follow=False).decode("utf-8", "replace")
+            text = read_head(version_py, 1 << 16, follow=False, root=ctx.env.root).decode(
+                "utf-8", "replace"
+            )
         except OSError:
             continue  # no torch package next to its metadata: nothing to read
         info = build_info(text)

@@ -50,17 +50,23 @@ def _kind(mode: int) -> str:
 
 
 def open_regular(
-    path: str | os.PathLike[str], *, follow: bool = True, buffering: int = 0
+    path: str | os.PathLike[str],
+    *,
+    follow: bool = True,
+    buffering: int = 0,
+    root: object | None = None,
 ) -> BinaryIO:
     """A binary file object of a regular file; `NotRegularFile` for anything else.
 
     ``follow=False`` refuses a final symlink (``O_NOFOLLOW``), for paths already resolved by hand
     inside a root. ``buffering`` as for `open` (0: unbuffered, the default; -1: buffered).
+    ``root``: a `dtkguard.env.root.Root` whose ``open`` opens ``path`` confined to it.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
+    if root is not None:
+        fd = root.open(path, flags, follow=follow)  # type: ignore[attr-defined]
+    else:
+        fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -84,17 +90,24 @@ def read_at_most(fh: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_head(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes:
+def read_head(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = True, root: object | None = None
+) -> bytes:
     """The first ``limit`` bytes of a regular file (the rest, if any, is not read)."""
-    with open_regular(path, follow=follow) as fh:
+    with open_regular(path, follow=follow, root=root) as fh:
         return read_at_most(fh, limit)
 
 
 def read_capped(
-    path: str | os.PathLike[str], limit: int, *, what: str = "file", follow: bool = True
+    path: str | os.PathLike[str],
+    limit: int,
+    *,
+    what: str = "file",
+    follow: bool = True,
+    root: object | None = None,
 ) -> bytes:
     """The whole of a regular file of at most ``limit`` bytes; `TooLarge` names the limit."""
-    with open_regular(path, follow=follow) as fh:
+    with open_regular(path, follow=follow, root=root) as fh:
         data = read_at_most(fh, limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{what} larger than the limit of {human_bytes(limit)}", limit)

@@ -16,17 +16,45 @@ import os
 import sys
 
 _state = {"data": None, "done": set()}
+#: the snapshot is a few KiB (a handful of files per vendor build); past this it is not read
+MAX_BYTES = 4 << 20
+
+
+def _text(path):
+    """The snapshot's text: a regular file (a FIFO there never blocks the import, a device is
+    never read), at most `MAX_BYTES`, UTF-8; None otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if (os.fstat(fd).st_mode & 0o170000) != 0o100000:  # S_IFREG, without importing stat
+            return None
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_BYTES:
+            return None
+        return b"".join(chunks).decode("utf-8")
+    except ValueError:  # not UTF-8
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read(path):
     """{"mode", "restore", "dists": {key: label}, "stats": {key: [(size, mtime, path)]},
-    "modules": {top: [key]}}; None when unreadable."""
+    "modules": {top: [key]}}; None when unreadable (not a regular file, over `MAX_BYTES`, not
+    UTF-8): then every import it watches warns, the mode unknown."""
     data = {"mode": "warn", "restore": "", "dists": {}, "stats": {}, "modules": {}, "origin": {}}
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        text = _text(path)
     except OSError:
         return None
+    if text is None:
+        return None
+    lines = text.splitlines()
     for line in lines:
         parts = line.split("\t")
         kind = parts[0]

@@ -21,6 +21,17 @@ from tests.audit.conftest import run_cli
 SITE = "usr/lib/python3.10/site-packages"
 
 
+def where(path: str | os.PathLike[str] | int, dir_fd: int | None = None) -> str:
+    """The path a call names, a descriptor or a name relative to ``dir_fd`` included (the
+    root is walked one directory descriptor at a time)."""
+    if isinstance(path, int):
+        return os.readlink(f"/proc/self/fd/{path}")
+    path = os.fspath(path)
+    if dir_fd is not None and not os.path.isabs(path):
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+    return path
+
+
 def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
@@ -143,7 +154,7 @@ def test_nothing_outside_the_root_is_opened(hostile, mocker):
     real_os_open, real_open, real_io_open = os.open, builtins.open, io.open
 
     def spy_os_open(path, *a, **k):
-        opened.append(os.fspath(path))
+        opened.append(where(path, k.get("dir_fd")))
         return real_os_open(path, *a, **k)
 
     def spy_open(file, *a, **k):
@@ -161,7 +172,7 @@ def test_nothing_outside_the_root_is_opened(hostile, mocker):
     mocker.patch.object(io, "open", spy_io_open)
     listed: list[str] = []
     real_listdir = os.listdir
-    mocker.patch.object(os, "listdir", lambda p=".": listed.append(os.fspath(p)) or real_listdir(p))
+    mocker.patch.object(os, "listdir", lambda p=".": listed.append(where(p)) or real_listdir(p))
     result = run_cli("audit", "--root", str(hostile["root"]), "--verify-files", "-f", "json")
     assert result.code == 1, result.err
     mocker.stopall()

@@ -45,6 +45,29 @@ def test_pid_sees_a_replaced_vendor_build(venv, wheelhouse, sleeper):
     assert ok.code == 1 and VENDOR_TORCH in ok.out
 
 
+@pytest.mark.parametrize("command", ["check", "audit"])
+def test_a_pid_that_exits_while_it_is_read_is_exit_3_not_findings(sleeper, mocker, command):
+    """The process ends after its env was opened and before the report: its files went with it,
+    so the report would be false findings (every vendor build "missing"); exit 3, one line."""
+    from dtkguard.rules import engine
+
+    real = engine.run_checks
+
+    def exit_first(*args, **kwargs):
+        sleeper.kill()
+        sleeper.wait()
+        return real(*args, **kwargs)
+
+    mocker.patch.object(engine, "run_checks", exit_first)
+    result = run_cli(command, "--pid", str(sleeper.pid), "-f", "json")
+    assert result.code == 3, result.out
+    assert (
+        result.err
+        == f"dtkguard: error: process {sleeper.pid} exited while it was read: no report of it\n"
+    )
+    assert result.out == ""
+
+
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()

@@ -109,3 +109,26 @@ def test_root_confinement_of_legacy_entries(tmp_path: Path) -> None:
     # the same entries, resolved on the host, do reach them
     host = envs.from_paths([site])
     assert host.get("evil") is not None and host.get("proj") is not None
+
+
+def test_nul_and_overlong_egg_lines_and_a_5000_digit_record_size(tmp_path: Path) -> None:
+    """Issue 27 item 10: a NUL or a line over 4 KiB in ``easy-install.pth`` or ``.egg-link``,
+    and a RECORD size of 5,000 digits, each raised a traceback; now a warning naming the file,
+    and an unverifiable row."""
+    from tests.support.cli import run_in_process
+    from tests.support.sitetree import add_dist
+
+    site = vendor_site(tmp_path / "site")
+    (site / "easy-install.pth").write_bytes(b"./a\x00b\n" + b"x" * 5000 + b"\n")
+    (site / "dev.egg-link").write_bytes(b"/src/\x00dev\n.\n")
+    add_dist(site, "native", "1.0", files={"native/x.py": b""})
+    record = site / "native-1.0.dist-info" / "RECORD"
+    record.write_text("native/x.py,sha256=AAAA," + "9" * 5000 + "\n")
+    env = envs.from_paths([site])
+    no_path = [w for w in env.warnings if "a line that is no path" in w]
+    assert len(no_path) == 3, env.warnings  # two lines of easy-install.pth, one .egg-link
+    assert any("easy-install.pth" in w for w in no_path)
+    assert any("dev.egg-link" in w for w in no_path)
+    result = run_in_process("audit", "--path", str(site), "--verify-files", "-f", "json")
+    assert result.code in (0, 1), result.err
+    assert "Traceback" not in result.err

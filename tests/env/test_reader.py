@@ -151,11 +151,20 @@ def test_image_root_finds_every_interpreter(tmp_path):
 
 def test_image_root_reads_nothing_outside(tmp_path, mocker):
     root, _ = image_root(tmp_path)
-    opened = mocker.spy(os, "open")
-    listed = mocker.spy(os, "listdir")
+    from tests.audit.test_hostile_root import where
+
+    touched: list[str] = []
+    real_open, real_listdir = os.open, os.listdir
+
+    def spy_open(path, *a, **k):
+        touched.append(where(path, k.get("dir_fd")))
+        return real_open(path, *a, **k)
+
+    mocker.patch.object(os, "open", spy_open)
+    mocker.patch.object(os, "listdir", lambda p=".": touched.append(where(p)) or real_listdir(p))
     env = envs.from_root(root)
+    mocker.stopall()
     assert env.get("sentinel") is None
-    touched = [c.args[0] for c in opened.call_args_list + listed.call_args_list]
     assert touched, "the spy saw no file access"
     real_root = os.path.realpath(root)
     for path in touched:

@@ -57,6 +57,8 @@ def _escapes(log: Path, root: Path, outside: list[Path]) -> list[str]:
             bad.append(line)
             continue
         for p in paths:
+            if not p:  # AT_EMPTY_PATH: the descriptor itself, checked where it was opened
+                continue
             if p.startswith("/"):
                 full = p
             else:  # relative to a directory descriptor (openat(3</dir>, "name"))

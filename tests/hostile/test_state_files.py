@@ -121,3 +121,32 @@ def test_a_bad_baseline_is_baseline_tampered(tmp_path: Path, cache: Path, kind: 
     tampered = [f for f in findings if f["rule"] == "baseline-tampered"]
     assert tampered, findings
     assert code == 0  # high: below --fail-on critical; the run itself did not fail
+
+
+@pytest.mark.parametrize("kind", ["deep", "huge", "fifo", "folder"])
+def test_a_bad_guarded_list_is_empty_never_a_traceback_or_a_hang(tmp_path: Path, kind: str):
+    """``guarded.json`` (which interpreter dtkpip picks when none is active): nesting 100,000
+    deep was a RecursionError, a FIFO blocked dtkpip; each is now an empty list."""
+    import subprocess
+    import sys
+
+    from tests.hostile.conftest import HANG
+
+    path = tmp_path / "guarded.json"
+    if kind == "deep":
+        path.write_text('{"interpreters": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    elif kind == "huge":
+        entries = {f"/v{i}/bin/python": f"/v{i}" for i in range(150_000)}
+        path.write_text(json.dumps({"interpreters": entries}))
+        assert path.stat().st_size > 4 << 20
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    code = "import pathlib, sys; from dtkguard.guard.registry import _load; "
+    code += "print(_load(pathlib.Path(sys.argv[1])))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=HANG,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == "{}\n", proc.stderr

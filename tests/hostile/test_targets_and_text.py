@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,35 @@ def test_limits_name_the_limit(tmp_path, cache, injected):
     texts = json.dumps(json.loads(proc.stdout)["findings"])
     assert "RECORD larger than the limit of 16 MiB: not verified" in texts
     assert "malformed" not in texts
+
+
+def test_a_pickle_holding_a_250_mb_string_stays_under_256_mib(tmp_path):
+    """A legacy checkpoint whose first pickle is one 250 MB BINUNICODE: it peaked at 545 MB
+    (read, then decoded); the string is refused by its length, never read."""
+    import struct
+
+    model = tmp_path / "pytorch_model.bin"
+    size = 250_000_000
+    with open(model, "wb") as fh:
+        fh.write(b"\x80\x02X" + struct.pack("<I", size))
+        chunk = b"a" * (1 << 20)
+        for _ in range(size >> 20):
+            fh.write(chunk)
+        fh.write(b"a" * (size % (1 << 20)) + b".")
+    code = (
+        "import resource,sys\n"
+        "from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals\n"
+        "try:\n read_globals(sys.argv[1])\nexcept PickleScanError as e:\n print(e)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(model)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    why, peak_kib = proc.stdout.splitlines()
+    assert "more than the limit of 16 MiB: not scanned" in why
+    assert int(peak_kib) < 256 * 1024, f"peak RSS {int(peak_kib) >> 10} MiB"
 
 
 def test_a_pickle_of_millions_of_opcodes_stops_at_the_limit(tmp_path, cache):
