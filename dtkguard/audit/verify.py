@@ -327,7 +327,7 @@ def record_jobs(dist: Dist, root: Root) -> tuple[list[Job], list[Issue]]:
 # --- hashing ------------------------------------------------------------------------------
 
 
-def _hash_batch(batch: Sequence[tuple[str, str, bool]]) -> list[tuple[str, bytes, int, bytes]]:
+def _hash_batch(batch: Sequence[tuple[str, str, str]]) -> list[tuple[str, bytes, int, bytes]]:
     return [hash_file(host, algo, confined) for host, algo, confined in batch]
 
 
@@ -491,7 +491,7 @@ def _hash_jobs(
             results[i] = r
         advance(sum(r[2] for r in res))
 
-    def work(batch: list[int]) -> list[tuple[str, str, bool]]:
+    def work(batch: list[int]) -> list[tuple[str, str, str]]:
         return [(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in batch]
 
     if workers == 1 or len(batches) <= 1:
