@@ -57,11 +57,12 @@ class EnvFiles:
         state = str(interp.state_dir)
         guard = [os.path.realpath(state), os.path.join(os.path.realpath(interp.prefix), "pip.conf")]
         self.table = guarded.protected_paths(self.prefix, self.sites, self.scripts, guard)
-        vendor = {
-            d.key: self.record_files(d)
-            for d in env
-            if d.key in policy["vendor"] and d.path.name.endswith(".dist-info")
-        }
+        # the import names a vendor build provides: its RECORD's site-level entries suffice
+        vendor = {}
+        for d in env:
+            if d.key in policy["vendor"] and d.path.name.endswith(".dist-info"):
+                site = os.path.realpath(d.site)
+                vendor[d.key] = [f"{site}/{r}" for r in _removal_rows(d.path)]
 
         def kind_of(path: str) -> str | None:
             return guarded.protected_kind(path, self.sites, self.scripts, self.table)
