@@ -9,7 +9,8 @@
 3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
    ``pip install torch`` of the same venv.
 4. ``dtkuv pip install torch`` (already satisfied: one uv dry run, no second uv) against
-   ``uv pip install torch`` of the same venv.
+   ``uv pip install torch`` of the same venv; then ``dtkuv pip install rich tomlkit`` (5 real
+   wheels of the offline cache; goal: <= 2x) against ``uv pip install`` of the same.
 5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
@@ -302,6 +303,7 @@ def main() -> int:
             ([uv_binary(), *ureq], uenv), ([*dtk, "uv", *ureq], {**denv, **uenv}), args.pip_runs
         )
         show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
+        uv_set_pair(guarded.python, dtk, denv, uenv, args.pip_runs)
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
         label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
         install_pair(label, (plain, guarded), install, "many-files", env, args.pip_runs)
@@ -318,6 +320,35 @@ def main() -> int:
         )
         bench_native(base, plain.python, guarded.python, env, args)
     return 0
+
+
+#: a small real set from the offline cache: rich (markdown-it-py, mdurl, pygments), tomlkit
+UV_SET = ("rich", "tomlkit")
+UV_SET_ALL = (*UV_SET, "markdown-it-py", "mdurl", "pygments")
+
+
+def uv_set_pair(python, dtk, denv, uenv, runs) -> None:
+    """``uv pip install`` of `UV_SET` (5 real wheels) against ``dtkuv pip install`` of it into
+    the guarded venv, alternating which goes first, each followed by an untimed uninstall."""
+    uv = uv_binary()
+    req = ["pip", "install", "--python", str(python), "--no-index"]
+    req += ["-f", str(wheel_dir() / "image"), *UV_SET]
+    sides = (([uv, *req], uenv), ([*dtk, "uv", *req], {**denv, **uenv}))
+    remove = [uv, "pip", "uninstall", "--python", str(python), *UV_SET_ALL]
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for i in range(runs + 1):
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            took = _run(*sides[side])
+            done = subprocess.run(remove, env=uenv, capture_output=True, text=True)
+            if "Uninstalled 5 packages" not in done.stderr:  # a refusal is no measurement
+                raise SystemExit(f"uv set: not installed by side {side}: {done.stderr}")
+            if i:  # the first round is the warm-up
+                times[side].append(took)
+    medians = tuple(
+        (statistics.median(w for w, _ in times[s]), statistics.median(c for _, c in times[s]))
+        for s in (0, 1)
+    )
+    show(f"install {len(UV_SET_ALL)} real wheels", ("uv", "dtkuv"), medians, runs)
 
 
 def install_pair(label, venvs, install, name, env, runs) -> None:

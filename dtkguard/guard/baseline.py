@@ -420,8 +420,13 @@ def follow_baseline(interp: Interpreter, changes: Any = (), *, approved: bool = 
     if data is None or tampered(str(path), path):
         return []
     moved = _move(data, interp, changes) if approved and changes else []
-    fresh, _ = refreshed(data)  # hashes only files whose stat changed; then stat-only
-    matched = not compare(fresh)
+    stale: dict[str, dict[str, int]] = {}
+    left = compare(data, fresh=stale)  # hashes only files whose stat changed
+    if stale:  # files with their recorded bytes at a new stat: take that stat in
+        fresh, _ = refreshed(data)
+        matched = not compare(fresh)
+    else:
+        fresh, matched = data, not left
     if matched:
         data = fresh
     text = dumps(data)

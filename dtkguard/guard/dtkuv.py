@@ -40,6 +40,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from dtkguard.env.environment import Environment
     from dtkguard.guard.journal import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
@@ -188,6 +189,10 @@ class _Run:
         before = from_python(self.interp.python)
         verdict = judge(before, plan, self.policy, self.interp.purelib, self.locate)
         _say(say_unjudged("dtkuv", verdict))
+        if not verdict.blocked:  # a blocked plan gets dtkpip's explanation, files or not
+            stopped = self.judge_files(plan, before)
+            if stopped is not None:
+                return stopped
         if verdict.blocked and not self.reason:
             from dtkguard.guard.instead import suggestions
             from dtkguard.guard.veto_text import render
@@ -253,8 +258,13 @@ class _Run:
         from dtkguard.guard.verdict import judge
         from dtkguard.guard.veto_text import render
 
+        before = from_python(self.interp.python)
         # the env after the removals, judged like an install: `vendor-deps-broken` ...
-        verdict = judge(from_python(self.interp.python), plan, self.policy, self.interp.purelib)
+        verdict = judge(before, plan, self.policy, self.interp.purelib)
+        if not verdict.blocked and not vendor:
+            stopped = self.judge_files(plan, before)
+            if stopped is not None:
+                return stopped
         if verdict.blocked and not self.reason:
             _say(render(verdict, self.policy, self.command, [], False, DTKUV))
             return self.untouched(1)
@@ -263,6 +273,33 @@ class _Run:
             self.record([f"remove {v}" for v in vendor] + blocking)
         self.touches = [canonical(r) for r in plan.remove]
         return self.real(self.args)
+
+    def judge_files(self, plan: Plan, before: Environment) -> int | None:
+        """The files the plan writes and deletes, judged as the pip hook judges pip's
+        (`dtkguard.guard.file_effects`): the exit code when that stops it, else None."""
+        from dtkguard.guard.file_effects import judge_plan
+
+        problems, unseen = judge_plan(self.interp, before, self.policy.to_json(), plan, self.locate)
+        if unseen:
+            _say(
+                f"dtkuv: warning: the files of {', '.join(unseen)} could not be judged before "
+                "the install (no local wheel); `dtkguard check` and the tripwire judge them "
+                "once installed\n"
+            )
+        if not problems:
+            return None
+        if self.reason:
+            self.record([f"{p.rule}: {p.message}" for p in problems])
+            return None
+        lines = "".join(f"  {p.message} [{p.rule}, {p.severity}]\n" for p in problems[:8])
+        more = f"  ... and {len(problems) - 8} more\n" if len(problems) > 8 else ""
+        _say(
+            f"dtkuv: stopped `{self.command}`: nothing was installed or removed.\n{lines}{more}"
+            f"dtkguard: this environment is guarded by policy {self.policy.name}; "
+            f"`dtkguard policy explain {problems[0].package}` shows the rule. "
+            f'Override (recorded): dtkuv --override "reason" {self.command[3:]}\n'
+        )
+        return self.untouched(1)
 
     def same_environment(self, plan: Plan) -> None:
         """uv must have planned for the interpreter dtkuv judges (fail closed otherwise)."""

@@ -14,7 +14,7 @@ from dtkguard.findings import Finding, Severity
 from dtkguard.guard.plan import Plan, Planned, after_install
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.rules.context import CheckContext
-from dtkguard.rules.engine import run_checks
+from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
 
 #: a veto needs a new finding at or above this severity (the default --fail-on of `check`)
 VETO_AT = Severity.HIGH
@@ -133,7 +133,10 @@ def judge(
     code (`binary_findings`; the names it could not judge are in ``Verdict.unjudged``)."""
     after = after_install(before, plan.install, site, removed_for_good(plan))
     old = {_key(f) for f in run_checks(CheckContext(before, policy), housekeeping=False)}
-    new = run_checks(CheckContext(after, policy), housekeeping=False)
+    # the baseline family compares the files on disk, which a plan has not changed yet: the
+    # environment after it has the same findings there, none of them introduced
+    families = [f for f in ENVIRONMENT_CHECKS if f != "baseline"]
+    new = run_checks(CheckContext(after, policy), families, housekeeping=False)
     seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}
     gone = [f for f in _removal_findings(plan, policy) if (f.rule, f.subject) not in seen]
     introduced = gone + [f for f in new if _key(f) not in old]

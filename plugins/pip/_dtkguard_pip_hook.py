@@ -1036,12 +1036,18 @@ def _patch_install(module):
             from pip._internal.exceptions import DistributionNotFound
 
             try:
-                return run(self, options, args)
+                result = run(self, options, args)
             except DistributionNotFound as exc:
+                _after_run()
                 text = _explain_conflict(exc, list(args))
                 if text is None:
                     raise
                 raise type(exc)(f"{exc}{text}") from exc
+            except BaseException:
+                _after_run()
+                raise
+            _after_run()
+            return result
 
         guarded_run._dtkguard = True
         command.run = guarded_run
@@ -1129,51 +1135,315 @@ def _snapshot_paths(policy):
 
 
 def _stat_all(paths):
+    """{path: (size, inode, ctime, mode, mtime) or None}."""
     import os
 
     out = {}
     for path in paths:
         try:
             st = os.lstat(path)
-            out[path] = (st.st_size, st.st_ino, st.st_ctime_ns)
+            out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
         except OSError:
             out[path] = None
     return out
 
 
 def _snapshot_for(options, target):
-    """Take the build snapshot when this run installs into this interpreter (not a dry run,
-    not ``--target``, no ``--prefix``/``--root`` elsewhere: pip's build environments)."""
+    """Take the build snapshot when this run's builds could write into this interpreter: any
+    run but the ones into ``--prefix``/``--root`` elsewhere (pip's build environments). A dry
+    run and a ``--target`` install build packages too."""
     here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
-    if getattr(options, "dry_run", False) or target is not None:
-        return
     if all(p is None or _touches(_real(p), _roots()) for p in here):
         _take_snapshot(_load_policy())
 
 
 def _take_snapshot(policy):
-    """Before pip resolves and builds: (size, inode, ctime) of what builds must not touch."""
-    if policy is not None and _state.get("protected") is not None:
-        _state["snapshot"] = _stat_all(_snapshot_paths(policy))
+    """Before pip resolves and builds: the build journal. (size, inode, ctime) of what builds
+    must not touch, the names in each of its folders, and the guard's store (read now, before
+    any build code ran), where the bytes to put back come from."""
+    import os
+    import stat
+
+    if policy is None or _state.get("protected") is None:
+        return
+    stats = _stat_all(_snapshot_paths(policy))
+    names = {}
+    for path, st in stats.items():
+        if st is not None and stat.S_ISDIR(st[3]):
+            with contextlib.suppress(OSError):
+                names[path] = set(os.listdir(path))
+    _state["snapshot"] = {"stat": stats, "names": names, "store": _store_dir()}
 
 
 def _built_changes():
     """Problems for what changed since `_take_snapshot` (code run by a build: setup.py, a
-    PEP 517 backend, build dependencies), before pip installs anything."""
-    before = _state["snapshot"]
-    if not before:
+    PEP 517 backend, build dependencies), before pip installs anything. What changed is put
+    back first (`_put_back`): the refusal leaves the environment as it was."""
+    snap = _state["snapshot"]
+    _state["snapshot"] = None  # judged once: after this, pip's own install writes here
+    if not snap:
         return []
-    now = _stat_all(before)
-    changed = sorted(p for p in before if now[p] != before[p])
+    now = _stat_all(snap["stat"])
+    changed = sorted(p for p, st in snap["stat"].items() if now[p] != st)
     if not changed:
         return []
+    restored, failed = _put_back(snap, changed)
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
     msg = (
         f"code run while pip prepared or built packages changed {changed[0]}{more} (the guard "
-        "or a vendor build); nothing was installed. Restore the environment with `dtkguard "
-        f"restore --python {sys.executable}` and build that package elsewhere"
+        "or a vendor build); nothing was installed"
     )
+    if not failed:
+        msg += f"; the guard put back what it changed ({restored} path(s)). Build that package "
+        msg += "elsewhere"
+    else:
+        shown = "; ".join(f"{p} ({why})" for p, why in failed[:3])
+        msg += (
+            f"; the guard put back {restored} path(s) but not {len(failed)}: {shown}. Restore "
+            f"the environment with `dtkguard restore --python {sys.executable}` and build that "
+            "package elsewhere"
+        )
     return [_state["decision"].Problem("vendor-files-changed", "critical", "build", msg)]
+
+
+def _after_run():
+    """After a run that installed nothing here (a dry run, a failed resolution, ``--target``):
+    what its builds changed is put back and the run refused."""
+    problems = _built_changes()
+    if problems and not _override():
+        raise _error("InstallationError", "dtkguard: refusing to install:\n  " + _summary(problems))
+    if problems:
+        _record(_override(), [p.message for p in problems])
+
+
+def _store_dir():
+    """The env's folder in the guard's store, from the pointer beside the policy, when it can
+    be trusted (owner, mode); None otherwise."""
+    import json
+    import os
+
+    here = os.path.dirname(_state["policy_path"] or ".")
+    try:
+        with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
+            store = json.load(fh).get("store")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(store, str) or not os.path.isdir(store) or _untrusted(store):
+        return None
+    return store
+
+
+def _put_back(snap, changed):
+    """Put the environment back as the build journal ``snap`` saw it: entries a build added
+    to a watched folder go, changed or removed files come back from the store (the protected
+    files' copies, the vault's or the policy's wheelhouse's wheels of the vendor builds, each
+    checked against the recorded sha256), in place, with their mode and mtime. Returns (paths
+    put back, [(path, why not)])."""
+    import os
+    import stat
+
+    done, failed = 0, []
+    for folder, names in sorted(snap["names"].items()):
+        try:
+            now = os.listdir(folder)
+        except OSError:
+            continue
+        for name in sorted(set(now) - names - {"__pycache__"}):
+            try:
+                _remove_path(os.path.join(folder, name))
+                done += 1
+            except OSError as exc:
+                failed.append((os.path.join(folder, name), exc.strerror or str(exc)))
+    sources = _Sources(snap.get("store"))
+    for path in sorted(changed, key=lambda p: p.count("/")):
+        before = snap["stat"][path]
+        try:
+            if before is None:
+                if os.path.lexists(path):
+                    _remove_path(path)
+                    done += 1
+            elif stat.S_ISDIR(before[3]):
+                if not os.path.isdir(path) or os.path.islink(path):
+                    with contextlib.suppress(FileNotFoundError):
+                        _remove_path(path)
+                    os.makedirs(path, stat.S_IMODE(before[3]))
+                    done += 1
+            else:
+                why = sources.write(path, before)
+                if why:
+                    failed.append((path, why))
+                else:
+                    done += 1
+        except OSError as exc:
+            failed.append((path, exc.strerror or str(exc)))
+    return done, failed
+
+
+def _remove_path(path):
+    import os
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+class _Sources:
+    """Where the original bytes of a protected or vendor file come from (the store)."""
+
+    def __init__(self, store):
+        self.store = store
+        self._protected = None
+        self._baseline = None
+
+    def _json(self, name):
+        import json
+        import os
+
+        if not self.store:
+            return {}
+        try:
+            with open(os.path.join(self.store, name), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write(self, path, before):
+        """Put ``path`` back (``before``: its lstat fields); why not, or None."""
+        import os
+        import stat
+
+        if self._protected is None:
+            self._protected = self._json("protected.json").get("files") or {}
+        entry = self._protected.get(path)
+        if entry and entry.get("kind") == "link" and stat.S_ISLNK(before[3]):
+            tmp = f"{path}.dtkguard-put-back"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            os.symlink(entry["target"], tmp)
+            os.replace(tmp, path)
+            return None
+        if not stat.S_ISREG(before[3]):
+            return "not a file before: no copy of it"
+        if entry and entry.get("kind") == "file":
+            data = self._blob(entry.get("sha256"))
+            if data is None:
+                return "the store's copy of it is missing or damaged"
+            return _write_back(path, data, before)
+        return self._vendor(path, before)
+
+    def _blob(self, sha):
+        import hashlib
+        import os
+
+        if not self.store or not isinstance(sha, str) or not sha.isalnum():
+            return None
+        try:
+            with open(os.path.join(self.store, "blobs", sha), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        return data if hashlib.sha256(data).hexdigest() == sha else None
+
+    def _vendor(self, path, before):
+        import hashlib
+        import os
+
+        found = None
+        for key, (site, rows) in _vendor_rows(_state["policy"]).items():
+            if path.startswith(site + "/") and path[len(site) + 1 :] in rows:
+                found = key, path[len(site) + 1 :]
+                break
+        if found is None:
+            return "neither a protected file nor a vendor build's: no copy of it"
+        key, rel = found
+        if self._baseline is None:
+            self._baseline = self._json("baseline.json").get("vendor") or {}
+        build = self._baseline.get(key) or {}
+        want = (build.get("files") or {}).get(rel) or {}
+        if want.get("pyc"):  # byte code: Python writes it again from the source
+            os.unlink(path)
+            return None
+        sha = want.get("sha256")
+        if not sha:
+            return "the guard's baseline holds no digest of it"
+        for wheel in self._wheels(key, str(build.get("version") or "")):
+            data = _wheel_member(wheel, rel)
+            if data is not None and hashlib.sha256(data).hexdigest() == sha:
+                return _write_back(path, data, before)
+        return f"no wheel of {key} in the vault or the policy's find-links holds it"
+
+    def _wheels(self, key, version):
+        """Wheel files of the vendor build ``key`` ``version``: the vault's, then the policy's
+        local find-links'."""
+        import os
+
+        decision = _state["decision"]
+        folders = [os.path.join(self.store, "vault")] if self.store else []
+        for link in _state["policy"].get("find_links") or ():
+            link = str(link)
+            if link.startswith("file://"):
+                link = link[7:]
+            if "://" not in link:
+                folders.append(link)
+        for folder in folders:
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue
+            for name in names:
+                parts = name[:-4].split("-") if name.endswith(".whl") else []
+                if len(parts) < 5 or _canonical(parts[0]) != key:
+                    continue
+                if decision.same_version(parts[1], version):
+                    yield os.path.join(folder, name)
+
+
+def _wheel_member(wheel, rel):
+    """The bytes a wheel holds for the installed path ``rel`` (site-relative; also under its
+    ``.data/purelib`` or ``.data/platlib``), or None."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+            for member in [rel] + [
+                n for n in names if n.endswith(("/purelib/" + rel, "/platlib/" + rel))
+            ]:
+                if member in names:
+                    return zf.read(member)
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
+        return None
+    return None
+
+
+def _write_back(path, data, before):
+    """Write ``data`` into ``path``: in place when it is still the same inode (its links, a
+    uv cache's too, get the bytes back), else as a new file; then the recorded mode and mtime."""
+    import os
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_ino == before[1]:
+        with open(path, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.dtkguard-put-back"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        if st is not None and stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+            _remove_path(path)
+        os.replace(tmp, path)
+    os.chmod(path, stat.S_IMODE(before[3]))
+    os.utime(path, ns=(before[4], before[4]))
+    return None
 
 
 def _patch_uninstall(module):

@@ -1,0 +1,237 @@
+"""What a planned change writes and deletes, file by file, judged by the decision core.
+
+uv runs no in-process hook, so dtkuv judges the files of its plan before uv runs, the way the
+pip hook judges pip's: every member of each wheel the plan installs (its zip, plus the console
+scripts generated from ``entry_points.txt``) at its destination in the environment's scheme,
+resolved (``NAME.data/data/lib64/...`` is site-packages in a venv whose ``lib64`` links to
+``lib``), and every file a removal or upgrade deletes (RECORD rows, folder rows expanded).
+`dtkguard.decision` decides (`judge_files`, `judge_removals`): shadowing a vendor build, the
+protected set, start-up code by content. Classes 1-5 of issue 22 on the uv route.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from dtkguard import decision
+from dtkguard import protected as guarded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.dist import Dist
+    from dtkguard.env.environment import Environment
+    from dtkguard.env.interpreter import Interpreter
+    from dtkguard.guard.plan import Plan, Planned
+
+#: bytes of a start-up candidate (``.pth``) read for its content
+STARTUP_BYTES = 65536
+
+
+def _real_in(path: str, folders: dict[str, str] | None = None) -> str:
+    """``path`` with its folder resolved (once per folder with ``folders``, a cache) and its
+    last part kept (an installer replaces a symlink at the last part, it does not follow it)."""
+    head, tail = os.path.split(os.path.normpath(path))
+    if folders is None:
+        return os.path.join(os.path.realpath(head), tail)
+    real = folders.get(head)
+    if real is None:
+        real = folders[head] = os.path.realpath(head)
+    return os.path.join(real, tail)
+
+
+class EnvFiles:
+    """The facts of one environment the file judgement needs (computed once)."""
+
+    def __init__(self, interp: Interpreter, env: Environment, policy: dict) -> None:
+        self.interp, self.env, self.policy = interp, env, policy
+        #: resolved folders (`_real_in`'s cache)
+        self.folders: dict[str, str] = {}
+        sites = [interp.purelib, interp.platlib or interp.purelib]
+        self.sites = sorted({os.path.realpath(s) for s in sites})
+        self.scripts = os.path.realpath(interp.scripts or interp.prefix / "bin")
+        self.prefix = str(interp.prefix)
+        state = str(interp.state_dir)
+        guard = [os.path.realpath(state), os.path.join(os.path.realpath(interp.prefix), "pip.conf")]
+        self.table = guarded.protected_paths(self.prefix, self.sites, self.scripts, guard)
+        # the import names a vendor build provides: its RECORD's site-level entries suffice
+        vendor = {}
+        for d in env:
+            if d.key in policy["vendor"] and d.path.name.endswith(".dist-info"):
+                site = os.path.realpath(d.site)
+                vendor[d.key] = [f"{site}/{r}" for r in _removal_rows(d.path)]
+
+        def kind_of(path: str) -> str | None:
+            return guarded.protected_kind(path, self.sites, self.scripts, self.table)
+
+        self.facts = decision.env_facts(
+            self.sites, vendor, self.scripts, kind_of, guarded.may_write, guard
+        )
+
+    def record_files(self, dist: Dist) -> list[str]:
+        """The resolved files of ``dist``'s RECORD, folder rows expanded (what removing it
+        deletes)."""
+        site = os.path.realpath(dist.site)
+        out: list[str] = []
+        for rel in _removal_rows(Path(dist.path)):
+            path = _real_in(os.path.join(site, rel), self.folders)
+            out.append(path)
+            self._expand(path, out)
+        return out
+
+    @staticmethod
+    def _expand(path: str, out: list[str]) -> None:
+        """The files under ``path`` when it is a folder (a RECORD row ``torch,,``)."""
+        if os.path.isdir(path) and not os.path.islink(path):
+            for folder, dirs, names in os.walk(path):
+                out += [os.path.join(folder, n) for n in dirs + names]
+
+    def scheme(self) -> dict[str, str]:
+        """Where uv writes each part of a wheel (the interpreter's scheme, resolved)."""
+        purelib = os.path.realpath(self.interp.purelib)
+        platlib = os.path.realpath(self.interp.platlib or self.interp.purelib)
+        prefix = os.path.realpath(self.interp.prefix)
+        return {
+            "purelib": purelib,
+            "platlib": platlib,
+            "scripts": self.scripts,
+            "data": prefix,
+            "headers": os.path.join(prefix, "include"),
+        }
+
+
+def _removal_rows(info: Path) -> list[str]:
+    """The site-relative paths removing the dist of metadata folder ``info`` names: its
+    RECORD's rows; an ``.egg-info``'s ``installed-files.txt``, else its ``top_level.txt``
+    names (as a package folder and a module), as pip and uv read them."""
+    from dtkguard.env.record import rows_of
+
+    def text(name: str) -> str | None:
+        try:
+            return (info / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    record = text("RECORD")
+    if record is not None:
+        return [row[0] for row in rows_of(record) if row and row[0]]
+    if not info.name.endswith(".egg-info"):
+        return []
+    listed = text("installed-files.txt")
+    if listed is not None:
+        return [os.path.join(info.name, ln.strip()) for ln in listed.splitlines() if ln.strip()]
+    tops = [ln.strip() for ln in (text("top_level.txt") or "").splitlines() if ln.strip()]
+    return [info.name, *tops, *(f"{t}.py" for t in tops)]
+
+
+def _console_scripts(text: str) -> list[str]:
+    out, section = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif section in ("console_scripts", "gui_scripts") and "=" in line:
+            out.append(line.split("=", 1)[0].strip())
+    return out
+
+
+def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
+    """{"paths": resolved destinations of every member and generated script, "contents":
+    {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
+    names} of installing ``wheel`` under ``scheme``."""
+    effect: dict = {"paths": [], "contents": {}, "members": set()}
+    folders: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        infos = zf.infolist()
+        purelib, scripts = True, []
+        for info in infos:
+            if info.filename.count("/") != 1:
+                continue
+            if info.filename.endswith(".dist-info/WHEEL"):
+                text = zf.read(info).decode("utf-8", "replace").lower()
+                purelib = "root-is-purelib: true" in text
+            elif info.filename.endswith(".dist-info/entry_points.txt"):
+                scripts = _console_scripts(zf.read(info).decode("utf-8", "replace"))
+        for info in infos:
+            if info.filename.endswith("/"):
+                continue
+            top, _, rest = info.filename.partition("/")
+            if top.endswith(".data") and rest:
+                key, _, sub = rest.partition("/")
+                if not sub or key not in scheme:
+                    continue
+                dest = _real_in(os.path.join(scheme[key], sub), folders)
+            else:
+                lib = scheme["purelib"] if purelib else scheme["platlib"]
+                dest = _real_in(os.path.join(lib, info.filename), folders)
+            effect["paths"].append(dest)
+            site = decision._site_of(dest, sites)
+            if site is not None:
+                first = dest[len(site) + 1 :].split("/", 1)[0]
+                effect["members"].add(first[:-3] if first.endswith(".py") else first)
+                if dest.endswith(".pth") and os.path.dirname(dest) == site:
+                    data = zf.read(info)[:STARTUP_BYTES]
+                    effect["contents"][dest] = data.decode("utf-8", "replace")
+    for script in scripts:
+        effect["paths"].append(_real_in(os.path.join(scheme["scripts"], script), folders))
+    return effect
+
+
+def judge_plan(
+    interp: Interpreter,
+    env: Environment,
+    policy: dict,
+    plan: Plan,
+    locate: Callable[[Planned], list[Path] | None],
+    today: str | None = None,
+) -> tuple[list[decision.Problem], list[str]]:
+    """The unwaived problems of the files ``plan`` writes and deletes, and ``name version`` of
+    the planned dists whose wheels ``locate`` could not find (not judged by file)."""
+    facts = EnvFiles(interp, env, policy)
+    today = today or time.strftime("%Y-%m-%d", time.gmtime())
+    scheme = facts.scheme()
+    problems: list[decision.Problem] = []
+    unseen: list[str] = []
+    installs = {p.key: p.version for p in plan.install}
+    for planned in plan.install:
+        wheels = locate(planned)
+        if not wheels:
+            unseen.append(f"{planned.name} {planned.version}")
+            continue
+        for wheel in wheels:
+            try:
+                effect = wheel_effect(wheel, scheme, facts.sites)
+            except (OSError, zipfile.BadZipFile) as exc:
+                text = f"{wheel} cannot be read as a wheel: {exc}"
+                problems.append(decision.Problem("file-conflict", "critical", planned.key, text))
+                continue
+            problems += decision.judge_files(
+                policy,
+                planned.name,
+                planned.version,
+                effect["paths"],
+                facts.facts,
+                effect["contents"],
+                effect["members"],
+            )
+    for name in _removed(plan, env):
+        dist = env.get(name)
+        if dist is None:
+            continue
+        files = facts.record_files(dist)
+        problems += decision.judge_removals(
+            policy, dist.key, files, facts.facts, installs.get(dist.key)
+        )
+    kept = [p for p in problems if decision.waiver(policy, p, today) is None]
+    return decision.refusals(kept), unseen
+
+
+def _removed(plan: Plan, env: Iterable) -> list[str]:
+    """The installed dists the plan removes or replaces (uv deletes their RECORD's files)."""
+    installed = {d.key for d in env}
+    names = [decision.canonical(n) for n in plan.remove]
+    names += [p.key for p in plan.install if p.key in installed]
+    return list(dict.fromkeys(names))
