@@ -557,23 +557,6 @@ def _note_member(zf, info, dest, effect):
             break
 
 
-def _store_dir():
-    """The guard's store folder the env's read-only pointer (``store.json`` beside the policy)
-    names; None without a pointer (a guard from before the store keeps its state in the env)."""
-    import json
-    import os
-
-    here = os.path.dirname(_state["policy_path"] or ".")
-    try:
-        with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
-            store = json.load(fh).get("store")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, AttributeError):
-        return os.path.join(here, "store.json")  # unreadable: its baseline cannot be read
-    return store if isinstance(store, str) else os.path.join(here, "store.json")
-
-
 def _baseline():
     """The baseline `guard install` recorded: the store's copy (the reference) when the env
     points to a store, else the one beside the policy ({} when there is none)."""
@@ -581,8 +564,16 @@ def _baseline():
         import json
         import os
 
-        folder = _store_dir() or os.path.dirname(_state["policy_path"] or ".")
-        path = os.path.join(folder, "baseline.json")
+        here = os.path.dirname(_state["policy_path"] or ".")
+        store = _store_dir()
+        if store is None and os.path.lexists(os.path.join(here, "store.json")):
+            _state["baseline_error"] = (
+                f"the guard's store pointer {os.path.join(here, 'store.json')} names no "
+                "trusted store folder"
+            )
+            _state["baseline"] = {}
+            return _state["baseline"]
+        path = os.path.join(store or here, "baseline.json")
         unsafe = _untrusted(path) if os.path.lexists(path) else None
         if unsafe:
             _state["baseline_error"] = f"the guard's baseline {path} cannot be trusted: {unsafe}"
@@ -593,7 +584,7 @@ def _baseline():
                 _state["baseline"] = json.load(fh)
         except FileNotFoundError:
             _state["baseline"] = {}
-            if folder != os.path.dirname(_state["policy_path"] or "."):
+            if store is not None:
                 # the env points to a store that has no baseline: unknown is not clean
                 _state["baseline_error"] = f"the guard's baseline {path} is absent"
         except (OSError, ValueError) as exc:
