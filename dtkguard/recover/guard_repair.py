@@ -26,6 +26,8 @@ from dtkguard.errors import DtkguardError, TargetError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.interpreter import Interpreter
+    from dtkguard.lock.read import Lock
+    from dtkguard.policy.compiled import CompiledPolicy
 
 
 def known_python(python: str) -> tuple[store.EnvStore, store.Record] | None:
@@ -83,6 +85,30 @@ def _base_interpreter(es: store.EnvStore, rec: store.Record) -> str | None:
     return real if real and os.path.exists(real) else None
 
 
+def bundled_by_venv(interp: Interpreter) -> set[str]:
+    """``name version`` (canonical name) of what ``venv`` bundles (``ensurepip``'s wheels:
+    pip, and setuptools before Python 3.12), when the store knows ``interp``'s env as guarded
+    and it was created again since (``python -m venv --clear``): such a dist came with the
+    re-creation, not by anyone's choice, so removing it loses nothing. Empty otherwise. Call
+    it before `repair`, which takes the env's identity as it is now."""
+    from dtkguard.decision import canonical
+
+    es = store.env_store(interp.prefix)
+    try:
+        rec = es.record()
+    except DtkguardError:
+        return set()
+    if rec is None or not rec.guarded:
+        return set()
+    if not rec.identity.differences(store.identity_now(rec.identity, interp.version)):
+        return set()
+    out = set()
+    for wheel in (interp.stdlib / "ensurepip" / "_bundled").glob("*.whl"):
+        name, _, rest = wheel.name.partition("-")
+        out.add(f"{canonical(name)} {rest.partition('-')[0]}")
+    return out
+
+
 def repair(interp: Interpreter) -> list[str]:
     """Steps 2 to 4 of the module docstring for a guarded env; returns one line per repair."""
     from dtkguard.env import protected_copy
@@ -130,8 +156,6 @@ def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:
 
 def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
     """Write the guard's layers again from the store's policy copy when one is not present."""
-    import json
-
     from dtkguard.guard import layers
     from dtkguard.guard.hook_policy import read_policy_json
 
@@ -141,6 +165,18 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
     rows = layers.status(interp, policy)
     if all(state == "present" for name, _, state in rows if name != "baseline"):
         return []
+    return _install(interp, es, policy)
+
+
+def _install(
+    interp: Interpreter, es: store.EnvStore, policy: CompiledPolicy, lock: Lock | None = None
+) -> list[str]:
+    """`guard install` again with the options the store's manifest recorded (``lock``: the
+    baseline is recorded, with the lock; else the store's baseline is kept)."""
+    import json
+
+    from dtkguard.guard import layers
+
     try:
         options = json.loads(es.manifest.read_text(encoding="utf-8")).get("options", {})
     except (OSError, ValueError, AttributeError):
@@ -153,8 +189,43 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
             uv_config=Path(uv) if uv else None,
             externally_managed=bool(options.get("externally_managed")),
             uv_shim_too=bool(options.get("uv_shim")),
-            record_baseline=False,
+            lock=lock,
+            record_baseline=lock is not None,
         )
     except DtkguardError as exc:
         return [f"the guard's layers: {exc.line()}"]
     return [f"{path}: {what} ({layer})" for layer, path, what in done if what == "written"]
+
+
+def baseline_from_lock(interp: Interpreter, lock_path: str) -> list[str]:
+    """After `restore --to LOCK` matched a guarded env to the lock (every wheel it installed
+    checked against the lock's hashes, every vendor build against its RECORD): a guard whose
+    store never recorded a baseline (none in the store's manifest) records this state as its
+    baseline, with the lock, as `guard install --lock` would. A baseline the manifest lists
+    (present, deleted or changed) is never replaced here: that takes `guard install
+    --rebaseline`. Returns one line per file written ([] when nothing was to do)."""
+    import json
+
+    from dtkguard.env.baseline import baseline_path
+    from dtkguard.guard.hook_policy import read_policy_json
+    from dtkguard.lock.read import read_lock
+
+    es = store.env_store(interp.prefix)
+    rec = es.record()
+    if rec is None or not rec.guarded:
+        return []
+    bpath = baseline_path(interp.prefix)
+    try:
+        listed = str(bpath) in json.loads(es.manifest.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = False
+    if listed or bpath.exists():
+        return []
+    policy = read_policy_json(es.policy)
+    if policy is None:
+        return [f"the baseline: the store has no policy copy ({es.policy})"]
+    try:
+        lock = read_lock(lock_path)
+    except DtkguardError as exc:
+        return [f"the baseline: {exc.line()}"]
+    return _install(interp, es, policy, lock)
