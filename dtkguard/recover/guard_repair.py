@@ -4,7 +4,8 @@
    (`recreate`), its ``pyvenv.cfg`` put back.
 2. Every protected file that differs from the store's copy is put back from it (pip's own files
    first: a patched or missing pip cannot be trusted to run the restore; ``bin/python*``,
-   ``bin/pip*``, the uv shim, ``bin/activate*``, the hook, finder, tripwire, decision copy).
+   ``bin/pip*``, the uv shim, ``bin/activate*``, the hook, finder, tripwire, decision copy);
+   a baseline or manifest someone put in the env's state folder is removed.
 3. The guard's layers are written again from the store's policy copy (`guard install` with the
    options recorded in the store's manifest; the store's baseline is kept).
 4. The store's record takes the env's identity as it is now (a re-created env is the guarded
@@ -85,14 +86,16 @@ def _base_interpreter(es: store.EnvStore, rec: store.Record) -> str | None:
     return real if real and os.path.exists(real) else None
 
 
-def bundled_by_venv(interp: Interpreter) -> set[str]:
-    """``name version`` (canonical name) of what ``venv`` bundles (``ensurepip``'s wheels:
-    pip, and setuptools before Python 3.12), when the store knows ``interp``'s env as guarded
-    and it was created again since (``python -m venv --clear``): such a dist came with the
-    re-creation, not by anyone's choice, so removing it loses nothing. Empty otherwise. Call
-    it before `repair`, which takes the env's identity as it is now."""
-    from dtkguard.decision import canonical
+#: what the tools that create an env put in it (``venv``: pip, and setuptools before Python
+#: 3.12; ``virtualenv``: pip, setuptools, wheel; ``uv venv --seed``: the same)
+SEEDS = ("pip", "setuptools", "wheel")
 
+
+def seeded_by_recreation(interp: Interpreter) -> set[str]:
+    """The `SEEDS` (canonical names) when the store knows ``interp``'s env as guarded and it
+    was created again since (``venv --clear``, ``virtualenv --clear``): those came with the
+    re-creation, not by anyone's choice, so removing them loses nothing. Empty otherwise.
+    Call it before anything takes the env's identity as it is now (`repair`, the journal)."""
     es = store.env_store(interp.prefix)
     try:
         rec = es.record()
@@ -102,11 +105,7 @@ def bundled_by_venv(interp: Interpreter) -> set[str]:
         return set()
     if not rec.identity.differences(store.identity_now(rec.identity, interp.version)):
         return set()
-    out = set()
-    for wheel in (interp.stdlib / "ensurepip" / "_bundled").glob("*.whl"):
-        name, _, rest = wheel.name.partition("-")
-        out.add(f"{canonical(name)} {rest.partition('-')[0]}")
-    return out
+    return set(SEEDS)
 
 
 def repair(interp: Interpreter) -> list[str]:
@@ -125,9 +124,29 @@ def repair(interp: Interpreter) -> list[str]:
         more = f" and {len(restored) - 4} more" if len(restored) > 4 else ""
         lines.append(f"{len(restored)} protected file(s) from the store's copy: {shown}{more}")
     lines += [f"{path}: {what}" for path, what in done if what != "restored"]
+    lines += _drop_foreign_state(interp, es)
     lines += _layers(interp, es)
     store.record_env(interp)
     return lines
+
+
+def _drop_foreign_state(interp: Interpreter, es: store.EnvStore) -> list[str]:
+    """Remove a baseline or manifest from the env's state folder: the guard keeps them in the
+    store only, so one there now was written by someone else, and the pip hook would judge
+    vendor wheels by it (a forged one refuses the restore's own reinstall)."""
+    import json
+
+    try:
+        listed = set(json.loads(es.manifest.read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = set()
+    out = []
+    for name in ("baseline.json", "manifest.json"):
+        path = interp.state_dir / name
+        if os.path.lexists(path) and str(path) not in listed:
+            os.unlink(path)
+            out.append(f"{path}: removed (the guard keeps it in the store only)")
+    return out
 
 
 def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:

@@ -248,13 +248,13 @@ def restore(
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import journal
     from dtkguard.recover.confirm import confirm
-    from dtkguard.recover.guard_repair import baseline_from_lock, bundled_by_venv, repair
+    from dtkguard.recover.guard_repair import baseline_from_lock, repair, seeded_by_recreation
     from dtkguard.recover.plan import losses, make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault
 
     interp = interpreter(python)
-    bundled = bundled_by_venv(interp)  # before the record takes the env's identity now
+    seeded = seeded_by_recreation(interp)  # before the record takes the env's identity now
     lay = journal.layout(python, adopt=not dry_run)
     if not dry_run:
         journal.recover(lay)
@@ -273,7 +273,7 @@ def restore(
         say(render(plan, policy, python, dry_run))
         if dry_run:
             return 1 if plan.missing else 0
-        lost = [x for x in losses(plan, policy) if _canonical_words(x) not in bundled]
+        lost = [x for x in losses(plan, policy) if _canonical_name(x) not in seeded]
         confirm("dtkguard restore", lost, yes)
         txn = None
         if plan.removals or plan.installs:
@@ -297,12 +297,11 @@ def restore(
     return code
 
 
-def _canonical_words(loss: str) -> str:
-    """``name version`` of `losses` with the canonical name."""
+def _canonical_name(loss: str) -> str:
+    """The canonical name of a `losses` entry (``name version``)."""
     from dtkguard.decision import canonical
 
-    name, _, rest = loss.partition(" ")
-    return f"{canonical(name)} {rest}"
+    return canonical(loss.partition(" ")[0])
 
 
 def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout) -> int:
