@@ -288,13 +288,19 @@ def restore(
                 say(f"dtkguard restore: recorded {line}\n")
     code = final_check(python, wanted, policy, lay)
     if code == 0 and wanted.kind == "baseline":
-        from dtkguard.guard.baseline import follow
-        from dtkguard.recover.wanted import GUARD_INSTALL
-
-        # back at `guard install`: the baseline goes back there too
-        back = wanted.source == GUARD_INSTALL and txn is not None
-        follow(interpreter(python), txn.changes() if back else (), approved=back)
+        _follow(python, wanted, txn)
     return code
+
+
+def _follow(python: str, wanted: Wanted, txn: Transaction | None) -> None:
+    """The baseline's snapshot follows the env that matches it again (back at `guard install`:
+    the baseline goes back there too)."""
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.guard.baseline import follow
+    from dtkguard.recover.wanted import GUARD_INSTALL
+
+    back = wanted.source == GUARD_INSTALL and txn is not None
+    follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
 
 
 def _canonical_name(loss: str) -> str:
