@@ -19,11 +19,12 @@ from tests.support.venvs import Venv, hermetic_env, make_venv  # noqa: E402
 CACHE = REPO / ".cache" / "bench"
 
 
-def das_venv(name: str = "das150") -> Venv:
+def das_venv(name: str = "das150", pip_version: str | None = None) -> Venv:
     """A venv with the vendor DAS set plus the rest of the vLLM 0.8.5 closure (~150 dists).
 
     Built once (tiny wheels with the real metadata, installed by real pip with --no-deps) and
-    reused; delete ``.cache/bench`` to rebuild.
+    reused; delete ``.cache/bench`` to rebuild. ``pip_version``: that pip from the wheel cache
+    (default: the one ``venv`` bundles).
     """
     path = CACHE / name
     marker = path / ".complete"
@@ -46,7 +47,7 @@ def das_venv(name: str = "das150") -> Venv:
         taken.add(pkg.key)
         community.append(pkg)
     make_wheelhouse(house / "community", community)
-    venv = make_venv(path)
+    venv = make_venv(path, pip_version=pip_version)
     wheels = sorted(str(p) for p in (house / "vendor").glob("*.whl"))
     wheels += sorted(str(p) for p in (house / "community").glob("*.whl"))
     venv.pip("install", "--no-deps", "--no-index", *wheels)
@@ -64,6 +65,35 @@ def timeit(cmd: Sequence[str], runs: int, env: dict[str, str] | None = None) -> 
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def alternate(
+    cmds: dict[str, Sequence[str]], runs: int, env: dict[str, str] | None = None
+) -> dict[str, tuple[float, float]]:
+    """{name: (median wall seconds, median CPU seconds of the process and its children)} of
+    each command, run side by side: one warm-up each, then ``runs`` rounds, each running every
+    command once, in an order that rotates from round to round (so that all share the
+    machine's noise)."""
+    import resource
+
+    env = env or hermetic_env()
+    for cmd in cmds.values():
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    names = list(cmds)
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(runs):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(
+                cmds[name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            wall[name].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            cpu[name].append(used)
+    return {n: (statistics.median(wall[n]), statistics.median(cpu[n])) for n in names}
 
 
 def table(

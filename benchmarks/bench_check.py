@@ -1,14 +1,18 @@
-"""`dtkguard check` on a ~150-dist DAS-like environment against `pip list` and `pip inspect`.
+"""`dtkguard check` of a ~150-dist guarded DAS-like environment against `pip list` (pip 26.3)
+and `uv pip list`.
 
 Run: ``python benchmarks/bench_check.py [--runs N] [--smoke]`` (after ``pip install -e
 '.[test]'`` and ``python tests/prepare.py``). The first run builds the venvs under
-``.cache/bench``. The goal is ``dtkguard check`` <= 0.15x the time of ``pip list`` unguarded and
-<= 0.3x on the same env guarded (the store's baseline, guard layers and protected files, the
-size/inode/ctime pass), both with the venv's own pip (the one ``venv`` bundles: its version is
-printed). The guarded env is measured twice: as installed, and after every file's ctime changed
-(a journal's hard links do that: the first check hashes, then the store's stat cache holds). It
-also prints ``-X importtime`` of the check path, to show that rich, pydantic, tomlkit and pip-api
-stay out of it. ``--smoke``: one run of each, to show the benchmark still works.
+``.cache/bench`` with exactly pip 26.3 from the wheel cache. Goals: ``check --python`` of the
+guarded env (the store's baseline, guard layers and protected files, the size/inode/ctime
+pass) <= 0.3x ``pip list`` and <= 3x ``uv pip list`` of the same env; also measured: ``check``
+of the same env unguarded (``--python``, ``--path``). Every command runs side by side with the
+others, alternating, ``--runs`` rounds (at least 5) after one warm-up each; the ratios are of
+the medians, of wall time and of CPU time (the process and its children: steadier on a busy
+machine). The guarded env is then checked once more after every file's ctime changed (a
+journal's hard links do that: that check hashes, then the store's stat cache holds). It also
+prints the modules the check path imports that tests/test_imports.py keeps out of it.
+``--smoke``: one round, to show the benchmark still works.
 """
 
 from __future__ import annotations
@@ -17,77 +21,73 @@ import argparse
 import subprocess
 import sys
 
-from _common import bench_env, das_venv, dtkguard_cmd, table, timeit
+from _common import alternate, bench_env, das_venv, dtkguard_cmd
+
+PIP = "26.3"
+GOAL_PIP, GOAL_UV = 0.3, 3.0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--smoke", action="store_true", help="one run each")
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true", help="one round")
     args = parser.parse_args()
-    if args.smoke:
-        args.runs = 1
-    venv = das_venv()
+    runs = 1 if args.smoke else max(args.runs, 5)
     env = bench_env()
-    n = len(venv.installed())
-    check = [*dtkguard_cmd(), "check", "--format", "json", "-o", "/dev/null"]
+    plain = das_venv(f"das150-pip{PIP}", pip_version=PIP)
     guarded = _guarded(env)
+    uv = _uv()
+    check = [*dtkguard_cmd(), "check", "--format", "json", "-o", "/dev/null"]
     gcheck = [*check, "--python", str(guarded.python)]
-    rows = [
-        ("pip list", timeit([str(venv.python), "-m", "pip", "list"], args.runs, env)),
-        ("pip inspect", timeit([str(venv.python), "-m", "pip", "inspect"], args.runs, env)),
-        (
-            "dtkguard check --path",
-            timeit([*check, "--path", str(venv.site_packages)], args.runs, env),
-        ),
-        ("dtkguard check --python", timeit([*check, "--python", str(venv.python)], args.runs, env)),
-        ("check --python, guarded", timeit(gcheck, args.runs, env)),
-        ("check, guarded, ctimes new", _after_ctime_change(guarded, gcheck, env)),
-        ("python -c pass", timeit([sys.executable, "-c", "pass"], args.runs, env)),
-    ]
-    pip = venv.pip_version()
-    print(f"environment: {n} distributions, pip {pip}, {args.runs} runs each, median wall time\n")
-    print(table(rows, "pip list"))
-    out = subprocess.run(
-        [*check, "--path", str(venv.site_packages)], env={**env}, capture_output=True, text=True
-    ).returncode
-    imports = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-m",
-            "dtkguard",
-            "check",
-            "--path",
-            str(venv.site_packages),
-            "-f",
-            "json",
-            "-o",
-            "/dev/null",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-    ).stderr
-    heavy = sorted(
-        {
-            line.split("|")[-1].strip().split(".")[0]
-            for line in imports.splitlines()
-            if any(m in line for m in ("pydantic", "rich", "tomlkit", "pip_api"))
-        }
+    cmds = {
+        "pip list": [str(guarded.python), "-m", "pip", "list"],
+        "uv pip list": [uv, "pip", "list", "--python", str(guarded.python)],
+        "check --python, guarded": gcheck,
+        "check --python": [*check, "--python", str(plain.python)],
+        "check --path": [*check, "--path", str(plain.site_packages)],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+    times = alternate(cmds, runs, env)
+    n = len(guarded.installed())
+    print(
+        f"environment: {n} distributions; Python {sys.version.split()[0]}, "
+        f"pip {guarded.pip_version()} (the env's), {_version([uv, '--version'])}, "
+        f"{_version([*dtkguard_cmd(), '--version'], env)}; "
+        f"{runs} alternating round(s), medians"
     )
-    total = [line for line in imports.splitlines() if line.rstrip().endswith("| dtkguard.cli")]
-    print(f"\ncheck exit code on the DAS-like env: {out}")
-    print(f"heavy modules imported by the check path: {', '.join(heavy) or 'none'}")
-    if total:
-        print(f"dtkguard.cli import (cumulative us): {total[0].split('|')[1].strip()}")
+    pip_wall, pip_cpu = times["pip list"]
+    print(f"{'command':<26} {'wall':>9} {'x pip list':>10} {'cpu':>9} {'x pip list':>10}")
+    for name, (wall, cpu) in times.items():
+        print(
+            f"{name:<26} {wall * 1000:6.0f} ms {wall / pip_wall:9.3f}x "
+            f"{cpu * 1000:6.0f} ms {cpu / pip_cpu:9.3f}x"
+        )
+    ratios = []
+    for ref, goal in (("pip list", GOAL_PIP), ("uv pip list", GOAL_UV)):
+        wall = times["check --python, guarded"][0] / times[ref][0]
+        cpu = times["check --python, guarded"][1] / times[ref][1]
+        met = "met" if wall <= goal else "NOT met"
+        ratios.append(f"{wall:.3f}x {ref} (cpu {cpu:.3f}x; goal <= {goal}x: {met})")
+    print("guarded check: " + "; ".join(ratios))
+    print(f"guarded check after every ctime changed: {_after_ctime_change(guarded, gcheck, env)}")
+    print(f"heavy modules imported by the guarded check: {_heavy(gcheck, env) or 'none'}")
     return 0
+
+
+def _version(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True).stdout.strip()
+    return out.splitlines()[0] if out else "?"
+
+
+def _uv() -> str:
+    from tests.support.cache import uv_binary
+
+    return uv_binary()
 
 
 def _guarded(env: dict[str, str]):
     """The same DAS-like env, guarded (`guard install`: baseline, layers, protected files)."""
-    venv = das_venv("das150-guarded")
+    venv = das_venv(f"das150-pip{PIP}-guarded", pip_version=PIP)
     proc = subprocess.run(
         [*dtkguard_cmd(), "guard", "install", "--python", str(venv.python)],
         env=env,
@@ -99,10 +99,9 @@ def _guarded(env: dict[str, str]):
     return venv
 
 
-def _after_ctime_change(venv, cmd: list[str], env: dict[str, str]) -> float:
+def _after_ctime_change(venv, cmd: list[str], env: dict[str, str]) -> str:
     """The first check after every file of site-packages got a new ctime (a hard link made and
-    dropped, as a journal transaction does): it hashes what changed, then the stat cache holds.
-    Returns the time of that first check."""
+    dropped, as a journal transaction does), and the one after it (the stat cache holds)."""
     import os
     import time
 
@@ -111,9 +110,25 @@ def _after_ctime_change(venv, cmd: list[str], env: dict[str, str]) -> float:
             path = os.path.join(root, name)
             os.link(path, path + ".bench-link")
             os.unlink(path + ".bench-link")
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    out = []
+    for _ in range(2):
+        start = time.perf_counter()
+        code = subprocess.run(cmd, env=env, capture_output=True).returncode
+        out.append(f"{(time.perf_counter() - start) * 1000:.0f} ms (exit {code})")
+    return ", then ".join(out)
+
+
+def _heavy(cmd: list[str], env: dict[str, str]) -> str:
+    imports = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True
+    ).stderr
+    heavy = ("pydantic", "rich", "tomlkit", "pip_api", "resolvelib", "packaging.requirements")
+    found = {
+        line.split("|")[-1].strip()
+        for line in imports.splitlines()
+        if any(line.split("|")[-1].strip().startswith(m) for m in heavy)
+    }
+    return ", ".join(sorted(found))
 
 
 if __name__ == "__main__":

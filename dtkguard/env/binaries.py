@@ -60,11 +60,20 @@ def shared_rows(dist: Dist) -> list[str]:
     except OSError:
         return []
     out = []
-    for n, row in enumerate(rows_of(text)):
+    if ".so" not in text:  # no row can name a shared object: none is parsed
+        return out
+    n = 0
+    for line in text.replace("\0", "").splitlines():
+        if not line.strip():
+            continue
         if n >= MAX_ROWS:
             break
-        if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
-            out.append(row[0])
+        n += 1
+        if ".so" not in line:  # a row's path is in its line: only these are parsed
+            continue
+        for row in rows_of(line):
+            if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
+                out.append(row[0])
     return out
 
 

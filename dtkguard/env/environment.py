@@ -208,7 +208,7 @@ _DESCRIBE = (
 
 def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentity]:
     """(``sys.path``, identity) of an interpreter (None: the running one); of another, only
-    `_DESCRIBE` runs."""
+    `_DESCRIBE` runs, and only when its answer is not kept (`dtkguard.env.interp_cache`)."""
     if python is None:
         facts = [
             sys.prefix,
@@ -220,7 +220,10 @@ def describe_python(python: str | None = None) -> tuple[list[str], TargetIdentit
         ]
         python = sys.executable
     else:
-        facts = ask_interpreter_fields(python, _DESCRIBE, "its sys.path")
+        from dtkguard.env.interp_cache import cached
+
+        asked = python
+        facts = cached(python, lambda: ask_interpreter_fields(asked, _DESCRIBE, "its sys.path"))
         facts = facts[:5] + _site_path(python, facts[5:])
     if len(facts) < 5:
         raise TargetError(f"{python} did not report its sys.path: {len(facts)} values")

@@ -4,7 +4,8 @@
    (`recreate`), its ``pyvenv.cfg`` put back.
 2. Every protected file that differs from the store's copy is put back from it (pip's own files
    first: a patched or missing pip cannot be trusted to run the restore; ``bin/python*``,
-   ``bin/pip*``, the uv shim, ``bin/activate*``, the hook, finder, tripwire, decision copy).
+   ``bin/pip*``, the uv shim, ``bin/activate*``, the hook, finder, tripwire, decision copy);
+   a baseline or manifest someone put in the env's state folder is removed.
 3. The guard's layers are written again from the store's policy copy (`guard install` with the
    options recorded in the store's manifest; the store's baseline is kept).
 4. The store's record takes the env's identity as it is now (a re-created env is the guarded
@@ -26,6 +27,8 @@ from dtkguard.errors import DtkguardError, TargetError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.interpreter import Interpreter
+    from dtkguard.lock.read import Lock
+    from dtkguard.policy.compiled import CompiledPolicy
 
 
 def known_python(python: str) -> tuple[store.EnvStore, store.Record] | None:
@@ -83,6 +86,28 @@ def _base_interpreter(es: store.EnvStore, rec: store.Record) -> str | None:
     return real if real and os.path.exists(real) else None
 
 
+#: what the tools that create an env put in it (``venv``: pip, and setuptools before Python
+#: 3.12; ``virtualenv``: pip, setuptools, wheel; ``uv venv --seed``: the same)
+SEEDS = ("pip", "setuptools", "wheel")
+
+
+def seeded_by_recreation(interp: Interpreter) -> set[str]:
+    """The `SEEDS` (canonical names) when the store knows ``interp``'s env as guarded and it
+    was created again since (``venv --clear``, ``virtualenv --clear``): those came with the
+    re-creation, not by anyone's choice, so removing them loses nothing. Empty otherwise.
+    Call it before anything takes the env's identity as it is now (`repair`, the journal)."""
+    es = store.env_store(interp.prefix)
+    try:
+        rec = es.record()
+    except DtkguardError:
+        return set()
+    if rec is None or not rec.guarded:
+        return set()
+    if not rec.identity.differences(store.identity_now(rec.identity, interp.version)):
+        return set()
+    return set(SEEDS)
+
+
 def repair(interp: Interpreter) -> list[str]:
     """Steps 2 to 4 of the module docstring for a guarded env; returns one line per repair."""
     from dtkguard.env import protected_copy
@@ -99,9 +124,29 @@ def repair(interp: Interpreter) -> list[str]:
         more = f" and {len(restored) - 4} more" if len(restored) > 4 else ""
         lines.append(f"{len(restored)} protected file(s) from the store's copy: {shown}{more}")
     lines += [f"{path}: {what}" for path, what in done if what != "restored"]
+    lines += _drop_foreign_state(interp, es)
     lines += _layers(interp, es)
     store.record_env(interp)
     return lines
+
+
+def _drop_foreign_state(interp: Interpreter, es: store.EnvStore) -> list[str]:
+    """Remove a baseline or manifest from the env's state folder: the guard keeps them in the
+    store only, so one there now was written by someone else, and the pip hook would judge
+    vendor wheels by it (a forged one refuses the restore's own reinstall)."""
+    import json
+
+    try:
+        listed = set(json.loads(es.manifest.read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = set()
+    out = []
+    for name in ("baseline.json", "manifest.json"):
+        path = interp.state_dir / name
+        if os.path.lexists(path) and str(path) not in listed:
+            os.unlink(path)
+            out.append(f"{path}: removed (the guard keeps it in the store only)")
+    return out
 
 
 def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:
@@ -130,8 +175,6 @@ def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:
 
 def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
     """Write the guard's layers again from the store's policy copy when one is not present."""
-    import json
-
     from dtkguard.guard import layers
     from dtkguard.guard.hook_policy import read_policy_json
 
@@ -141,6 +184,18 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
     rows = layers.status(interp, policy)
     if all(state == "present" for name, _, state in rows if name != "baseline"):
         return []
+    return _install(interp, es, policy)
+
+
+def _install(
+    interp: Interpreter, es: store.EnvStore, policy: CompiledPolicy, lock: Lock | None = None
+) -> list[str]:
+    """`guard install` again with the options the store's manifest recorded (``lock``: the
+    baseline is recorded, with the lock; else the store's baseline is kept)."""
+    import json
+
+    from dtkguard.guard import layers
+
     try:
         options = json.loads(es.manifest.read_text(encoding="utf-8")).get("options", {})
     except (OSError, ValueError, AttributeError):
@@ -153,8 +208,43 @@ def _layers(interp: Interpreter, es: store.EnvStore) -> list[str]:
             uv_config=Path(uv) if uv else None,
             externally_managed=bool(options.get("externally_managed")),
             uv_shim_too=bool(options.get("uv_shim")),
-            record_baseline=False,
+            lock=lock,
+            record_baseline=lock is not None,
         )
     except DtkguardError as exc:
         return [f"the guard's layers: {exc.line()}"]
     return [f"{path}: {what} ({layer})" for layer, path, what in done if what == "written"]
+
+
+def baseline_from_lock(interp: Interpreter, lock_path: str) -> list[str]:
+    """After `restore --to LOCK` matched a guarded env to the lock (every wheel it installed
+    checked against the lock's hashes, every vendor build against its RECORD): a guard whose
+    store never recorded a baseline (none in the store's manifest) records this state as its
+    baseline, with the lock, as `guard install --lock` would. A baseline the manifest lists
+    (present, deleted or changed) is never replaced here: that takes `guard install
+    --rebaseline`. Returns one line per file written ([] when nothing was to do)."""
+    import json
+
+    from dtkguard.env.baseline import baseline_path
+    from dtkguard.guard.hook_policy import read_policy_json
+    from dtkguard.lock.read import read_lock
+
+    es = store.env_store(interp.prefix)
+    rec = es.record()
+    if rec is None or not rec.guarded:
+        return []
+    bpath = baseline_path(interp.prefix)
+    try:
+        listed = str(bpath) in json.loads(es.manifest.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = False
+    if listed or bpath.exists():
+        return []
+    policy = read_policy_json(es.policy)
+    if policy is None:
+        return [f"the baseline: the store has no policy copy ({es.policy})"]
+    try:
+        lock = read_lock(lock_path)
+    except DtkguardError as exc:
+        return [f"the baseline: {exc.line()}"]
+    return _install(interp, es, policy, lock)

@@ -248,15 +248,17 @@ def restore(
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import journal
     from dtkguard.recover.confirm import confirm
-    from dtkguard.recover.guard_repair import repair
+    from dtkguard.recover.guard_repair import baseline_from_lock, repair, seeded_by_recreation
     from dtkguard.recover.plan import losses, make_plan, render
     from dtkguard.recover.sources import Sources
     from dtkguard.recover.vault import open_vault
 
+    interp = interpreter(python)
+    seeded = seeded_by_recreation(interp)  # before the record takes the env's identity now
     lay = journal.layout(python, adopt=not dry_run)
     if not dry_run:
         journal.recover(lay)
-        for line in repair(interpreter(python)):  # pip and the guard first, from the store
+        for line in repair(interp):  # pip and the guard first, from the store
             say(f"dtkguard restore: repaired {line}\n")
     with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
         sources = Sources(
@@ -271,7 +273,8 @@ def restore(
         say(render(plan, policy, python, dry_run))
         if dry_run:
             return 1 if plan.missing else 0
-        confirm("dtkguard restore", losses(plan, policy), yes)
+        lost = [x for x in losses(plan, policy) if _canonical_name(x) not in seeded]
+        confirm("dtkguard restore", lost, yes)
         txn = None
         if plan.removals or plan.installs:
             interp = interpreter(python)
@@ -280,15 +283,31 @@ def restore(
                 if not plan.missing:
                     archive_overrides(overrides_log(interp), txn)
             say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
+        if wanted.kind == "lock" and not plan.missing:
+            for line in baseline_from_lock(interpreter(python), wanted.source):
+                say(f"dtkguard restore: recorded {line}\n")
     code = final_check(python, wanted, policy, lay)
     if code == 0 and wanted.kind == "baseline":
-        from dtkguard.guard.baseline import follow
-        from dtkguard.recover.wanted import GUARD_INSTALL
-
-        # back at `guard install`: the baseline goes back there too
-        back = wanted.source == GUARD_INSTALL and txn is not None
-        follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
+        _follow(python, wanted, txn)
     return code
+
+
+def _follow(python: str, wanted: Wanted, txn: Transaction | None) -> None:
+    """The baseline's snapshot follows the env that matches it again (back at `guard install`:
+    the baseline goes back there too)."""
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.guard.baseline import follow
+    from dtkguard.recover.wanted import GUARD_INSTALL
+
+    back = wanted.source == GUARD_INSTALL and txn is not None
+    follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
+
+
+def _canonical_name(loss: str) -> str:
+    """The canonical name of a `losses` entry (``name version``)."""
+    from dtkguard.decision import canonical
+
+    return canonical(loss.partition(" ")[0])
 
 
 def final_check(python: str, wanted: Wanted, policy: CompiledPolicy, lay: Layout) -> int:

@@ -11,9 +11,21 @@ from __future__ import annotations
 import re
 
 #: C0 controls but tab, DEL, C1 controls, and the bidi/zero-width marks that reorder text
-_TERMINAL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_TERMINAL = "[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
 #: characters XML 1.0 does not allow at all
-_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = "[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(source: str) -> re.Pattern[str]:
+    """``source`` compiled on first use (their wide ranges take milliseconds to compile, at
+    the start of every command that merely imports the report writers)."""
+    found = _COMPILED.get(source)
+    if found is None:
+        found = _COMPILED[source] = re.compile(source)
+    return found
+
+
 _MARKDOWN = {"&": "&amp;", "<": "&lt;", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`"}
 
 
@@ -24,12 +36,12 @@ def _visible(match: re.Match[str]) -> str:
 
 def terminal(text: object) -> str:
     """One line for a terminal or a log: controls (newlines included) shown as escapes."""
-    return _TERMINAL.sub(_visible, str(text))
+    return _pattern(_TERMINAL).sub(_visible, str(text))
 
 
 def xml(text: object) -> str:
     """Text XML 1.0 can hold (ElementTree escapes ``<&>``); line breaks and tabs are kept."""
-    return _NOT_XML.sub(_visible, _TERMINAL.sub(_keep_breaks, str(text)))
+    return _pattern(_NOT_XML).sub(_visible, _pattern(_TERMINAL).sub(_keep_breaks, str(text)))
 
 
 def _keep_breaks(match: re.Match[str]) -> str:

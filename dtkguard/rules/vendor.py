@@ -104,11 +104,9 @@ def _baseline_versions(ctx: CheckContext) -> dict[str, str] | None:
 
 
 def deps_check(ctx: CheckContext) -> Iterator[Finding]:
-    """``vendor-deps-broken``: every installed vendor build's Requires-Dist is met."""
-    from packaging.requirements import Requirement
-
-    from dtkguard.decision import judge_vendor_deps
-
+    """``vendor-deps-broken``: every installed vendor build's Requires-Dist is met. The
+    judgement is remembered for exactly its inputs (`dtkguard.util.memo`): a check of an
+    unchanged env does not import packaging's requirement parser again."""
     dists = {d.key: d for d in reversed(list(ctx.env))}  # the first on sys.path wins
     requires = {
         k: d.requires_dist for k, d in dists.items() if ctx.policy.vendor_build(d.name) is not None
@@ -118,18 +116,35 @@ def deps_check(ctx: CheckContext) -> Iterator[Finding]:
     marks = {"python_version": ".".join(str(python).split(".")[:2])} if python else None
     pins = {k: ctx.policy.vendor_build(d.name) for k, d in dists.items()}
     before = _baseline_versions(ctx)
-    for p in judge_vendor_deps(requires, versions, Requirement, before, marks, pins):
-        vendor = dists[p.evidence["vendor"]]
-        dep = p.evidence["dependency"]
+    for evidence, message in _judged(requires, versions, before, marks, pins):
+        vendor = dists[evidence["vendor"]]
+        dep = evidence["dependency"]
         yield Finding(
             "vendor-deps-broken",
             Severity.HIGH,
             dep,
-            p.message,
+            message,
             f"install what the vendor build needs: dtkpip install '{_spec(vendor, dep)}'",
             f"{vendor.location}/METADATA",
-            p.evidence,
+            evidence,
         )
+
+
+def _judged(
+    requires: dict, versions: dict, before: dict | None, marks: dict | None, pins: dict
+) -> list:
+    """[(evidence, message)] of `dtkguard.decision.judge_vendor_deps` for these inputs."""
+    from dtkguard import decision
+    from dtkguard.util.memo import memo
+
+    def compute() -> list:
+        from packaging.requirements import Requirement
+
+        found = decision.judge_vendor_deps(requires, versions, Requirement, before, marks, pins)
+        return [(p.evidence, p.message) for p in found]
+
+    inputs = [requires, versions, before, marks, pins]
+    return memo("vendor-deps-v1", inputs, compute, [decision.__file__, __file__])
 
 
 def _spec(vendor: Dist, dep: str) -> str:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 COLOR_ENV = "DTKGUARD_COLOR"
 VERBOSITY_ENV = "DTKGUARD_VERBOSITY"

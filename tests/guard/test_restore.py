@@ -319,6 +319,9 @@ def test_restore_to_a_lock(env: Guarded, tmp_path: Path, vendor_wheelhouse: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "back to the lock" in proc.stdout and "checked: sha256 of the lock" in proc.stdout
     assert_back(g, before, before_set)
+    # the guard had no baseline: the lock's state, every wheel checked, becomes it
+    assert "dtkguard restore: recorded " in proc.stdout and "(baseline)" in proc.stdout
+    assert json.loads(g.store.baseline.read_text())["lock"]["path"] == str(lock)
     # a lock whose hash for torchaudio is not the wheel's: that build is not installed
     import re
 

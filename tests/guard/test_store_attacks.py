@@ -66,14 +66,17 @@ def test_the_state_is_in_the_store_not_in_the_env(env: Guarded, private_store: P
     assert check(g) == (0, [])
 
 
-@pytest.mark.parametrize("how", ["venv", "uv", "uv-allow-existing"])
+@pytest.mark.parametrize("how", ["venv", "virtualenv", "uv", "uv-allow-existing"])
 def test_a_recreated_env_is_env_replaced(env: Guarded, how: str) -> None:
-    """`python -m venv --clear`, `uv venv --clear` (uv's own hint when the folder exists) and
-    `uv venv --allow-existing --python 3.X` leave an env without torch: not a PASS."""
+    """`python -m venv --clear`, `virtualenv --clear`, `uv venv --clear` (uv's own hint when
+    the folder exists) and `uv venv --allow-existing --python 3.X` leave an env without torch:
+    not a PASS."""
     g = env
     path = g.venv.path
     if how == "venv":
         subprocess.run([sys.executable, "-m", "venv", "--clear", path], check=True)
+    elif how == "virtualenv":
+        virtualenv_clear(path)
     elif how == "uv":
         run_uv("venv", "--clear", "--python", sys.executable, path)
     else:
@@ -87,6 +90,13 @@ def test_a_recreated_env_is_env_replaced(env: Guarded, how: str) -> None:
     if how != "uv-allow-existing":  # that one leaves the old site-packages, off the path
         assert "guard-missing" in rules(found)
         assert any(f["rule"] == "vendor-missing" for f in found)
+
+
+def virtualenv_clear(path: Path) -> None:
+    """`virtualenv --clear PATH` (skips when virtualenv is not installed here)."""
+    pytest.importorskip("virtualenv")
+    cmd = [sys.executable, "-m", "virtualenv", "--clear", "--no-periodic-update", str(path)]
+    subprocess.run(cmd, check=True, capture_output=True, env=hermetic_env())
 
 
 def _other_python() -> str | None:
@@ -108,11 +118,48 @@ def test_deleting_the_state_in_the_env_does_not_blind_check(env: Guarded) -> Non
     assert {"vendor-missing", "guard-missing"} <= rules(found), found
 
 
+def test_deleting_the_stores_baseline_does_not_blind_check(env: Guarded) -> None:
+    """The store's own baseline deleted (its manifest still lists it), then a vendor build
+    removed: not a PASS; guard-missing (critical) names the baseline. (What the removal took
+    is not named: the baseline that knew it is the file that went.)"""
+    g = env
+    g.store.baseline.unlink()
+    shutil.rmtree(next(g.venv.site_packages.glob("torchaudio-*.dist-info")))
+    code, found = check(g)
+    assert code == 1
+    gone = [f for f in found if f["rule"] == "guard-missing"]
+    assert any(str(g.store.baseline) in f["message"] for f in gone), found
+    assert all(f["severity"] == "critical" for f in gone)
+
+
 def test_rewriting_a_vendor_file_and_every_record_in_the_env(env: Guarded) -> None:
-    """Rewrite a vendor file and whatever the env holds about it: the store still knows."""
+    """Rewrite a vendor file and whatever the env holds about it (a baseline and a manifest
+    in its state folder that vouch for the new bytes, the tripwire snapshot): the store still
+    knows, and `restore` puts the file back from it."""
+    import hashlib
+
     g = env
     target = g.venv.site_packages / "torch" / "version.py"
+    original = target.read_bytes()
     target.write_text("__version__ = '2.7.0'\n")
+    # a baseline in the env (where a guard before the store kept it) that matches the change
+    state = g.venv.path / "dtkguard"
+    forged = json.loads(g.store.baseline.read_text())
+    data = target.read_bytes()
+    rel = str(target.relative_to(g.venv.site_packages))
+    st = target.stat()
+    now = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "ino": st.st_ino}
+    now.update(mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+    assert any(rel in b.get("files", {}) for b in forged["vendor"].values())
+    for build in forged["vendor"].values():
+        if rel in build.get("files", {}):
+            build["files"][rel].update(now)
+    text = json.dumps(forged)
+    (state / "baseline.json").write_text(text)
+    manifest = json.loads(g.store.manifest.read_text())
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    manifest["files"][str(state / "baseline.json")] = {"layer": "baseline", "sha256": sha}
+    (state / "manifest.json").write_text(json.dumps(manifest))
     # the tripwire snapshot in the env, at the new stat
     tw = g.venv.path / "dtkguard" / "tripwire.txt"
     st = target.stat()
@@ -126,6 +173,10 @@ def test_rewriting_a_vendor_file_and_every_record_in_the_env(env: Guarded) -> No
     code, found = check(g)
     assert code == 1
     assert "vendor-files-changed" in rules(found) and "guard-missing" in rules(found), found
+    proc = g.dtkguard("restore", "--python", str(g.venv.python), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert target.read_bytes() == original
+    assert check(g) == (0, [])
 
 
 def test_same_size_and_mtime_put_back_is_found(env: Guarded) -> None:

@@ -5,6 +5,7 @@ only when every protected file matches the store and `guard status` is clean doe
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -92,17 +93,44 @@ def test_restore_repairs_the_guard(env: Guarded, damage: str) -> None:
     assert refused.returncode == 1 and "dtkguard" in refused.stderr
 
 
+def test_restore_repairs_a_deleted_uv_shim(env: Guarded, tmp_path: Path) -> None:
+    """`guard install --uv-config` writes the uv shim into bin/: deleted, restore puts it back
+    (the store's copy) and only then says clean."""
+    g = env
+    py = str(g.venv.python)
+    uv_config = ["--uv-config", str(tmp_path / "uv.toml")]
+    proc = g.dtkguard("guard", "install", "--python", py, "--policy", str(g.policy), *uv_config)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shim = g.venv.bin / "uv"
+    text = shim.read_text()
+    assert "dtkguard-uv-shim" in text
+    before = guard_files(g)
+    shim.unlink()
+    assert status(g).returncode != 0
+    proc = restore(g)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "repaired" in proc.stdout and "is clean" in proc.stdout
+    assert shim.read_text() == text and os.access(shim, os.X_OK)
+    assert guard_files(g) == before
+    assert status(g).returncode == 0
+    check_clean(g)
+
+
 def _wipe(g: Guarded, how: str) -> None:
     path = g.venv.path
     if how == "venv-clear":
         subprocess.run([sys.executable, "-m", "venv", "--clear", path], check=True)
+    elif how == "virtualenv-clear":
+        from tests.guard.test_store_attacks import virtualenv_clear
+
+        virtualenv_clear(path)
     elif how == "uv-clear":
         run_uv("venv", "--clear", "--python", sys.executable, path)
     else:
         shutil.rmtree(path)
 
 
-@pytest.mark.parametrize("how", ["venv-clear", "uv-clear", "rm-rf"])
+@pytest.mark.parametrize("how", ["venv-clear", "virtualenv-clear", "uv-clear", "rm-rf"])
 def test_a_wiped_env_is_rebuilt_from_the_store(env: Guarded, how: str) -> None:
     g = env
     before_set = g.venv.installed()

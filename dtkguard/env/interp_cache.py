@@ -1,0 +1,86 @@
+"""What an interpreter reported about itself, kept while the interpreter is the same file.
+
+`describe_python` runs a short snippet in the target (``-I -S``: no site, no ``.pth``, none of
+the target's code) for its prefix and the sys.path without site; that answer depends only on
+the interpreter and its ``pyvenv.cfg``, so it is kept in ``<cache root>/interpreters/`` (one
+file per interpreter path) with a stamp: the path, ``lstat`` of the interpreter and ``stat`` of
+what it resolves to (inode, size, mtime, ctime: ``os.utime`` cannot set a ctime back), the
+``pyvenv.cfg`` files ``site`` would read, and the variables and ids the user site depends on.
+The stamp is taken again on every use: any difference is a miss, and the interpreter is asked.
+The ``.pth`` files are never cached (`dtkguard.env.pth` reads them on every run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+FORMAT = "dtkguard-interpreter/1"
+
+
+def _stat(path: str, follow: bool) -> list | None:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def stamp(python: str) -> list:
+    """What the interpreter's answer depends on, as it is now."""
+    exe = os.path.abspath(python)
+    bindir = os.path.dirname(exe)
+    cfgs = [os.path.join(bindir, "pyvenv.cfg"), os.path.join(os.path.dirname(bindir), "pyvenv.cfg")]
+    env = [os.environ.get(k) for k in ("PYTHONNOUSERSITE", "PYTHONUSERBASE", "HOME")]
+    ids = [os.getuid(), os.geteuid(), os.getgid(), os.getegid()]
+    return [
+        exe,
+        _stat(exe, False),
+        os.path.realpath(exe),
+        _stat(exe, True),
+        [_stat(c, True) for c in cfgs],
+        env,
+        ids,
+    ]
+
+
+def _file(python: str) -> Path:
+    from dtkguard.util.cache_dir import cache_root
+
+    key = hashlib.sha256(os.fsencode(os.path.abspath(python))).hexdigest()
+    return cache_root() / "interpreters" / f"{key}.json"
+
+
+def cached(python: str, ask: Callable[[], list[str]]) -> list[str]:
+    """``ask()`` (the interpreter's answer, a list of strings), or the kept answer when the
+    stamp is the same as when it was kept."""
+    now = stamp(python)
+    path = _file(python)
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
+        if (
+            isinstance(entry, dict)
+            and entry.get("format") == FORMAT
+            and entry.get("stamp") == now
+            and isinstance(entry.get("facts"), list)
+            and all(isinstance(v, str) for v in entry["facts"])
+        ):
+            return entry["facts"]
+    except (OSError, ValueError):
+        pass
+    facts = ask()
+    if now[1] is not None and now == stamp(python):  # unchanged while it was asked
+        with contextlib.suppress(OSError, ValueError, UnicodeError):
+            from dtkguard.util.atomic import atomic_write_text
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"format": FORMAT, "stamp": now, "facts": facts})
+            atomic_write_text(path, text, 0o600, through=False)
+    return facts

@@ -1,0 +1,56 @@
+"""A cache of pure judgements: the answer of ``compute()`` for exactly these inputs.
+
+An entry is ``<cache root>/<namespace>/<sha256>.json`` (`dtkguard.util.cache_dir`), the digest
+of the inputs (as canonical JSON), dtkguard's version and the stat of the source files that
+compute the answer (an edited checkout is a miss, not a stale answer). The entry repeats the
+digest; one that does not read back, or names another digest, is a miss. Writes are best
+effort: a cache that cannot be written only means computing again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+
+def _code_stamp(sources: Iterable[str]) -> list:
+    from dtkguard import __version__
+
+    out: list = [__version__]
+    for path in sources:
+        try:
+            st = os.stat(path)
+            out.append([path, st.st_size, st.st_mtime_ns])
+        except OSError:
+            out.append([path, None])
+    return out
+
+
+def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Iterable[str]) -> Any:
+    """``compute()`` (a JSON value) for ``inputs`` (JSON-able), from the cache when an entry
+    for these inputs and this code is there; else computed and stored."""
+    from dtkguard.util.cache_dir import cache_root
+
+    text = json.dumps([inputs, _code_stamp(sources)], sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    path = cache_root() / namespace / f"{digest}.json"
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(entry, dict) and entry.get("digest") == digest and "value" in entry:
+            return entry["value"]
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        from dtkguard.util.atomic import atomic_write_text
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"digest": digest, "value": value}), through=False)
+    return value
