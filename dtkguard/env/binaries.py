@@ -59,7 +59,7 @@ def shared_rows(dist: Dist) -> list[str]:
         text = read_head(record, 64 << 20, follow=False, root=dist.root).decode("utf-8", "replace")
     except OSError:
         return []
-    out = []
+    out: list[str] = []
     if ".so" not in text:  # no row can name a shared object: none is parsed
         return out
     n = 0
