@@ -200,10 +200,12 @@ def test_a_target_from_uv_config_is_refused(ug: Guarded, uv_cache: Path, tmp_pat
 def test_dtkuv_install_is_a_transaction_that_undo_reverts(
     tmp_path: Path, build_guarded: Callable[..., Guarded], uv_cache: Path
 ) -> None:
-    """dtkuv's one real uv run is journalled like dtkpip's: `undo` gives the previous set back."""
+    """dtkuv's one real uv run is journalled like dtkpip's: `undo` gives the previous set back.
+    (Without the vendor vllm, which the fixture installs without its requirements: undoing an
+    install that brought one of them, pyyaml, is rightly refused as vendor-deps-broken.)"""
     import json
 
-    g = build_guarded(tmp_path / "venv")
+    g = build_guarded(tmp_path / "venv", with_vllm=False)
     before = g.venv.installed()
     proc = dtkuv(g, uv_cache, "pip", "install", *g.index_args, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
