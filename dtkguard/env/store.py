@@ -125,6 +125,18 @@ class Identity:
             out.append(f"{now.prefix}/pyvenv.cfg was {'removed' if gone else 'written again'}")
         return out
 
+    def stat_only(self, now: Identity) -> bool:
+        """Do this identity and ``now`` differ only by inode numbers and ctimes? A copy of the
+        env (an image layer, overlayfs, ``cp -a``, ``docker commit``) gives every folder and
+        file new ones with the same paths, interpreter and contents."""
+        same_paths = bool(now.python_real) and (self.python_real, self.version, self.purelib) == (
+            now.python_real,
+            now.version,
+            now.purelib,
+        )
+        kept = (not self.python_file or bool(now.python_file)) and (not self.cfg or bool(now.cfg))
+        return same_paths and kept
+
 
 def _file_mark(path: str | os.PathLike[str]) -> str:
     """``ino:ctime_ns`` of ``path`` itself (not what a symlink names); "" when there is none."""

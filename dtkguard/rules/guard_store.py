@@ -95,19 +95,25 @@ def check_env(ctx: CheckContext, es: EnvStore, rec: Record) -> Iterator[Finding]
     from dtkguard.env.baseline import restore_command
 
     fix = f"rebuild it from the store: {restore_command(rec.identity.python)}"
-    yield from _replaced(ctx, rec, fix)
+    layers = list(_guard_layers(es, rec, fix)) if rec.guarded else []
+    yield from _replaced(ctx, rec, fix, layers_intact=rec.guarded and not layers)
+    yield from layers
     if rec.guarded:
-        yield from _guard_layers(es, rec, fix)
         yield from _protected(es, fix)
     yield from _chains(es, rec)
 
 
-def _replaced(ctx: CheckContext, rec: Record, fix: str) -> Iterator[Finding]:
+def _replaced(ctx: CheckContext, rec: Record, fix: str, layers_intact: bool) -> Iterator[Finding]:
+    """``env-replaced`` when the env is not the one recorded. New inodes and ctimes alone (a
+    copy of the env: every Docker build step, overlayfs) are not, while the guard's layers in
+    the env are byte for byte what install wrote; with a layer gone or changed they are."""
     from dtkguard.env.store import identity_now
 
     ident = rec.identity
     now = identity_now(ident, ctx.env.target.python_version)
     why = ident.differences(now)
+    if why and layers_intact and ident.stat_only(now):
+        why = []
     sites = {os.path.realpath(s) for s in ctx.env.sites}
     if ctx.env.sites and ident.purelib not in sites:
         why.append(f"{ident.purelib} is no longer on the interpreter's path")
