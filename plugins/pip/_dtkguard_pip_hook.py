@@ -557,6 +557,20 @@ def _note_member(zf, info, dest, effect):
             break
 
 
+def _manifest_lists(store, path):
+    """Does the store's manifest list ``path`` as a layer `guard install` wrote? (True when
+    the manifest cannot be read: unknown is not "never written".)"""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(store, "manifest.json"), encoding="utf-8") as fh:
+            files = json.load(fh)["files"]
+        return path in files
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+
+
 def _baseline():
     """The baseline `guard install` recorded: the store's copy (the reference) when the env
     points to a store, else the one beside the policy ({} when there is none)."""
@@ -584,8 +598,8 @@ def _baseline():
                 _state["baseline"] = json.load(fh)
         except FileNotFoundError:
             _state["baseline"] = {}
-            if store is not None:
-                # the env points to a store that has no baseline: unknown is not clean
+            if store is not None and _manifest_lists(store, path):
+                # the store's manifest says install wrote it: gone is unknown, not clean
                 _state["baseline_error"] = f"the guard's baseline {path} is absent"
         except (OSError, ValueError) as exc:
             _state["baseline_error"] = f"the guard's baseline {path} is unreadable ({exc})"

@@ -5,6 +5,7 @@ the venv byte-identical; what lands elsewhere and harms nothing goes through. Re
 from __future__ import annotations
 
 import contextlib
+import json
 import marshal
 import subprocess
 import sys
@@ -366,6 +367,29 @@ def test_unreadable_baseline_refuses_a_vendor_reinstall(
         )  # fmt: skip
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "baseline" in proc.stderr and "unreadable" in proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+    finally:
+        baseline.write_bytes(saved)
+
+
+def test_a_baseline_deleted_from_the_store_refuses_a_vendor_reinstall(
+    guarded: Guarded, vendor_wheelhouse: Path
+) -> None:
+    """The store's manifest lists the baseline install wrote: with it gone, a vendor build
+    cannot be told from a relabelled one, so its reinstall is refused (a guard that never had
+    a baseline, as after `restore --to LOCK`, is not refused: tests/guard/test_restore.py)."""
+    baseline = guarded.store.baseline
+    assert str(baseline) in json.loads(guarded.store.manifest.read_text())["files"]
+    saved = baseline.read_bytes()
+    try:
+        baseline.unlink()
+        before = guarded.venv.snapshot()
+        proc = guarded.pip(
+            "install", "--no-deps", "--force-reinstall", "--no-index", "-f",
+            str(vendor_wheelhouse), f"torch=={TORCH}",
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "baseline" in proc.stderr and "absent" in proc.stderr
         assert changed(before, guarded.venv.snapshot()) == []
     finally:
         baseline.write_bytes(saved)
