@@ -139,6 +139,14 @@ def _plain(rel: str) -> bool:
     )
 
 
+def _plain_site(site_inner: str, prefix: str) -> str | None:
+    """``site_inner`` when a plain relative row (no ``.``/``..`` part, no empty part) is
+    site/row: no lexical walk, and it is neither outside the prefix nor a script."""
+    if lexical(site_inner, ".") != site_inner or not under(site_inner, prefix):
+        return None
+    return site_inner
+
+
 class _Planner:
     """Turns dists into jobs and dist-level issues."""
 
@@ -233,11 +241,7 @@ class _Planner:
         """A job per hashed row; (hashless paths, malformed rows, hex-digest rows)."""
         site_inner = self.root.inner(dist.site)
         prefix = prefix_of(site_inner)
-        # a plain relative row (no ``.``/``..`` part, no empty part) is site/row: no lexical
-        # walk, and it is neither outside the prefix nor a script
-        plain_site = site_inner if lexical(site_inner, ".") == site_inner else None
-        if plain_site is not None and not under(plain_site, prefix):
-            plain_site = None
+        plain_site = _plain_site(site_inner, prefix)
         hashless: list[str] = []
         malformed = 0
         hexrows = 0

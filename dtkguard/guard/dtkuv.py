@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from dtkguard.env.environment import Environment
     from dtkguard.guard.journal import Transaction
+    from dtkguard.guard.verdict import Verdict
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -194,24 +195,7 @@ class _Run:
             if stopped is not None:
                 return stopped
         if verdict.blocked and not self.reason:
-            from dtkguard.guard.instead import suggestions
-            from dtkguard.guard.veto_text import render
-
-            def probe(args: list[str]) -> Plan:
-                cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
-                return uv_dry_run(
-                    self.uv,
-                    [*cmd, *args, *pins],
-                    self.env,
-                    self.requested(),
-                )
-
-            instead = suggestions(
-                verdict, self.policy, self.interp.python, self.sub, Path(), self.env,
-                tool=DTKUV, probe=probe,
-            )  # fmt: skip
-            _say(render(verdict, self.policy, self.command, instead, failed_with_pins, DTKUV))
-            return self.untouched(1)
+            return self._veto(verdict, pins, failed_with_pins)
         if not verdict.blocked and failed_with_pins:
             _say(pinned.stderr)  # pins conflict without a rule finding: show uv's own words
             return self.untouched(1)
@@ -224,6 +208,22 @@ class _Run:
             return self.untouched(0)
         self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
         return self.real([*self.args, *pins])
+
+    def _veto(self, verdict: Verdict, pins: list[str], failed_with_pins: bool) -> int:
+        """Refuse a blocked plan with dtkpip's explanation and judged suggestions."""
+        from dtkguard.guard.instead import suggestions
+        from dtkguard.guard.veto_text import render
+
+        def probe(args: list[str]) -> Plan:
+            cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
+            return uv_dry_run(self.uv, [*cmd, *args, *pins], self.env, self.requested())
+
+        instead = suggestions(
+            verdict, self.policy, self.interp.python, self.sub, Path(), self.env,
+            tool=DTKUV, probe=probe,
+        )  # fmt: skip
+        _say(render(verdict, self.policy, self.command, instead, failed_with_pins, DTKUV))
+        return self.untouched(1)
 
     def locate(self, planned: Planned) -> list[Path] | None:
         """The wheels of a planned dist uv would install: its direct URL or path, else the

@@ -1011,6 +1011,16 @@ def _explain_conflict(exc, args):
 # -- patching pip --------------------------------------------------------------------------
 
 
+def _missing_parts(original, command):
+    """The names of the pip internals the install patch needs that this pip lacks."""
+    parts = (
+        ("install_given_reqs", original),
+        ("InstallCommand._handle_target_dir", getattr(command, "_handle_target_dir", None)),
+        ("pip._internal.locations.get_scheme", _get_scheme()),
+    )
+    return [name for name, obj in parts if obj is None]
+
+
 def _patch_install(module):
     import inspect
 
@@ -1019,15 +1029,7 @@ def _patch_install(module):
     run = getattr(command, "run", None)
     if command is None or run is None:
         raise AttributeError("pip's InstallCommand.run is gone")
-    missing = [
-        name
-        for name, obj in (
-            ("install_given_reqs", original),
-            ("InstallCommand._handle_target_dir", getattr(command, "_handle_target_dir", None)),
-            ("pip._internal.locations.get_scheme", _get_scheme()),
-        )
-        if obj is None
-    ]
+    missing = _missing_parts(original, command)
     if missing:
         _lacks(*missing)
     if not getattr(run, "_dtkguard", False):
