@@ -353,43 +353,28 @@ def test_relabelled_community_torch_is_refused(
     assert guarded.venv.installed()["torch"] == TORCH
 
 
-def test_unreadable_baseline_refuses_a_vendor_reinstall(
-    guarded: Guarded, vendor_wheelhouse: Path
+@pytest.mark.parametrize("damage", ["unreadable", "absent"])
+def test_a_bad_baseline_refuses_a_vendor_reinstall(
+    guarded: Guarded, vendor_wheelhouse: Path, damage: str
 ) -> None:
-    baseline = guarded.store.baseline
-    saved = baseline.read_bytes()
-    try:
-        baseline.write_text("{broken")
-        before = guarded.venv.snapshot()
-        proc = guarded.pip(
-            "install", "--no-deps", "--force-reinstall", "--no-index", "-f",
-            str(vendor_wheelhouse), f"torch=={TORCH}",
-        )  # fmt: skip
-        assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "baseline" in proc.stderr and "unreadable" in proc.stderr
-        assert changed(before, guarded.venv.snapshot()) == []
-    finally:
-        baseline.write_bytes(saved)
-
-
-def test_a_baseline_deleted_from_the_store_refuses_a_vendor_reinstall(
-    guarded: Guarded, vendor_wheelhouse: Path
-) -> None:
-    """The store's manifest lists the baseline install wrote: with it gone, a vendor build
-    cannot be told from a relabelled one, so its reinstall is refused (a guard that never had
-    a baseline, as after `restore --to LOCK`, is not refused: tests/guard/test_restore.py)."""
+    """Unreadable, or gone while the store's manifest lists it as written by install: a vendor
+    build cannot be told from a relabelled one, so its reinstall is refused (a guard that never
+    had a baseline, as after `restore --to LOCK`, is not refused: tests/guard/test_restore.py)."""
     baseline = guarded.store.baseline
     assert str(baseline) in json.loads(guarded.store.manifest.read_text())["files"]
     saved = baseline.read_bytes()
     try:
-        baseline.unlink()
+        if damage == "absent":
+            baseline.unlink()
+        else:
+            baseline.write_text("{broken")
         before = guarded.venv.snapshot()
         proc = guarded.pip(
             "install", "--no-deps", "--force-reinstall", "--no-index", "-f",
             str(vendor_wheelhouse), f"torch=={TORCH}",
         )  # fmt: skip
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "baseline" in proc.stderr and "absent" in proc.stderr
+        assert "baseline" in proc.stderr and damage in proc.stderr
         assert changed(before, guarded.venv.snapshot()) == []
     finally:
         baseline.write_bytes(saved)
