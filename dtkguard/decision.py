@@ -253,6 +253,19 @@ def import_top(entry):
     return entry.split(".", 1)[0] or None
 
 
+def console_scripts(text):
+    """The script names of ``[console_scripts]``/``[gui_scripts]`` in a wheel's
+    entry_points.txt (the files an installer generates in the scripts folder)."""
+    out, section = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif section in ("console_scripts", "gui_scripts") and "=" in line:
+            out.append(line.split("=", 1)[0].strip())
+    return out
+
+
 def _site_of(path, site_dirs):
     for site in site_dirs:
         if path.startswith(site.rstrip("/") + "/"):

@@ -127,17 +127,6 @@ def _removal_rows(info: Path) -> list[str]:
     return [info.name, *tops, *(f"{t}.py" for t in tops)]
 
 
-def _console_scripts(text: str) -> list[str]:
-    out, section = [], None
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("["):
-            section = line.strip("[]").strip()
-        elif section in ("console_scripts", "gui_scripts") and "=" in line:
-            out.append(line.split("=", 1)[0].strip())
-    return out
-
-
 def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
     """{"paths": resolved destinations of every member and generated script, "contents":
     {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
@@ -154,7 +143,7 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
                 text = zf.read(info).decode("utf-8", "replace").lower()
                 purelib = "root-is-purelib: true" in text
             elif info.filename.endswith(".dist-info/entry_points.txt"):
-                scripts = _console_scripts(zf.read(info).decode("utf-8", "replace"))
+                scripts = decision.console_scripts(zf.read(info).decode("utf-8", "replace"))
         for info in infos:
             if info.filename.endswith("/"):
                 continue

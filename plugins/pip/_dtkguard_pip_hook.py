@@ -442,18 +442,6 @@ def _wheel_destinations(name, scheme, purelib):
     return _real_in(os.path.join(lib, name)) if lib else None
 
 
-def _console_scripts(text):
-    """The script names of ``[console_scripts]``/``[gui_scripts]`` in entry_points.txt."""
-    out, section = [], None
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("["):
-            section = line.strip("[]").strip()
-        elif section in ("console_scripts", "gui_scripts") and "=" in line:
-            out.append(line.split("=", 1)[0].strip())
-    return out
-
-
 #: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
 #: judgements of other kinds of member (shared objects, ...) plug in here
 MEMBER_JUDGES = []
@@ -514,7 +502,9 @@ def _wheel_effect(wheel, scheme):
             if info.filename.count("/") == 1 and info.filename.endswith(
                 ".dist-info/entry_points.txt"
             ):
-                scripts = _console_scripts(zf.read(info).decode("utf-8", "replace"))
+                scripts = _state["decision"].console_scripts(
+                    zf.read(info).decode("utf-8", "replace")
+                )
         for info in infos:
             if info.filename.endswith("/"):
                 continue
