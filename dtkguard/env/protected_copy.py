@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 
 from dtkguard.util.atomic import atomic_write_text
@@ -82,6 +81,8 @@ def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, d
         if entry["kind"] == "file":
             blob = es.blobs / entry["sha256"]
             if not blob.is_file():
+                import shutil
+
                 tmp = blob.with_name(blob.name + ".tmp")
                 shutil.copyfile(raw, tmp)
                 os.chmod(tmp, 0o600)
@@ -146,6 +147,8 @@ def repair(es: EnvStore, paths: Iterable[str] | None = None) -> list[tuple[str, 
 
 
 def _put_back(es: EnvStore, path: str, want: dict, what: str) -> str:
+    import shutil
+
     parent = os.path.dirname(path)
     tmp = os.path.join(parent, f".{os.path.basename(path)}.dtkguard-restore")
     try:
