@@ -178,6 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def console_main() -> NoReturn:
+    """The ``dtkguard`` script: `main`, then `dtkguard.util.exit.exit_now` (no teardown)."""
+    from dtkguard.util.exit import exit_now
+
+    exit_now(main())
+
+
 def dtkpip_main(argv: Sequence[str] | None = None) -> int:
     """`dtkpip ARGS...` is `dtkguard pip ARGS...`."""
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -60,6 +60,9 @@ def chosen_target(args: argparse.Namespace) -> tuple[TargetSpec, str]:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from dtkguard.util.exit import skip_teardown
+
+    skip_teardown()  # check writes its report, caches and the store's stat caches closed
     from dtkguard.audit.check import check
     from dtkguard.audit.request import Request
     from dtkguard.report import emit

@@ -91,11 +91,11 @@ def _baseline_versions(ctx: CheckContext) -> dict[str, str] | None:
     broke since is reported."""
     from dtkguard.env.baseline import load
     from dtkguard.errors import InputError
-    from dtkguard.rules.baseline import baseline_files
+    from dtkguard.rules.baseline import baseline_files, load_baseline
 
     for _, host in baseline_files(ctx.env):
         try:
-            data = load(host)
+            data = load_baseline(ctx.env, host) if ctx.env.root.is_host else load(host)
         except InputError:
             return None
         if data:
