@@ -212,8 +212,9 @@ def _wiped(venv, env: dict[str, str], rounds: int, wheels: list[str], policy: Pa
         return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
     times: dict[str, list[float]] = {"restore (wiped env)": [], "by hand (wiped env)": []}
-    for _ in range(rounds):
-        for name, fn in (("restore (wiped env)", restore), ("by hand (wiped env)", by_hand)):
+    sides = [("restore (wiped env)", restore), ("by hand (wiped env)", by_hand)]
+    for i in range(rounds):  # the order alternates from round to round: both share the noise
+        for name, fn in sides[i % 2 :] + sides[: i % 2]:
             wipe()
             times[name].append(fn())
             if venv.installed() != baseline:

@@ -95,8 +95,6 @@ def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, d
 def _differs(path: str, want: dict) -> str | None:
     """None when ``path`` is as recorded (updating ``want``'s stat when a hash says so);
     else "missing" or "modified"."""
-    from dtkguard.env.baseline import pyc_body_sha256, sha256_file
-
     try:
         st = os.lstat(path)
     except OSError:
@@ -111,6 +109,8 @@ def _differs(path: str, want: dict) -> str | None:
         return "modified"
     if (st.st_ino, st.st_ctime_ns) == (want.get("ino"), want.get("ctime_ns")):
         return None
+    from dtkguard.env.baseline import pyc_body_sha256, sha256_file
+
     same = (
         pyc_body_sha256(path) == want.get("code")
         if want.get("pyc")

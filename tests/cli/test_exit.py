@@ -111,3 +111,26 @@ def test_a_stream_that_does_not_flush_exits_as_the_interpreter_does() -> None:
     want = _python(closed + "raise SystemExit(0)\n")
     proc = _python(closed + FAST + "exit_now(0)\n")
     assert proc.returncode == want.returncode == 120
+
+
+def test_check_in_a_process_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """check pauses the cycle collector while it runs (its objects are freed by their counts);
+    called as a library, it gives the caller's collector back, on or off, findings or not."""
+    import gc
+
+    from tests.support.cli import run_in_process
+
+    site = tmp_path / "site"
+    add_dist(site, "nvidia-cublas-cu12", "12.4.5.8", files={"nvidia/cublas/x.py": "x = 1\n"})
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            result = run_in_process("check", "--path", str(site), "--format", "json")
+            assert result.code == 1, result.err
+            assert gc.isenabled() is enabled
+            result = run_in_process("check", "--path", str(tmp_path / "none"))
+            assert result.code == 3, result.err  # no such target: an error on the way out
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
