@@ -61,6 +61,9 @@ def main() -> int:
     if args.smoke:
         args.rounds = 1
     venv = das_venv("restore150")
+    if not _pristine(venv):  # a run stopped half-way left it clobbered or wiped: build it again
+        shutil.rmtree(venv.path)
+        venv = das_venv("restore150")
     house = CACHE / "restore150-wheels"
     # pip's configuration for everything that is not a vendor build: the community wheels
     env = {**bench_env(), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(house / "community")}
@@ -165,6 +168,13 @@ def main() -> int:
     wheels = [*vendor_all, *_community(house, baseline, vendor_keys)]
     _wiped(venv, env, args.rounds, wheels, policy)
     return 0
+
+
+def _pristine(venv) -> bool:
+    """Every vendor build of the DAS set is installed at its version (the state each phase
+    starts from)."""
+    installed = venv.installed()
+    return all(installed.get(p.key) == p.version for p in das_25041_packages())
 
 
 def _env_store(prefix: Path, env: dict[str, str]):
