@@ -65,12 +65,12 @@ def run(args: argparse.Namespace) -> int:
     from dtkguard.util.exit import skip_teardown
 
     skip_teardown()  # check writes its report, caches and the store's stat caches closed
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _run(args)
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 
