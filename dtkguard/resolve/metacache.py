@@ -23,6 +23,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,10 @@ class MetadataCache:
             root = cache_root()
         self.dir = Path(root) / "metadata-v1"
         self.enabled = self._prepare()
+        #: counts, kept under a lock: the resolver's warming threads ask too
         self.hits = 0
         self.misses = 0
+        self._count_lock = threading.Lock()
 
     def _prepare(self) -> bool:
         try:
@@ -107,10 +110,11 @@ class MetadataCache:
         body = _unpack(data, key) if data is not None else None
         if body is not None and want_sha256 and hashlib.sha256(body).hexdigest() != want_sha256:
             body = None
-        if body is None:
-            self.misses += 1
-        else:
-            self.hits += 1
+        with self._count_lock:
+            if body is None:
+                self.misses += 1
+            else:
+                self.hits += 1
         return body
 
     def _read(self, path: Path) -> bytes | None:
