@@ -6,10 +6,7 @@ on a small thread pool, so the resolver finds metadata waiting when it asks for 
 
 from __future__ import annotations
 
-import http.client
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -20,6 +17,10 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 from dtkguard import __version__
 from dtkguard.errors import InputError
 from dtkguard.resolve.auth import Credentials, redact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import http.client
 
 JSON_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
@@ -168,6 +169,10 @@ class Fetcher:
         return counted
 
     def _open(self, url: str, headers: dict[str, str]):
+        import http.client
+        import urllib.error
+        import urllib.request
+
         parts = urlsplit(url)
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         if _proxied(parts.hostname or ""):
@@ -209,6 +214,10 @@ class Fetcher:
         return out
 
     def _fetch(self, url: str, accept: str) -> Response:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         url = self.credentials.add(url)
         if url.startswith("file:"):
             return _fetch_file(url)
@@ -237,6 +246,8 @@ class Fetcher:
         return Response(final, status, ctype.split(";")[0].strip().lower(), body)
 
     def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        import http.client
+
         conns = getattr(self._local, "conns", None)
         if conns is None:
             conns = self._local.conns = {}
@@ -283,6 +294,9 @@ class Fetcher:
 
 def _proxied(host: str) -> bool:
     """True when urllib would use a proxy for ``host`` (then urllib does the request)."""
+    import urllib.error
+    import urllib.request
+
     proxies = urllib.request.getproxies()
     return bool(proxies) and not urllib.request.proxy_bypass(host)
 

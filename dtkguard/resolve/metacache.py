@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -73,14 +72,19 @@ def file_sha256(path: str | os.PathLike[str]) -> str | None:
 
 
 class MetadataCache:
-    """``get``/``put`` METADATA bytes by key; every failure is a miss, never an error."""
+    """``get``/``put`` METADATA bytes by key; every failure is a miss, never an error.
+
+    The same checked entry store holds other caches in their own folders (``FOLDER``): index
+    pages (:mod:`.pagecache`) and whole resolutions (:mod:`dtkguard.lock.rescache`)."""
+
+    FOLDER = "metadata-v1"
 
     def __init__(self, root: Path | None = None) -> None:
         if root is None:
             from dtkguard.util.cache_dir import cache_root
 
             root = cache_root()
-        self.dir = Path(root) / "metadata-v1"
+        self.dir = Path(root) / self.FOLDER
         self.enabled = self._prepare()
         #: counts, kept under a lock: the resolver's warming threads ask too
         self.hits = 0
@@ -140,6 +144,8 @@ class MetadataCache:
         path = self._path(key)
         digest = hashlib.sha256(body).hexdigest().encode()
         data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
+        import tempfile
+
         try:
             path.parent.mkdir(exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)

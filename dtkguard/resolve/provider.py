@@ -87,6 +87,8 @@ class PolicyProvider(AbstractProvider):
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
+        #: a trial of the explanation ran out of time (the answer depended on the clock)
+        self.out_of_time = False
         if like is not None:
             self._share(like)
 
