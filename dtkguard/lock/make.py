@@ -75,6 +75,7 @@ def lock(request: LockRequest) -> LockResult:
     from dtkguard.lock.requirements import from_command_line, from_files
     from dtkguard.policy.load import load_policy
     from dtkguard.resolve.http import Fetcher
+    from dtkguard.resolve.pagecache import PageCache
     from dtkguard.resolve.target import target_from
     from dtkguard.rules.catalog import is_known
 
@@ -89,7 +90,7 @@ def lock(request: LockRequest) -> LockResult:
         return _lock_env(request, policy, target)
     if not reqs:
         raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
-    fetcher = Fetcher()
+    fetcher = Fetcher(pages=None if request.no_cache else PageCache())
     try:
         sources, index = sources_of(request, policy, fetcher)
         return _lock_resolved(
