@@ -163,14 +163,14 @@ def test_an_index_page_with_a_new_etag_misses(tmp_path):
     with serve_index(tmp_path / "w", validators=True) as index:
         cold = _index_run(tmp_path, index)
         index.clear()
-        code, err, warm = _index_run(tmp_path, index)
+        _code, err, warm = _index_run(tmp_path, index)
         assert HIT in err and warm == cold[2]
         # every page was asked for again, with its validator, and was not modified
         pages = [r for r in index.log if r.path.startswith("/simple/")]
         assert pages and all(r.status == 304 for r in pages)
         assert not [r for r in index.log if r.path.startswith("/files/")]
         _add(tmp_path)
-        code, err, changed = _index_run(tmp_path, index)
+        _code, err, changed = _index_run(tmp_path, index)
         assert HIT not in err, err
         assert changed == _fresh(tmp_path, "alpha", "--index-url", index.url,
                                  "--python-version", "3.10")[2]  # fmt: skip
@@ -182,7 +182,7 @@ def test_a_fresh_page_is_not_asked_for_again(tmp_path):
     with serve_index(tmp_path / "w", validators=True, cache_control="max-age=600") as index:
         cold = _index_run(tmp_path, index)
         index.clear()
-        code, err, warm = _index_run(tmp_path, index)
+        _code, err, warm = _index_run(tmp_path, index)
         assert HIT in err and warm == cold[2]
         assert index.requests == []
 
@@ -193,7 +193,7 @@ def test_an_index_without_validators_is_read_again(tmp_path):
         cold = _index_run(tmp_path, index)
         shutil.rmtree(tmp_path / "c" / "resolutions-v1")
         index.clear()
-        code, err, warm = _index_run(tmp_path, index)
+        warm = _index_run(tmp_path, index)[2]
         assert warm == cold[2]
         assert {r.status for r in index.log if r.path.startswith("/simple/")} == {200}
         assert not list((tmp_path / "c" / "pages-v1").rglob("*.*"))
