@@ -102,8 +102,9 @@ def resolve(
     that no answer came within ``options.timeout`` seconds. A ``trial_of`` resolution raises
     :class:`OutOfTime` instead when its deadline passes (or its rounds run out), and an
     unexplained :class:`Unsatisfiable` on a conflict."""
-    from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
+
+    from dtkguard.resolve.engine import resolver_class
 
     opts = options or ResolveOptions()
     started = time.monotonic()
@@ -126,7 +127,7 @@ def resolve(
         provider.warm(r.name for r in roots)
         reporter = CountingReporter(deadline)
         try:
-            result = Resolver(provider, reporter).resolve(roots, max_rounds=max_rounds)
+            result = resolver_class()(provider, reporter).resolve(roots, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             if not explain:
                 raise Unsatisfiable([], reporter.rounds) from None
