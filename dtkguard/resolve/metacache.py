@@ -45,8 +45,15 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
                 return None
         return (f"sdist-sha256\0{sha.lower()}", None) if sha else None
     if link.path is not None:
-        digest = file_sha256(link.path)
-        return (f"wheel-sha256\0{digest}", None) if digest else None
+        digest = link.hashes.get("sha256")
+        if not digest:
+            got = _sha256_and_size(link.path)
+            if got is None:
+                return None
+            # the lock needs the same digest: the bytes are read once per run
+            digest, size = got
+            link.hashes, link.size = {"sha256": digest}, size
+        return f"wheel-sha256\0{digest}", None
     want = (link.metadata_hashes or {}).get("sha256") if link.metadata_url else None
     if want:
         return f"metadata-sha256\0{want.lower()}", want.lower()
@@ -59,16 +66,23 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
 def file_sha256(path: str | os.PathLike[str]) -> str | None:
     """Hex sha256 of a local wheel's bytes (the lock hashes it anyway): a wheel rewritten in
     place with the same size, mtime and inode is another key. None when it cannot be read."""
+    got = _sha256_and_size(path)
+    return None if got is None else got[0]
+
+
+def _sha256_and_size(path: str | os.PathLike[str]) -> tuple[str, int] | None:
     from dtkguard.util.safe_read import open_regular
 
     h = hashlib.sha256()
+    size = 0
     try:
         with open_regular(path) as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
+                size += len(chunk)
     except OSError:
         return None
-    return h.hexdigest()
+    return h.hexdigest(), size
 
 
 class MetadataCache:
