@@ -170,8 +170,9 @@ def _das(base: Path) -> list[Scenario]:
     pyrax = snapshot_wheelhouse("pypi-2020-02-15-pyrax", base / "pyrax")
     return [
         Scenario("vllm-index", [VLLM], both, target="das", smoke=False),
-        Scenario("vllm-index-etag", [VLLM], both, target="das", smoke=False,
-                 index={"validators": True}),  # fmt: skip
+        Scenario(
+            "vllm-index-etag", [VLLM], both, target="das", smoke=False, index={"validators": True}
+        ),
         Scenario(
             "vllm-find-links", [VLLM], both, target="das", folders=(vendor, community), smoke=False
         ),
