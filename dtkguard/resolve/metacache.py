@@ -37,12 +37,10 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
     if getattr(link, "is_sdist", False):
         sha = link.hashes.get("sha256")
         if not sha and link.path is not None:
-            from dtkguard.resolve.sources import sha256_file
-
-            try:
-                sha = sha256_file(link.path)
-            except OSError:
+            got = _sha256_and_size(link.path)
+            if got is None:
                 return None
+            sha = got[0]
         return (f"sdist-sha256\0{sha.lower()}", None) if sha else None
     if link.path is not None:
         digest = link.hashes.get("sha256")
