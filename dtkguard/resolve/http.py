@@ -239,7 +239,7 @@ class Fetcher:
 
     def _fetch_page(self, url: str, accept: str) -> Response:
         """An index page through the page cache (:mod:`.pagecache`)."""
-        from dtkguard.resolve.pagecache import CachedPage, storable
+        from dtkguard.resolve.pagecache import CachedPage, max_age, storable
 
         assert self.pages is not None
         key = self.pages.key(url, accept, self.credentials.header(url))
@@ -253,7 +253,8 @@ class Fetcher:
             with self._lock:
                 self.stats["not-modified"] += 1
             headers = {**page.headers, **resp.headers}
-            self.pages.save(key, CachedPage(page.status, page.url, headers, page.body))
+            if headers != page.headers or max_age(headers):  # new validators, or freshness
+                self.pages.save(key, CachedPage(page.status, page.url, headers, page.body))
             return Response(page.url, page.status, _ctype(headers), page.body, headers)
         if storable(resp.status, resp.headers):
             self.pages.save(key, CachedPage(resp.status, resp.url, resp.headers, resp.body))
