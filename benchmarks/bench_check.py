@@ -12,6 +12,9 @@ the medians, of wall time and of CPU time (the process and its children: steadie
 machine). The guarded env is then checked once more after every file's ctime changed (a
 journal's hard links do that: that check hashes, then the store's stat cache holds). It also
 prints the modules the check path imports that tests/test_imports.py keeps out of it.
+``--against CHECKOUT``: also the guarded check of another checkout of dtkguard (the one
+before a change), run the same way in the same rounds (``python -c`` with that checkout first
+on ``sys.path``; this checkout's row beside it is run that way too).
 ``--smoke``: one round, to show the benchmark still works.
 """
 
@@ -20,8 +23,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
-from _common import alternate, bench_env, das_venv, dtkguard_cmd
+from _common import REPO, alternate, bench_env, das_venv, dtkguard_cmd
 
 PIP = "26.3"
 GOAL_PIP, GOAL_UV = 0.3, 3.0
@@ -31,6 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--smoke", action="store_true", help="one round")
+    parser.add_argument("--against", metavar="CHECKOUT", help="another checkout's check too")
     args = parser.parse_args()
     runs = 1 if args.smoke else max(args.runs, 5)
     env = bench_env()
@@ -47,6 +52,9 @@ def main() -> int:
         "check --path": [*check, "--path", str(plain.site_packages)],
         "python -c pass": [sys.executable, "-c", "pass"],
     }
+    if args.against:
+        for name, tree in (("this checkout", REPO), ("--against", Path(args.against).resolve())):
+            cmds[f"guarded, {name}"] = [sys.executable, "-c", _RUN_FROM, str(tree), *gcheck[3:]]
     times = alternate(cmds, runs, env)
     n = len(guarded.installed())
     print(
@@ -72,6 +80,15 @@ def main() -> int:
     print(f"guarded check after every ctime changed: {_after_ctime_change(guarded, gcheck, env)}")
     print(f"heavy modules imported by the guarded check: {_heavy(gcheck, env) or 'none'}")
     return 0
+
+
+#: ``python -c _RUN_FROM CHECKOUT ARGS``: that checkout's ``python -m dtkguard ARGS``
+_RUN_FROM = (
+    "import runpy, sys\n"
+    "sys.path.insert(0, sys.argv.pop(1))\n"
+    "sys.argv[0] = 'dtkguard'\n"
+    "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
+)
 
 
 def _version(cmd: list[str], env: dict[str, str] | None = None) -> str:

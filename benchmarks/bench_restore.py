@@ -61,6 +61,9 @@ def main() -> int:
     if args.smoke:
         args.rounds = 1
     venv = das_venv("restore150")
+    if not _pristine(venv):  # a run stopped half-way left it clobbered or wiped: build it again
+        shutil.rmtree(venv.path)
+        venv = das_venv("restore150")
     house = CACHE / "restore150-wheels"
     # pip's configuration for everything that is not a vendor build: the community wheels
     env = {**bench_env(), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(house / "community")}
@@ -167,6 +170,13 @@ def main() -> int:
     return 0
 
 
+def _pristine(venv) -> bool:
+    """Every vendor build of the DAS set is installed at its version (the state each phase
+    starts from)."""
+    installed = venv.installed()
+    return all(installed.get(p.key) == p.version for p in das_25041_packages())
+
+
 def _env_store(prefix: Path, env: dict[str, str]):
     import os
 
@@ -212,8 +222,9 @@ def _wiped(venv, env: dict[str, str], rounds: int, wheels: list[str], policy: Pa
         return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
     times: dict[str, list[float]] = {"restore (wiped env)": [], "by hand (wiped env)": []}
-    for _ in range(rounds):
-        for name, fn in (("restore (wiped env)", restore), ("by hand (wiped env)", by_hand)):
+    sides = [("restore (wiped env)", restore), ("by hand (wiped env)", by_hand)]
+    for i in range(rounds):  # the order alternates from round to round: both share the noise
+        for name, fn in sides[i % 2 :] + sides[: i % 2]:
             wipe()
             times[name].append(fn())
             if venv.installed() != baseline:

@@ -1,7 +1,6 @@
 """`python -m dtkguard`."""
 
-import sys
-
 from dtkguard.cli import main
+from dtkguard.util.exit import exit_now
 
-sys.exit(main())
+exit_now(main())

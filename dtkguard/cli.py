@@ -50,6 +50,29 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """argparse's, with the width `shutil.get_terminal_size` gives, without importing
+        shutil (and zlib, bz2, lzma) on every command line: add_argument makes a formatter."""
+        if sys.version_info >= (3, 14) or "shutil" in sys.modules:
+            return super()._get_formatter()
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)  # type: ignore[call-arg]
+
+
+def _columns() -> int:
+    """The terminal's width as `shutil.get_terminal_size` reads it: ``$COLUMNS``, else stdout's
+    terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns
+
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; when ``argv`` names a command, only that command's module is imported."""
@@ -153,6 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"dtkguard: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def console_main() -> NoReturn:
+    """The ``dtkguard`` script: `main`, then `dtkguard.util.exit.exit_now` (no teardown)."""
+    from dtkguard.util.exit import exit_now
+
+    exit_now(main())
 
 
 def dtkpip_main(argv: Sequence[str] | None = None) -> int:

@@ -8,13 +8,15 @@ target), the gfx arch from the KFD topology in ``/sys``. Neither applies to an u
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-from typing import Any
 
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.util.safe_read import read_head
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION_FILES = (
     "opt/dtk/.info/version",
@@ -54,6 +56,8 @@ def dtk_release(root: Root) -> dict[str, Any]:
 
 def gfx_archs(nodes: str = KFD_NODES) -> list[str]:
     """``gfx928`` ... from each GPU node's ``gfx_target_version`` (major*10000+minor*100+step)."""
+    import glob
+
     out = []
     for props in sorted(glob.glob(f"{nodes}/*/properties")):
         try:

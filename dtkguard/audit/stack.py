@@ -108,6 +108,21 @@ def device_nodes(root: Root) -> dict:
     return {"kfd": is_char("/dev/kfd"), "render": render}
 
 
+def _read_cards(facts: StackFacts, hy_smi_output: str | Path | None) -> None:
+    """The cards from ``hy_smi_output`` (a recorded file), else from a live ``hy-smi`` run."""
+    from dtkguard.env import device  # not imported by a check that reads no cards
+
+    if hy_smi_output is not None:
+        facts.cards = device.parse_cards(_recorded(hy_smi_output))
+        facts.cards_source = str(hy_smi_output)
+        return
+    text = device.run_hy_smi()
+    if text is not None:
+        facts.cards, facts.cards_source = device.parse_cards(text), "hy-smi"
+    else:
+        facts.notes.append("hy-smi not found: cards and driver unknown")
+
+
 def stack_facts(
     env,
     *,
@@ -122,8 +137,6 @@ def stack_facts(
     host's driver apply. Cards come from ``hy_smi_output`` (a recorded file), else from a live
     ``hy-smi`` run when ``run_hy_smi`` (audit, doctor), else stay unknown (check stays fast).
     """
-    from dtkguard.env import device
-
     facts = StackFacts()
     dtk = dtk_release(env.root)
     facts.dtk, facts.dtk_source = dtk.get("release"), dtk.get("source")
@@ -132,15 +145,8 @@ def stack_facts(
     if build := torch_build(env):
         facts.torch_version = build[0]
         facts.torch_hip, facts.torch_cuda = build[1].get("hip"), build[1].get("cuda")
-    if hy_smi_output is not None:
-        facts.cards = device.parse_cards(_recorded(hy_smi_output))
-        facts.cards_source = str(hy_smi_output)
-    elif live and run_hy_smi:
-        text = device.run_hy_smi()
-        if text is not None:
-            facts.cards, facts.cards_source = device.parse_cards(text), "hy-smi"
-        else:
-            facts.notes.append("hy-smi not found: cards and driver unknown")
+    if hy_smi_output is not None or (live and run_hy_smi):
+        _read_cards(facts, hy_smi_output)
     if live:
         facts.module_driver = module_driver(sys_module)
         facts.devices = device_nodes(env.root)

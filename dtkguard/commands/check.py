@@ -46,24 +46,40 @@ HUMAN_FORMATS = ("table", "markdown")
 def chosen_target(args: argparse.Namespace) -> tuple[TargetSpec, str]:
     """The target the options name, else the one dtkpip would act on (the active env, else
     the one guarded env; `InputError` naming both ways when neither is there), and why."""
-    from dtkguard.env.environment import active_python
-    from dtkguard.guard.target import choose_python
-
     spec = target_spec(args)
     given = next((f"--{k.removesuffix('s')}" for k, v in vars(spec).items() if v), "")
     if given:
         return spec, given
+    from dtkguard.env.environment import active_python
+    from dtkguard.guard.target import choose_python
+
     why = "the active environment" if active_python() else "the one guarded environment"
     return TargetSpec(python=choose_python(None, "dtkguard check")), why
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command, with the cycle collector paused: a check's objects are freed by their
+    reference counts (what it imports and reads would be traversed some twenty times)."""
+    import gc
+
+    from dtkguard.util.exit import skip_teardown
+
+    skip_teardown()  # check writes its report, caches and the store's stat caches closed
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     import sys
 
     from dtkguard.audit.check import check
     from dtkguard.audit.request import Request
     from dtkguard.report import emit
-    from dtkguard.report.table import target_text
 
     threshold = fail_on(args)
     if args.all_guarded:
@@ -73,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     request["target"] = spec
     report = check(Request(lock=args.lock, **request))
     if args.format in HUMAN_FORMATS:
+        from dtkguard.report.table import target_text
+
         sys.stderr.write(f"dtkguard check: judged {target_text(report.target)} ({why})\n")
     return emit(report, args.format, args.output, fail_on=threshold)
 

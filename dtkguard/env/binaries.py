@@ -52,7 +52,9 @@ def shared_rows(dist: Dist) -> list[str]:
     from dtkguard.env.record import rows_of
     from dtkguard.util.safe_read import read_head
 
-    record = dist.record
+    # on the host, RECORD is read in one open (what is no directory, or no regular file, does
+    # not open: no rows, as `Dist.record` says); in an image, its links are resolved first
+    record = dist.path / "RECORD" if dist.root.is_host else dist.record
     if record is None:
         return []
     try:

@@ -124,6 +124,16 @@ def parse_headers(data: bytes) -> dict[str, list[str]]:
 
 def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str:
     """Read one ``*.dist-info`` / ``*.egg-info`` entry; a string describes why it could not be."""
+    if root.is_host and entry.endswith(".dist-info"):
+        # the common case in one open: a directory with its METADATA; anything else (no such
+        # file, a file, a link, unreadable) is read the long way, and answered as before
+        path = site / entry
+        try:
+            data = read_head(path / "METADATA", METADATA_LIMIT, follow=False, root=root)
+        except OSError:
+            pass
+        else:
+            return _from_metadata(data, path, site, root, group, site, entry)
     try:  # a symlink loop or a link that cannot be resolved inside the root is a warning
         path = child(root, site, entry)
         if root.is_dir(path):
@@ -133,18 +143,19 @@ def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str
         data = read_head(meta, METADATA_LIMIT, follow=False, root=root)
     except OSError as exc:
         return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"
-    return _from_metadata(data, path, site, root, group, root.inner(site / entry))
+    return _from_metadata(data, path, site, root, group, site, entry)
 
 
 def _from_metadata(
-    data: bytes, path: Path, site: Path, root: Root, group: str, where: str
+    data: bytes, path: Path, site: Path, root: Root, group: str, base: Path, entry: str
 ) -> Dist | str:
-    """A Dist from METADATA/PKG-INFO bytes; a string when Name or Version is missing."""
+    """A Dist from METADATA/PKG-INFO bytes; a string (naming ``base/entry``) when Name or
+    Version is missing."""
     headers = parse_headers(data)
     name = (headers.get("name") or [""])[0]
     version = (headers.get("version") or [""])[0]
     if not name or not version:
-        return f"{where}: broken metadata (no Name or Version)"
+        return f"{root.inner(base / entry)}: broken metadata (no Name or Version)"
     return Dist(name, version, path, site, root, group, headers)
 
 
@@ -168,7 +179,7 @@ def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
                 data = member.read(METADATA_LIMIT)
     except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         return f"{root.inner(egg)}: cannot read the zipped egg: {exc}"
-    return _from_metadata(data, egg, site, root, group, root.inner(egg))
+    return _from_metadata(data, egg, site, root, group, egg.parent, egg.name)
 
 
 #: a path line of a ``.pth`` or ``.egg-link`` longer than PATH_MAX is no path

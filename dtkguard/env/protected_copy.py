@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 
 from dtkguard.util.atomic import atomic_write_text
@@ -82,6 +81,8 @@ def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, d
         if entry["kind"] == "file":
             blob = es.blobs / entry["sha256"]
             if not blob.is_file():
+                import shutil
+
                 tmp = blob.with_name(blob.name + ".tmp")
                 shutil.copyfile(raw, tmp)
                 os.chmod(tmp, 0o600)
@@ -94,8 +95,6 @@ def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, d
 def _differs(path: str, want: dict) -> str | None:
     """None when ``path`` is as recorded (updating ``want``'s stat when a hash says so);
     else "missing" or "modified"."""
-    from dtkguard.env.baseline import pyc_body_sha256, sha256_file
-
     try:
         st = os.lstat(path)
     except OSError:
@@ -110,6 +109,8 @@ def _differs(path: str, want: dict) -> str | None:
         return "modified"
     if (st.st_ino, st.st_ctime_ns) == (want.get("ino"), want.get("ctime_ns")):
         return None
+    from dtkguard.env.baseline import pyc_body_sha256, sha256_file
+
     same = (
         pyc_body_sha256(path) == want.get("code")
         if want.get("pyc")
@@ -146,6 +147,8 @@ def repair(es: EnvStore, paths: Iterable[str] | None = None) -> list[tuple[str, 
 
 
 def _put_back(es: EnvStore, path: str, want: dict, what: str) -> str:
+    import shutil
+
     parent = os.path.dirname(path)
     tmp = os.path.join(parent, f".{os.path.basename(path)}.dtkguard-restore")
     try:

@@ -5,20 +5,21 @@ records and compares vendor builds with them)."""
 from __future__ import annotations
 
 import binascii
-import csv
 import errno
 import hashlib
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CHUNK = 1 << 20
 
 #: one read buffer per thread, reused for every file (allocating 1 MiB per file cost more
-#: than hashing a small file)
-_LOCAL = threading.local()
+#: than hashing a small file); made on the first hash (threading is not imported before)
+_LOCAL: Any = None
 _DIGEST_SIZES: dict[str, int] = {}
 _CONSTRUCTORS: dict[str, Callable[[], Any]] = {}
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
@@ -33,6 +34,8 @@ def rows_of(text: str) -> Iterator[list[str] | None]:
         if '"' not in line:  # what csv makes of a line without quotes, at a tenth of the cost
             yield line.split(",")
             continue
+        import csv
+
         try:
             yield next(csv.reader([line]))
         except (csv.Error, StopIteration):
@@ -98,6 +101,11 @@ def hash_file(host: str, algo: str, confined: bool | str) -> tuple[str, bytes, i
 
 
 def _buffer() -> bytearray:
+    global _LOCAL
+    if _LOCAL is None:
+        import threading
+
+        _LOCAL = threading.local()
     buf = getattr(_LOCAL, "buf", None)
     if buf is None:
         buf = _LOCAL.buf = bytearray(CHUNK)

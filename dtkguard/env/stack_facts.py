@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dtkguard.env.device import Card
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.device import Card
 
 _NUMBERS = re.compile(r"\d+(?:\.\d+)*")
 

@@ -190,7 +190,18 @@ class CompiledPolicy:
 
     def deny_rule(self, name: str) -> DenyRule | None:
         key = canonical(name)
+        if not self._any_denied(key):
+            return None
         return next((rule for rule in self.deny if rule.matches(key)), None)
+
+    def _any_denied(self, key: str) -> bool:
+        """Does any deny pattern match ``key``? One regex of them all (fnmatch's translations
+        joined by ``|``), compiled once: a name no pattern matches is not tried one by one."""
+        union = self.__dict__.get("_deny_union")
+        if union is None:
+            union = re.compile("|".join(fnmatch.translate(r.pattern) for r in self.deny) or "(?!)")
+            object.__setattr__(self, "_deny_union", union)
+        return union.match(key) is not None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,9 +15,13 @@ MAX_POLICY_BYTES = 256 << 10
 
 def bundled_dir() -> Path:
     """The folder of the policies shipped inside the package (or of a source checkout)."""
-    installed = Path(__file__).resolve().parents[1] / "policies"
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "policies"
     if installed.is_dir():
         return installed
+    checkout = package.parent  # a source checkout (on PYTHONPATH, or installed editable)
+    if (checkout / "pyproject.toml").is_file() and (checkout / "policies").is_dir():
+        return checkout / "policies"
     from importlib import resources  # an editable install maps the package elsewhere
 
     try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dtkguard.findings import Severity
 from dtkguard.report.sanitize import terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.report.model import Report
 
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}

@@ -101,15 +101,36 @@ def baseline_files(env: Environment) -> list[tuple[str, Path]]:
     return list(found.values())
 
 
+def load_baseline(env: Environment, host: Path) -> dict[str, Any] | None:
+    """`dtkguard.env.baseline.load` of ``host`` (confined to ``env``'s root), read once per
+    environment and run: the vendor and baseline families both read the store's baseline. An
+    `InputError` is raised again on every call."""
+    from dtkguard.env.baseline import load
+    from dtkguard.errors import InputError
+
+    # kept on the Environment it was read for (not one of its fields), as its binaries are
+    memo: dict[str, Any] = env.__dict__.setdefault("_baselines", {})
+    key = str(host)
+    if key not in memo:
+        try:
+            memo[key] = load(host, env.root)
+        except InputError as exc:
+            memo[key] = exc
+    found = memo[key]
+    if isinstance(found, InputError):
+        raise found
+    return found
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    from dtkguard.env.baseline import load, restore_command
+    from dtkguard.env.baseline import restore_command
     from dtkguard.env.baseline import tampered as baseline_tampered
     from dtkguard.errors import InputError
 
     problem: str | None
     for inner, host in baseline_files(ctx.env):
         try:
-            data = load(host, ctx.env.root)
+            data = load_baseline(ctx.env, host)
         except InputError as exc:
             data, problem = None, exc.message
         else:

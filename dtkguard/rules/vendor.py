@@ -69,7 +69,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
     policy = ctx.policy.decision_json()
     for dist in ctx.env:
-        if ctx.policy.vendor_build(dist.name) is None:
+        if ctx.policy.vendor.get(dist.key) is None:  # vendor_build, by the name's cached key
             continue
         for p in judge_dist(policy, dist.name, dist.version):
             if p.rule in ("vendor-replaced", "vendor-mismatch"):
@@ -91,11 +91,11 @@ def _baseline_versions(ctx: CheckContext) -> dict[str, str] | None:
     broke since is reported."""
     from dtkguard.env.baseline import load
     from dtkguard.errors import InputError
-    from dtkguard.rules.baseline import baseline_files
+    from dtkguard.rules.baseline import baseline_files, load_baseline
 
     for _, host in baseline_files(ctx.env):
         try:
-            data = load(host)
+            data = load_baseline(ctx.env, host) if ctx.env.root.is_host else load(host)
         except InputError:
             return None
         if data:
@@ -109,12 +109,12 @@ def deps_check(ctx: CheckContext) -> Iterator[Finding]:
     unchanged env does not import packaging's requirement parser again."""
     dists = {d.key: d for d in reversed(list(ctx.env))}  # the first on sys.path wins
     requires = {
-        k: d.requires_dist for k, d in dists.items() if ctx.policy.vendor_build(d.name) is not None
+        k: d.requires_dist for k, d in dists.items() if ctx.policy.vendor.get(k) is not None
     }
     versions = {k: d.version for k, d in dists.items()}
     python = getattr(ctx.env.target, "python_version", None)
     marks = {"python_version": ".".join(str(python).split(".")[:2])} if python else None
-    pins = {k: ctx.policy.vendor_build(d.name) for k, d in dists.items()}
+    pins = {k: ctx.policy.vendor.get(k) for k in dists}
     before = _baseline_versions(ctx)
     for evidence, message in _judged(requires, versions, before, marks, pins):
         vendor = dists[evidence["vendor"]]

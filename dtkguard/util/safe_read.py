@@ -62,19 +62,51 @@ def open_regular(
     inside a root. ``buffering`` as for `open` (0: unbuffered, the default; -1: buffered).
     ``root``: a `dtkguard.env.root.Root` whose ``open`` opens ``path`` confined to it.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if root is not None:
-        fd = root.open(path, flags, follow=follow)  # type: ignore[attr-defined]
-    else:
-        fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    fd, _ = _regular_fd(path, follow, root)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(f"not a regular file ({_kind(mode)})")
         return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
+
+
+def _regular_fd(path: str | os.PathLike[str], follow: bool, root: Any) -> tuple[int, int]:
+    """(descriptor, size) of a regular file, opened as `open_regular` opens it."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if root is not None:
+        fd = root.open(path, flags, follow=follow)
+    else:
+        fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"not a regular file ({_kind(st.st_mode)})")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def _read_fd(fd: int, limit: int, size: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd``, counting what was actually read. Each read asks for
+    what fstat's ``size`` says is left and one byte more (a read allocates what it asks for: a
+    megabyte for a 1 KB file cost more than reading it), and a short read that ends at ``size``
+    is the end (no read call to be told so)."""
+    chunks = []
+    left, total = limit, 0
+    while left > 0:
+        want = min(left, 1 << 20)
+        if total < size:
+            want = min(want, size - total + 1)
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+        total += len(chunk)
+        if len(chunk) < want and total == size:
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_at_most(fh: BinaryIO, limit: int) -> bytes:
@@ -94,8 +126,11 @@ def read_head(
     path: str | os.PathLike[str], limit: int, *, follow: bool = True, root: object | None = None
 ) -> bytes:
     """The first ``limit`` bytes of a regular file (the rest, if any, is not read)."""
-    with open_regular(path, follow=follow, root=root) as fh:
-        return read_at_most(fh, limit)
+    fd, size = _regular_fd(path, follow, root)
+    try:
+        return _read_fd(fd, limit, size)
+    finally:
+        os.close(fd)
 
 
 def read_capped(
@@ -107,8 +142,11 @@ def read_capped(
     root: object | None = None,
 ) -> bytes:
     """The whole of a regular file of at most ``limit`` bytes; `TooLarge` names the limit."""
-    with open_regular(path, follow=follow, root=root) as fh:
-        data = read_at_most(fh, limit + 1)
+    fd, size = _regular_fd(path, follow, root)
+    try:
+        data = _read_fd(fd, limit + 1, size)
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise TooLarge(f"{what} larger than the limit of {human_bytes(limit)}", limit)
     return data

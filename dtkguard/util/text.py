@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: integers in any JSON dtkguard reads are offsets, sizes or counts: far below this many digits
 MAX_INT_DIGITS = 64
