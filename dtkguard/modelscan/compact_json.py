@@ -12,7 +12,6 @@ parse accepts with the same result (tests/modelscan/test_compact_json.py holds t
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from operator import gt, itemgetter
 from typing import Any
@@ -23,7 +22,6 @@ _META = '{"__metadata__":'
 #: what lies between the strings of a tensor entry: ``"NAME":{"dtype":"DT","shape":[S],
 #: "data_offsets":[B,E]},`` splits on ``"`` into 10 pieces, these at the fixed places
 _ENTRY_FIXED = ((2, ":{"), (3, "dtype"), (4, ":"), (6, ","), (7, "shape"), (9, "data_offsets"))
-_JSON_WS = re.compile(r"[ \t\n\r]*")
 _INNER_SHAPE = itemgetter(slice(2, -2))
 _INNER_OFFSETS = itemgetter(slice(2, -3))
 
