@@ -284,8 +284,7 @@ class _Planner:
         hexrows = 0
         sha256 = _sha256_row(plain_site, self.root.is_host, owner)
         for row in rows_of(text):
-            job = sha256(row)  # the usual row, planned in a few steps; None: the full way
-            if job is not None:
+            if (job := sha256(row)) is not None:  # the usual row, planned in a few steps
                 jobs.append(job)
                 continue
             if row is None or len(row) != 3:
@@ -297,12 +296,7 @@ class _Planner:
             plain = plain_site is not None and _plain(rel)
             inner = f"{plain_site}/{rel}" if plain else lexical(site_inner, rel)
             if inner is None or (not plain and not under(inner, prefix)):
-                issue(
-                    "outside",
-                    rel,
-                    f"RECORD row points outside the environment ({prefix}); not read",
-                    row=rel,
-                )
+                _outside(issue, rel, prefix)
                 continue
             if not hash_field:
                 if rel.endswith(".pyc"):
@@ -359,6 +353,12 @@ class _Planner:
             located = self.host_path(path)
             if located and not self.root.lexists(located[0]):
                 issue("missing", path, "listed in RECORD (without a hash) but not on disk")
+
+
+def _outside(issue: Callable[..., None], rel: str, prefix: str) -> None:
+    issue(
+        "outside", rel, f"RECORD row points outside the environment ({prefix}); not read", row=rel
+    )
 
 
 def record_jobs(dist: Dist, root: Root) -> tuple[list[Job], list[Issue]]:
