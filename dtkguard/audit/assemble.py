@@ -13,6 +13,9 @@ from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from concurrent.futures import Future
+
     from dtkguard.audit.request import Opened
     from dtkguard.policy.compiled import CompiledPolicy
     from dtkguard.report import Report
@@ -38,7 +41,8 @@ def audit(request: AuditRequest) -> Report:
         raise InputError("must be at least 1", field="--workers")
     opened = open_request(request)
     env = opened.env
-    extra, facts = _inputs(opened, request)
+    verifying = _start_verify(opened, request)
+    extra, facts = _inputs(opened, request, verifying)
     inventory = []
     if request.inventory:
         from dtkguard.audit.inventory import components
@@ -73,8 +77,37 @@ def rules_run(request: AuditRequest) -> list[str]:
     return checked_by(families)
 
 
-def _inputs(opened: Opened, request: AuditRequest) -> tuple[dict, dict]:
-    """(``ctx.extra`` for the rules, the report's facts)."""
+def _start_verify(opened: Opened, request: AuditRequest) -> Future | None:
+    """``--verify-files`` started on a thread of its own: the files hash (hashlib and the
+    reads release the GIL) while the audit gathers its other inputs and loads its checks."""
+    if not request.verify_files:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dtkguard.audit.verify import verify
+
+    env = opened.env
+    pool = ThreadPoolExecutor(1, thread_name_prefix="dtkguard-verify")
+    try:
+        return pool.submit(
+            verify, env.dists, env.root, workers=request.workers, progress_stream=sys.stderr
+        )
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _load_checks(families: Iterable[str]) -> None:
+    """Import the checks the audit will run (while the files hash)."""
+    from dtkguard.rules.engine import load_check
+
+    for family in families:
+        load_check(family)
+
+
+def _inputs(
+    opened: Opened, request: AuditRequest, verifying: Future | None = None
+) -> tuple[dict, dict]:
+    """(``ctx.extra`` for the rules, the report's facts); ``verifying``: `_start_verify`'s."""
     from dtkguard.audit.facts import device_facts, process_environ
 
     env, policy = opened.env, opened.policy
@@ -97,13 +130,19 @@ def _inputs(opened: Opened, request: AuditRequest) -> tuple[dict, dict]:
         extra["lock"] = lock
         facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}
     if request.verify_files:
-        from dtkguard.audit.verify import verify
-
-        result = verify(env.dists, env.root, workers=request.workers, progress_stream=sys.stderr)
-        extra["verification"] = result
-        facts["verification"] = result.summary()
+        facts["verification"] = None  # its place among the facts; filled below
     if request.models or request.processes:
         extra["fp8"], extra["card"] = fp8_inputs(request, policy, facts)
+    if request.verify_files:
+        if verifying is None:
+            verifying = _start_verify(opened, request)
+        assert verifying is not None
+        from dtkguard.rules.engine import CHECKS
+
+        _load_checks(CHECKS)
+        result = verifying.result()
+        extra["verification"] = result
+        facts["verification"] = result.summary()
     return extra, facts
 
 

@@ -26,9 +26,7 @@ def scan_models(request: ModelScanRequest) -> Report:
     read (problems: the command exits 2 on them even without findings)."""
     import os
 
-    from dtkguard.env.device import read_card_series
     from dtkguard.errors import InputError
-    from dtkguard.modelscan.bom import model_items
     from dtkguard.modelscan.scan import scan, unread_paths
     from dtkguard.policy.load import load_policy
     from dtkguard.report import Report
@@ -40,7 +38,12 @@ def scan_models(request: ModelScanRequest) -> Report:
         if not os.path.lexists(path):
             raise InputError("no such file or folder", file=path)
     policy = load_policy(request.policy, known_rule=is_known)
-    cards = [request.card] if request.card else read_card_series()
+    if request.card:
+        cards = [request.card]
+    else:
+        from dtkguard.env.device import read_card_series
+
+        cards = read_card_series()
     card = pick_card(cards, policy)
     scans = scan(request.paths)
     findings = apply_exceptions(policy, fp8_findings(scans, policy, card), housekeeping=False)
@@ -65,5 +68,11 @@ def scan_models(request: ModelScanRequest) -> Report:
         facts=facts,
         warnings=problems,
         rules=[r.id for r in RULES],
-        inventory=model_items(scans) if request.inventory else [],
+        inventory=_inventory(scans) if request.inventory else [],
     )
+
+
+def _inventory(scans: list) -> list:
+    from dtkguard.modelscan.bom import model_items
+
+    return model_items(scans)

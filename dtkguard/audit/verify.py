@@ -17,6 +17,7 @@ Files not in RECORD (uv never records ``.pyc``; runtime ``__pycache__``) are not
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import os
 import posixpath
@@ -40,6 +41,8 @@ FILE_COST = 32 << 10
 #: batches per worker: few round trips to a worker, and enough to even out a slow one
 BATCHES_PER_WORKER = 8
 SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_new = tuple.__new__  # Job(...) without the named tuple's Python-level __new__
 _SIGNATURE_TAILS = tuple(f"/{name}" for name in SIGNATURES)
 
 
@@ -147,6 +150,40 @@ def _plain_site(site_inner: str, prefix: str) -> str | None:
     return site_inner
 
 
+def _sha256_row(
+    plain_site: str | None, host: bool, owner: int
+) -> Callable[[list[str] | None], Job | None]:
+    """The job of a row as pip and uv write nearly all of them (``plain/path,sha256=<43
+    urlsafe base64>,<size>`` under a site on the host root), or None: the full planning
+    decides. Makes the same job the full planning makes of such a row."""
+    if plain_site is None or not host:
+        return lambda row: None
+    base = f"{plain_site}/"
+
+    def job(row: list[str] | None) -> Job | None:
+        if row is None or len(row) != 3:
+            return None
+        rel, hash_field, size_field = row
+        if (
+            len(hash_field) != 50
+            or not hash_field.startswith("sha256=")
+            or rel.endswith(_SIGNATURE_TAILS)
+            or not _plain(rel)
+            or not size_field.isdecimal()
+        ):
+            return None
+        try:  # `decode_digest` of a 43-character value, without its steps
+            digest = binascii.a2b_base64(hash_field[7:].encode("ascii").translate(_URLSAFE) + b"=")
+        except ValueError:  # binascii.Error too
+            return None
+        if len(digest) != 32:
+            return None
+        inner = base + rel
+        return _new(Job, (inner, "sha256", digest, int(size_field), owner, inner, False, ""))
+
+    return job
+
+
 class _Planner:
     """Turns dists into jobs and dist-level issues."""
 
@@ -245,7 +282,11 @@ class _Planner:
         hashless: list[str] = []
         malformed = 0
         hexrows = 0
+        sha256 = _sha256_row(plain_site, self.root.is_host, owner)
         for row in rows_of(text):
+            if (job := sha256(row)) is not None:  # the usual row, planned in a few steps
+                jobs.append(job)
+                continue
             if row is None or len(row) != 3:
                 malformed += 1
                 continue
@@ -255,12 +296,7 @@ class _Planner:
             plain = plain_site is not None and _plain(rel)
             inner = f"{plain_site}/{rel}" if plain else lexical(site_inner, rel)
             if inner is None or (not plain and not under(inner, prefix)):
-                issue(
-                    "outside",
-                    rel,
-                    f"RECORD row points outside the environment ({prefix}); not read",
-                    row=rel,
-                )
+                _outside(issue, rel, prefix)
                 continue
             if not hash_field:
                 if rel.endswith(".pyc"):
@@ -283,7 +319,7 @@ class _Planner:
             if located is None:
                 issue("unreadable", inner, "its directory cannot be resolved inside the root")
                 continue
-            size = int(size_field) if size_field.isdigit() else None
+            size = int(size_field) if size_field.isdecimal() else None  # "²" is a digit
             script = not plain and not under(inner, site_inner)
             jobs.append(Job(located[0], algo, digest, size, owner, inner, script, located[1]))
         return hashless, malformed, hexrows
@@ -317,6 +353,12 @@ class _Planner:
             located = self.host_path(path)
             if located and not self.root.lexists(located[0]):
                 issue("missing", path, "listed in RECORD (without a hash) but not on disk")
+
+
+def _outside(issue: Callable[..., None], rel: str, prefix: str) -> None:
+    issue(
+        "outside", rel, f"RECORD row points outside the environment ({prefix}); not read", row=rel
+    )
 
 
 def record_jobs(dist: Dist, root: Root) -> tuple[list[Job], list[Issue]]:
@@ -463,13 +505,23 @@ def verify(
     advance, stop = _progress(
         sum(j.size or 0 for j in jobs), progress_stream if progress_stream else sys.stderr
     )
+    found: dict[int, list[Issue]] = {}
+
+    def judge(batch: int, indices: list[int], results: list[tuple[str, bytes, int, bytes]]) -> None:
+        """Classify a batch as it comes back, while the others hash (issues in job order)."""
+        issues: list[Issue] = []
+        found[batch] = issues
+        for i, result in zip(indices, results, strict=True):
+            job = jobs[i]
+            _classify(job, result, dists[job.owner], root, out, issues)
+        advance(sum(r[2] for r in results))
+
     try:
-        results = _hash_jobs(jobs, workers, out.executor, advance)
+        _hash_jobs(jobs, workers, out.executor, judge)
     finally:
         stop()
-    for job, result in zip(jobs, results, strict=True):
-        assert result is not None
-        _classify(job, result, dists[job.owner], root, planner, out)
+    for batch in sorted(found):
+        out.issues.extend(found[batch])
     out.seconds = time.perf_counter() - start
     return out
 
@@ -482,32 +534,30 @@ def _choose_executor(executor: str, jobs: list[Job], workers: int) -> str:
 
 
 def _hash_jobs(
-    jobs: list[Job], workers: int, executor: str, advance: Callable[[int], None]
-) -> list[tuple[str, bytes, int, bytes] | None]:
-    """The result of every job, hashed batch by batch here or on a pool of ``executor``."""
+    jobs: list[Job],
+    workers: int,
+    executor: str,
+    judge: Callable[[int, list[int], list[tuple[str, bytes, int, bytes]]], None],
+) -> None:
+    """Hash every job, batch by batch here or on a pool of ``executor``; ``judge(batch number,
+    job indices, results)`` runs here as each batch comes back."""
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
     batches = _batches(jobs, workers)
-    results: list[tuple[str, bytes, int, bytes] | None] = [None] * len(jobs)
-
-    def done(batch: list[int], res: list[tuple[str, bytes, int, bytes]]) -> None:
-        for i, r in zip(batch, res, strict=True):
-            results[i] = r
-        advance(sum(r[2] for r in res))
 
     def work(batch: list[int]) -> list[tuple[str, str, str]]:
         return [(jobs[i].host, jobs[i].algo, jobs[i].confined) for i in batch]
 
     if workers == 1 or len(batches) <= 1:
-        for batch in batches:
-            done(batch, _hash_batch(work(batch)))
-        return results
+        for k, batch in enumerate(batches):
+            judge(k, batch, _hash_batch(work(batch)))
+        return
     pool_cls = ProcessPoolExecutor if executor == "process" else ThreadPoolExecutor
     with pool_cls(max_workers=workers) as pool:
-        futures = {pool.submit(_hash_batch, work(b)): b for b in batches}
+        futures = {pool.submit(_hash_batch, work(b)): k for k, b in enumerate(batches)}
         for future in as_completed(futures):
-            done(futures[future], future.result())
-    return results
+            k = futures[future]
+            judge(k, batches[k], future.result())
 
 
 def _classify(
@@ -515,14 +565,15 @@ def _classify(
     result: tuple[str, bytes, int, bytes],
     dist: Dist,
     root: Root,
-    planner: _Planner,
     out: Verification,
+    issues: list[Issue],
 ) -> None:
+    """Count ``job``'s file in ``out``; what is wrong with it goes to ``issues``."""
     status, digest, size, head = result
     record = f"{dist.location}/RECORD"
 
     def issue(kind: str, detail: str, **evidence: Any) -> None:
-        out.issues.append(Issue(kind, dist.key, dist.version, job.inner, record, detail, evidence))
+        issues.append(Issue(kind, dist.key, dist.version, job.inner, record, detail, evidence))
 
     if status == "symlink":  # a final symlink inside a confined root: resolve it there
         try:

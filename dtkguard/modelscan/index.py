@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from operator import methodcaller
+from functools import cached_property
+from typing import Any
 
 from dtkguard.modelscan.config import ConfigError, read_json
 from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
+from dtkguard.modelscan.names import Names
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096
@@ -19,17 +21,42 @@ MAX_INDEX = 32 * 1024 * 1024
 @dataclass
 class IndexInfo:
     path: str
-    tensors: int = 0
+    #: the ``weight_map`` names, in file order (counted on demand: only the names of missing
+    #: shards stand in for them)
+    names: list[str] = field(default_factory=list, repr=False)
     shards: list[str] = field(default_factory=list)
     shard_count: int = 0
-    scale_inv: int = 0
-    kv_scales: int = 0
-    packed: int = 0
-    #: ``*.weight_scale`` names: quantised weights of a format the names alone do not tell
-    weight_scales: int = 0
     #: the whole file is read
     bytes_read: int = 0
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def tensors(self) -> int:
+        return len(self.names)
+
+    def _ending(self, suffixes: str | tuple[str, ...]) -> int:
+        return self._endings.ending(suffixes)
+
+    @cached_property
+    def _endings(self) -> Names:
+        return Names(self.names)
+
+    @cached_property
+    def scale_inv(self) -> int:
+        return self._ending("_scale_inv")
+
+    @cached_property
+    def kv_scales(self) -> int:
+        return self._ending(KV_SCALE_SUFFIXES)
+
+    @cached_property
+    def packed(self) -> int:
+        return self._ending(("_blocks", ".blocks", ".weight_packed"))
+
+    @cached_property
+    def weight_scales(self) -> int:
+        """``*.weight_scale`` names: quantised weights of a format the names alone do not tell"""
+        return self._ending(".weight_scale")
 
 
 def _safe_shard(name: str) -> bool:
@@ -42,33 +69,31 @@ def _safe_shard(name: str) -> bool:
     )
 
 
-def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> IndexInfo:
-    """Parse an index; a malformed one raises :class:`ConfigError`."""
+def _weight_map(path: str | os.PathLike[str]) -> tuple[list[str], list[Any], int]:
+    """``(names, shard values, bytes read)`` of an index's ``weight_map``."""
     data, size = read_json(path, cap=MAX_INDEX, what="index")
     weight_map = data.pop("weight_map", None)
     del data
     if not isinstance(weight_map, dict):
         raise ConfigError("no weight_map object")
-    info = IndexInfo(path=str(path), tensors=len(weight_map), bytes_read=size)
-    names = weight_map.keys()
-    info.scale_inv = sum(map(methodcaller("endswith", "_scale_inv"), names))
-    info.kv_scales = sum(map(methodcaller("endswith", KV_SCALE_SUFFIXES), names))
-    info.weight_scales = sum(map(methodcaller("endswith", ".weight_scale"), names))
-    packed = ("_blocks", ".blocks", ".weight_packed")
-    info.packed = sum(map(methodcaller("endswith", packed), names))
-    # one pass, no copy of the values: a hostile index names a million distinct "shards"
-    distinct: set[str] = set()
-    unsafe = 0
-    for value in weight_map.values():
-        if type(value) is str:
-            distinct.add(value)
-        else:
-            unsafe += 1
+    return list(weight_map), list(weight_map.values()), size
+
+
+def read_index(path: str | os.PathLike[str], max_shards: int = MAX_SHARDS) -> IndexInfo:
+    """Parse an index; a malformed one raises :class:`ConfigError`."""
+    names, values, size = _weight_map(path)
+    info = IndexInfo(path=str(path), names=names, bytes_read=size)
+    # no copy of the values beyond the list: a hostile index names a million distinct "shards"
+    if set(map(type, values)) <= {str}:  # the usual index: one pass in C
+        distinct, unsafe = set(values), 0
+    else:
+        distinct = {v for v in values if type(v) is str}
+        unsafe = sum(1 for v in values if type(v) is not str)
     bad = {s for s in distinct if not _safe_shard(s)}
     if bad:
         distinct -= bad
-        unsafe += sum(1 for v in weight_map.values() if type(v) is str and v in bad)
-    del weight_map
+        unsafe += sum(1 for v in values if type(v) is str and v in bad)
+    del values
     info.shard_count = len(distinct)
     if unsafe:
         info.problems.append(f"{unsafe} weight_map entries name no plain shard file; ignored")

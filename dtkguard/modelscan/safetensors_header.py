@@ -2,7 +2,9 @@
 
 Layout: 8 bytes little-endian header length N, N bytes of UTF-8 JSON, then the tensor buffer.
 The length is checked against the file size and a cap before anything is allocated; the JSON
-is parsed strictly (duplicate keys rejected); offsets must lie inside the buffer.
+is parsed strictly (duplicate keys rejected); offsets must lie inside the buffer. A compact
+header (what the writers emit) takes `compact_json.header_tensors`, which accepts only what
+the strict parse accepts, with the same result; anything else takes the strict parse.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import json
 import os
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain
 from operator import gt, itemgetter
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from dtkguard.util.text import json_loads, parse_int_checked_after
 
@@ -40,7 +43,9 @@ class SafetensorsHeader:
     path: str
     header_len: int
     file_size: int
-    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    #: tensor names in header order, and the dtype of each (the verdict needs no more)
+    names: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -93,25 +98,56 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
         raw = _read_exact(fh, n)
     if len(raw) != n:
         raise HeaderError("truncated header")
+    return parse_header(str(path), raw, size)
+
+
+def parse_header(path: str, raw: bytes, size: int, fast: bool = True) -> SafetensorsHeader:
+    """The header ``raw`` (its N bytes) of the ``size``-byte file ``path``; ``fast=False``
+    skips the compact fast path (the tests hold the two equal)."""
+    from dtkguard.modelscan.compact_json import header_tensors
+
+    n = len(raw)
     if raw[:1] != b"{":
         raise HeaderError("header does not start with '{'")
     try:
         text = raw.decode("utf-8")
-        data = json_loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_reject_constant,
-            parse_int=parse_int_checked_after(),  # `_validate` bounds every integer to 48 bits
-        )
     except UnicodeDecodeError:
         raise HeaderError("header is not UTF-8") from None
+    if fast:
+        got = header_tensors(raw, text, size - 8 - n, _strict_decoder(), MAX_INT)
+        if got is not None:
+            meta, names, dtypes = got
+            return SafetensorsHeader(path, n, size, names, dtypes, meta or {})
+    return _validate(path, n, size, _strict_json(text))
+
+
+def _hooks() -> dict[str, Any]:
+    return {
+        "object_pairs_hook": _no_duplicates,
+        "parse_constant": _reject_constant,
+        "parse_int": parse_int_checked_after(),  # `_validate` bounds every integer to 48 bits
+    }
+
+
+def _strict_decoder() -> json.JSONDecoder:
+    return _decoder_with(parse_int_checked_after())
+
+
+@lru_cache(maxsize=2)
+def _decoder_with(parse_int: Any) -> json.JSONDecoder:
+    return json.JSONDecoder(**{**_hooks(), "parse_int": parse_int})
+
+
+def _strict_json(text: str) -> dict:
+    try:
+        data = json_loads(text, **_hooks())
     except json.JSONDecodeError as exc:
         raise HeaderError(f"header is not JSON: {exc.msg} at byte {exc.pos}") from None
     except ValueError as exc:  # nested too deeply, an integer of thousands of digits
         raise HeaderError(f"header is not usable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HeaderError("header is not a JSON object")
-    return _validate(str(path), n, size, data)
+    return data
 
 
 def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
@@ -155,12 +191,13 @@ def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
                     f"tensor {name!r}: data_offsets [{t.begin}, {t.end}] outside the "
                     f"{buffer_len}-byte buffer"
                 )
-    out.tensors = tensors
+    out.names = list(tensors)
+    out.dtypes = list(map(_DTYPE, records))
     return out
 
 
 _new = tuple.__new__
-_SHAPE, _BEGIN, _END = itemgetter(1), itemgetter(2), itemgetter(3)
+_DTYPE, _SHAPE, _BEGIN, _END = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 def _is_int(value: object) -> bool:

@@ -10,7 +10,8 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import methodcaller
+from itertools import compress, repeat
+from operator import contains, itemgetter, methodcaller
 
 from dtkguard.modelscan import dtypes
 from dtkguard.modelscan.config import (
@@ -26,6 +27,7 @@ from dtkguard.modelscan.config import (
 from dtkguard.modelscan.gguf import GgufError, read_gguf
 from dtkguard.modelscan.index import IndexInfo, read_index
 from dtkguard.modelscan.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
+from dtkguard.modelscan.names import Names
 from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals
 from dtkguard.modelscan.safetensors_header import HeaderError, SafetensorsHeader, read_header
 from dtkguard.util.safe_read import reason
@@ -115,44 +117,70 @@ _INTERESTING = frozenset({"U8", "I8"})
 
 
 def _add_tensors(scan: ModelScan, header: SafetensorsHeader) -> None:
-    """Histogram the dtypes; look at names only where the dtype or suffix calls for it."""
-    items = header.tensors
-    counts = Counter(info.dtype for info in items.values())
-    scan.tensors += len(items)
+    """Histogram the dtypes; look at names only where the dtype or suffix calls for it (each
+    look is one pass in C over the names: a checkpoint has hundreds of thousands)."""
+    names, dts = header.names, header.dtypes
+    counts = Counter(dts)
+    scan.tensors += len(names)
     scan.dtypes.update(counts)
-    names = list(items)
-    scan.scale_inv += sum(map(methodcaller("endswith", "_scale_inv"), names))
-    scan.kv_scales += sum(map(methodcaller("endswith", dtypes.KV_SCALE_SUFFIXES), names))
+    endings = Names(names)
+    scan.scale_inv += endings.ending("_scale_inv")
+    scan.kv_scales += endings.ending(dtypes.KV_SCALE_SUFFIXES)
     for marker in MARKER_TENSORS:
-        if marker not in scan.markers and any(n.rpartition(".")[2] == marker for n in names):
+        if marker not in scan.markers and endings.has_leaf(marker):
             scan.markers.append(marker)
     families = {d: dtypes.family(d) for d in counts}
     if not any(f != "other" for f in families.values()):
         # other quantisation matters only to a model without FP8/FP4 tensors (stale config)
-        scan.quant_tensors += sum(map(methodcaller("endswith", dtypes.QUANT_SUFFIXES), names))
-    wanted = {d: f for d, f in families.items() if d in _INTERESTING or f != "other"}
-    if not wanted:
-        return
-    for name, info in items.items():
-        fam = wanted.get(info.dtype)
-        if fam is None:
-            continue
-        dtype = info.dtype
-        if fam == "fp8":
-            (scan.fp8_scales if dtypes.is_scale_name(name) else scan.fp8_values)[dtype] += 1
-        elif fam == "e8m0":
-            scan.e8m0 += 1
-        elif fam == "fp4":
-            scan.fp4_values[dtype] += 1
-        elif dtype == "I8":
-            if ".experts." in name and name.rpartition(".")[2] == "weight":
-                scan.i8_experts += 1
-        elif dtypes.is_scale_name(name):
-            scan.u8_scales += 1
-        elif dtypes.is_packed_fp4_name(name):
-            scan.packed_u8 += 1
-        elif name.rpartition(".")[2] == "weight":
-            scan.u8_weights += 1
+        scan.quant_tensors += endings.ending(dtypes.QUANT_SUFFIXES)
+    _add_fp8(scan, names, dts, [d for d, f in families.items() if f == "fp8"])
+    for dtype, fam in families.items():
+        if dtype in _INTERESTING or fam in ("e8m0", "fp4"):
+            _add_family(scan, dtype, fam, list(compress(names, map(dtype.__eq__, dts))))
+
+
+def _add_fp8(scan: ModelScan, names: list[str], dts: list[str], fp8: list[str]) -> None:
+    """Count FP8 tensors as scales (`dtypes.is_scale_name`) or values, each dtype entering its
+    counter at its first tensor there (the order `_histogram` breaks ties by)."""
+    adds = []
+    for dtype in fp8:
+        chosen = list(map(dtype.__eq__, dts))
+        scale = _scale_flags(list(compress(names, chosen)))
+        where = list(compress(range(len(dts)), chosen)) if len(fp8) > 1 else None
+        for counter, flag in ((scan.fp8_scales, True), (scan.fp8_values, False)):
+            if flag in scale:
+                first = where[scale.index(flag)] if where else 0
+                adds.append((first, counter, dtype, scale.count(flag)))
+    for _, counter, dtype, n in sorted(adds, key=itemgetter(0)):
+        counter[dtype] += n
+
+
+def _scale_flags(names: list[str]) -> list[bool]:
+    """`dtypes.is_scale_name` of each name: "scale" in the last dotted part (looked for there
+    only in names that hold it at all)."""
+    flags = list(map(contains, names, repeat("scale")))
+    for i in compress(range(len(flags)), flags):
+        flags[i] = "scale" in names[i].rpartition(".")[2]
+    return flags
+
+
+def _add_family(scan: ModelScan, dtype: str, fam: str, names: list[str]) -> None:
+    """Count the ``names`` of one E8M0, FP4, U8 or I8 ``dtype`` by what they hold."""
+    if fam == "e8m0":
+        scan.e8m0 += len(names)
+    elif fam == "fp4":
+        scan.fp4_values[dtype] += len(names)
+    elif dtype == "I8":
+        experts = filter(methodcaller("__contains__", ".experts."), names)
+        scan.i8_experts += sum(map(methodcaller("endswith", ".weight"), experts))
+    else:
+        for name in names:
+            if dtypes.is_scale_name(name):
+                scan.u8_scales += 1
+            elif dtypes.is_packed_fp4_name(name):
+                scan.packed_u8 += 1
+            elif name.rpartition(".")[2] == "weight":
+                scan.u8_weights += 1
 
 
 def _read_safetensors(scan: ModelScan, path: str) -> None:

@@ -12,15 +12,17 @@ from collections.abc import Callable, Iterable, Iterator
 
 from dtkguard.findings import Finding, sort_key
 from dtkguard.rules.catalog import EXCEPTION_EXPIRED, EXCEPTION_UNUSED, FAMILIES
-from dtkguard.rules.context import CheckContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as _dt
 
     from dtkguard.policy.compiled import CompiledPolicy
+    from dtkguard.rules.context import CheckContext
 
-Check = Callable[[CheckContext], Iterable[Finding]]
+#: a check (the context is imported for type checkers only: scan-model applies exceptions
+#: without the environment stack it imports)
+Check = Callable[["CheckContext"], Iterable[Finding]]
 
 #: family -> "module:function" (families are registered in `dtkguard.rules.catalog.FAMILIES`)
 CHECKS: dict[str, str] = {family: f"{module}:check" for family, module in FAMILIES.items()}

@@ -13,9 +13,12 @@ from typing import Any
 from dtkguard.findings import Finding, Severity
 from dtkguard.modelscan.detect import KIND, detect
 from dtkguard.modelscan.scan import ModelScan, scan
-from dtkguard.modelscan.serving import Request, ServingProcess
 from dtkguard.policy.compiled import Fp8Rule
 from dtkguard.rules.rule_info import RuleInfo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.modelscan.serving import Request, ServingProcess
 
 #: the rules this family reports, with their default severity (collected by
 #: `dtkguard.rules.catalog`)
@@ -181,10 +184,10 @@ def fp8_findings(
 ) -> Iterator[Finding]:
     """Findings for scanned models and serving processes (``scan()``/``scan_processes()``)."""
     for item in scans:
-        if isinstance(item, ServingProcess):
-            yield from serving_findings(item, policy, card)
-        else:
+        if isinstance(item, ModelScan):  # not `serving`'s type: scan-model never imports it
             yield from model_findings(item, policy, card)
+        else:
+            yield from serving_findings(item, policy, card)
 
 
 def check(ctx: Any) -> Iterator[Finding]:
