@@ -69,7 +69,7 @@ class EnvFiles:
             for d in self.env:
                 if d.key in self.policy["vendor"] and d.path.name.endswith(".dist-info"):
                     site = os.path.realpath(d.site)
-                    vendor[d.key] = [f"{site}/{r}" for r in removal_rows(d.path)]
+                    vendor[d.key] = [f"{site}/{t}" for t in _site_entries(d.path)]
 
             def kind_of(path: str) -> str | None:
                 return guarded.protected_kind(path, self.sites, self.scripts, self.table)
@@ -109,6 +109,18 @@ class EnvFiles:
             "data": prefix,
             "headers": os.path.join(prefix, "include"),
         }
+
+
+def _site_entries(info: Path) -> list[str]:
+    """The site-level entries of a dist's RECORD (and its ``__pycache__`` files): all the
+    decision needs to know which import names it provides (as the hook's ``_vendor_tops``)."""
+    tops: dict[str, None] = {}
+    for rel in removal_rows(info):
+        first, _, rest = rel.partition("/")
+        if first == "__pycache__":
+            first += "/" + rest.split("/", 1)[0]
+        tops[first] = None
+    return list(tops)
 
 
 def removal_rows(info: Path) -> list[str]:
