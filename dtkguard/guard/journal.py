@@ -594,8 +594,9 @@ def _drop_added(rb: _Rollback, i: int, raw: str, known: dict[tuple[int, str], En
             if rb.made(i, rel, full, st, known):
                 _remove(full)
                 rb.fixed += 1
-            elif st.st_ctime_ns >= rb.txn.started_ns:  # made or changed since, not by it
-                rb.unaccounted.append(full)
+            elif st.st_ctime_ns >= rb.txn.started_ns and (i, rel.split("/", 1)[0]) not in known:
+                rb.unaccounted.append(full)  # made since, not by it (inside what was there
+                # before, a file is not listed: the pip hook's build journal watches those)
             continue
         if rb.ours(full, st) or (e is not None and e.kind in ("f", "d", "l")):
             _remove(full)
