@@ -251,6 +251,7 @@ def main() -> int:
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     parser.add_argument("--native-mb", type=int, default=300, help="size of the native .so")
     parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
+    parser.add_argument("--only-uv", action="store_true", help="only the dtkuv against uv cases")
     args = parser.parse_args()
     if args.smoke:
         args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 50
@@ -288,15 +289,9 @@ def main() -> int:
             check=True,
             capture_output=True,
         )
-        start = [str(plain.python), "-c", "pass"], [str(guarded.python), "-c", "pass"]
-        medians = pair((start[0], env), (start[1], env), args.runs)
-        show("python -c pass", ("plain", "hooked"), medians, args.runs)
-        bench_import(plain.python, guarded.python, env, args.runs)
         req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
-        pip_cmd = [str(guarded.python), "-m", "pip", *req]
-        dtkpip_cmd = [*dtk, "pip", "--python", str(guarded.python), *req]
-        medians = pair((pip_cmd, env), (dtkpip_cmd, denv), args.pip_runs)
-        show("install torch (satisfied)", ("pip", "dtkpip"), medians, args.pip_runs)
+        if not args.only_uv:
+            bench_pip(plain, guarded, env, dtk, denv, req, args)
         uenv = {**env, "UV_CACHE_DIR": str(base / "uv-cache")}
         ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
         medians = pair(
@@ -304,6 +299,8 @@ def main() -> int:
         )
         show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
         uv_set_pair(guarded.python, dtk, denv, uenv, args.pip_runs)
+        if args.only_uv:
+            return 0
         install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
         label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
         install_pair(label, (plain, guarded), install, "many-files", env, args.pip_runs)
@@ -320,6 +317,18 @@ def main() -> int:
         )
         bench_native(base, plain.python, guarded.python, env, args)
     return 0
+
+
+def bench_pip(plain, guarded, env, dtk, denv, req, args) -> None:
+    """Interpreter start, ``import torch`` and dtkpip's satisfied install against pip's."""
+    start = [str(plain.python), "-c", "pass"], [str(guarded.python), "-c", "pass"]
+    medians = pair((start[0], env), (start[1], env), args.runs)
+    show("python -c pass", ("plain", "hooked"), medians, args.runs)
+    bench_import(plain.python, guarded.python, env, args.runs)
+    pip_cmd = [str(guarded.python), "-m", "pip", *req]
+    dtkpip_cmd = [*dtk, "pip", "--python", str(guarded.python), *req]
+    medians = pair((pip_cmd, env), (dtkpip_cmd, denv), args.pip_runs)
+    show("install torch (satisfied)", ("pip", "dtkpip"), medians, args.pip_runs)
 
 
 #: a small real set from the offline cache: rich (markdown-it-py, mdurl, pygments), tomlkit

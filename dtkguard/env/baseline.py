@@ -142,10 +142,12 @@ def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, An
     a regular file, past `MAX_BASELINE_BYTES`, not JSON (nesting, huge integers), or a field
     of the wrong type (`validate`)."""
     from dtkguard.util.safe_read import read_capped, reason
-    from dtkguard.util.text import json_loads
+    from dtkguard.util.text import json_loads, parse_int_checked_after
 
     try:
-        data = json_loads(read_capped(path, MAX_BASELINE_BYTES, what="baseline", root=root))
+        raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline", root=root)
+        # `validate` checks every integer's type; the interpreter bounds their digits
+        data = json_loads(raw, parse_int=parse_int_checked_after())
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -51,18 +51,19 @@ def stamp(python: str) -> list:
     ]
 
 
-def _file(python: str) -> Path:
+def _file(python: str, question: str = "") -> Path:
     from dtkguard.util.cache_dir import cache_root
 
     key = hashlib.sha256(os.fsencode(os.path.abspath(python))).hexdigest()
-    return cache_root() / "interpreters" / f"{key}.json"
+    return cache_root() / "interpreters" / f"{key}{'.' + question if question else ''}.json"
 
 
-def cached(python: str, ask: Callable[[], list[str]]) -> list[str]:
+def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> list[str]:
     """``ask()`` (the interpreter's answer, a list of strings), or the kept answer when the
-    stamp is the same as when it was kept."""
+    stamp is the same as when it was kept; ``question`` names what ``ask`` asks when it is
+    not the sys.path of `dtkguard.env.environment.describe_python` (one file per question)."""
     now = stamp(python)
-    path = _file(python)
+    path = _file(python, question)
     try:
         entry = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
         if (

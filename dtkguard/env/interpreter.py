@@ -60,8 +60,9 @@ def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
     from dtkguard.env.environment import ask_interpreter_fields
+    from dtkguard.env.interp_cache import cached
 
-    values = ask_interpreter_fields(exe, _CODE, "its paths")
+    values = cached(exe, lambda: ask_interpreter_fields(exe, _CODE, "its paths"), "paths")
     if len(values) != len(_FIELDS):
         from dtkguard.errors import TargetError
 

@@ -40,8 +40,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
+    from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.journal import Transaction
+    from dtkguard.guard.run_effects import Watch
     from dtkguard.guard.verdict import Verdict
 
 #: the ``uv pip`` subcommands that change an environment
@@ -135,6 +138,10 @@ class _Run:
         self.env = dict(os.environ)
         #: canonical names the plan installs or removes (the journal snapshots only these)
         self.touches: list[str] | None = None
+        #: the environment before the change, its file facts, and the hook's build journal of it
+        self.before: Environment | None = None
+        self.files: EnvFiles | None = None
+        self.watch: Watch | None = None
         self.env.pop(overrides.ENV_VAR, None)
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
         # folder (from the command line or, for a refusal, from uv's config: site-packages)
@@ -151,7 +158,46 @@ class _Run:
                 return run_uv(self.uv, [*self.args, *pins], self.env, capture=False).returncode
             if self.sub.command == "uninstall":
                 return self._uninstall()
-            return self._install(pins)
+            from dtkguard.guard.run_effects import Refused
+
+            try:
+                self.start_watch()
+                return self._install(pins)
+            except Refused as exc:
+                return self.stop(exc.problems, self.put_back())
+
+    def start_watch(self) -> None:
+        """The environment as it is before uv's first run, and the hook's build journal of
+        what uv's builds and install must not change (`dtkguard.guard.run_effects`)."""
+        from dtkguard.env.environment import from_python
+        from dtkguard.guard.file_effects import EnvFiles
+        from dtkguard.guard.run_effects import Watch
+
+        self.before = from_python(self.interp.python)
+        self.files = EnvFiles(self.interp, self.before, self.policy.to_json())
+        self.watch = Watch(self.interp, self.files.policy, self.files)
+
+    def put_back(self) -> str:
+        """Put back what uv changed of the watched files; said in one sentence ("" if none)."""
+        from dtkguard.guard.run_effects import put_back_said
+
+        return put_back_said(self.watch) if self.watch is not None else ""
+
+    def dry(self, args: list[str], requested: set[str]) -> Plan:
+        """uv's dry run, then what code it ran (an sdist's build) changed: `Refused`, or with
+        an override put back and recorded."""
+        from dtkguard.guard.run_effects import Refused
+
+        plan = uv_dry_run(self.uv, args, self.env, requested)
+        if self.watch is not None:
+            try:
+                self.watch.after_dry_run()
+            except Refused as exc:
+                if not self.reason:
+                    raise
+                said = self.put_back()
+                self.record([f"{p.rule}: {p.message}; {said}" for p in exc.problems])
+        return plan
 
     def requested(self) -> set[str]:
         if self.sub.command == "sync":
@@ -159,7 +205,7 @@ class _Run:
         return {requirement_name(a) for a in self.sub.positionals()}
 
     def plan(self, pins: list[str]) -> Plan:
-        return uv_dry_run(self.uv, [*self.args, "--dry-run", *pins], self.env, self.requested())
+        return self.dry([*self.args, "--dry-run", *pins], self.requested())
 
     def _install(self, pins: list[str]) -> int:
         from dtkguard.guard.progress import planning, requested_count
@@ -184,10 +230,10 @@ class _Run:
         if not plan.install and not plan.remove and not failed_with_pins:
             _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
             return self.untouched(0)
-        from dtkguard.env.environment import from_python
         from dtkguard.guard.verdict import judge, say_unjudged
 
-        before = from_python(self.interp.python)
+        before = self.before
+        assert before is not None
         verdict = judge(before, plan, self.policy, self.interp.purelib, self.locate)
         _say(say_unjudged("dtkuv", verdict))
         if not verdict.blocked:  # a blocked plan gets dtkpip's explanation, files or not
@@ -207,7 +253,7 @@ class _Run:
             _say(quiet_output(plan))
             return self.untouched(0)
         self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
-        return self.real([*self.args, *pins])
+        return self.real([*self.args, *pins], plan)
 
     def _veto(self, verdict: Verdict, pins: list[str], failed_with_pins: bool) -> int:
         """Refuse a blocked plan with dtkpip's explanation and judged suggestions."""
@@ -216,7 +262,7 @@ class _Run:
 
         def probe(args: list[str]) -> Plan:
             cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
-            return uv_dry_run(self.uv, [*cmd, *args, *pins], self.env, self.requested())
+            return self.dry([*cmd, *args, *pins], self.requested())
 
         instead = suggestions(
             verdict, self.policy, self.interp.python, self.sub, Path(), self.env,
@@ -279,22 +325,25 @@ class _Run:
         (`dtkguard.guard.file_effects`): the exit code when that stops it, else None."""
         from dtkguard.guard.file_effects import judge_plan
 
-        problems, unseen = judge_plan(self.interp, before, self.policy.to_json(), plan, self.locate)
-        if unseen:
-            _say(
-                f"dtkuv: warning: the files of {', '.join(unseen)} could not be judged before "
-                "the install (no local wheel); `dtkguard check` and the tripwire judge them "
-                "once installed\n"
-            )
+        # the wheels uv takes from an index are judged by what uv's real run writes
+        problems, _ = judge_plan(
+            self.interp, before, self.policy.to_json(), plan, self.locate, facts=self.files
+        )
         if not problems:
             return None
         if self.reason:
             self.record([f"{p.rule}: {p.message}" for p in problems])
             return None
+        return self.stop(problems)
+
+    def stop(self, problems: list[Problem], said: str = "") -> int:
+        """Refuse with ``problems`` (``said``: what was put back), the environment as it was."""
         lines = "".join(f"  {p.message} [{p.rule}, {p.severity}]\n" for p in problems[:8])
         more = f"  ... and {len(problems) - 8} more\n" if len(problems) > 8 else ""
+        said = f" ({said})" if said else ""
         _say(
-            f"dtkuv: stopped `{self.command}`: nothing was installed or removed.\n{lines}{more}"
+            f"dtkuv: stopped `{self.command}`: nothing was installed or removed{said}.\n"
+            f"{lines}{more}"
             f"dtkguard: this environment is guarded by policy {self.policy.name}; "
             f"`dtkguard policy explain {problems[0].package}` shows the rule. "
             f'Override (recorded): dtkuv --override "reason" {self.command[3:]}\n'
@@ -343,19 +392,33 @@ class _Run:
                 pass
         return code
 
-    def real(self, args: list[str]) -> int:
+    def real(self, args: list[str], plan: Plan | None = None) -> int:
         """Run the real uv once: the only step that changes the environment, journalled as one
-        transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's."""
+        transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's.
+        What it wrote is judged inside the transaction (`Watch.judge_run`): a refusal rolls it
+        back and puts the watched files back."""
         from dtkguard.guard.baseline import follow
         from dtkguard.guard.journal import journalled
+        from dtkguard.guard.run_effects import Refused
 
         def run() -> int:
-            return run_uv(self.uv, args, self.env, capture=False).returncode
+            code = run_uv(self.uv, args, self.env, capture=False).returncode
+            if code == 0 and plan is not None and self.watch is not None:
+                problems = self.watch.judge_run(plan)
+                if problems and not self.reason:
+                    raise Refused(problems)
+                if problems:
+                    self.record([f"{p.rule}: {p.message}" for p in problems])
+            return code
 
         def then(txn: Transaction) -> None:
             follow(self.interp, txn.changes())
 
         argv = ["dtkuv", *args]
-        return journalled(
+        code = journalled(
             str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
         )
+        if code != 0:  # rolled back: what its builds changed of the watched files too
+            self.put_back()
+            return self.untouched(code)
+        return code

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 STARTUP_BYTES = 65536
 
 
-def _real_in(path: str, folders: dict[str, str] | None = None) -> str:
+def real_in(path: str, folders: dict[str, str] | None = None) -> str:
     """``path`` with its folder resolved (once per folder with ``folders``, a cache) and its
     last part kept (an installer replaces a symlink at the last part, it does not follow it)."""
     head, tail = os.path.split(os.path.normpath(path))
@@ -48,7 +48,7 @@ class EnvFiles:
 
     def __init__(self, interp: Interpreter, env: Environment, policy: dict) -> None:
         self.interp, self.env, self.policy = interp, env, policy
-        #: resolved folders (`_real_in`'s cache)
+        #: resolved folders (`real_in`'s cache)
         self.folders: dict[str, str] = {}
         sites = [interp.purelib, interp.platlib or interp.purelib]
         self.sites = sorted({os.path.realpath(s) for s in sites})
@@ -57,27 +57,35 @@ class EnvFiles:
         state = str(interp.state_dir)
         guard = [os.path.realpath(state), os.path.join(os.path.realpath(interp.prefix), "pip.conf")]
         self.table = guarded.protected_paths(self.prefix, self.sites, self.scripts, guard)
-        # the import names a vendor build provides: its RECORD's site-level entries suffice
-        vendor = {}
-        for d in env:
-            if d.key in policy["vendor"] and d.path.name.endswith(".dist-info"):
-                site = os.path.realpath(d.site)
-                vendor[d.key] = [f"{site}/{r}" for r in _removal_rows(d.path)]
+        self.guard = guard
+        self._facts: dict | None = None
 
-        def kind_of(path: str) -> str | None:
-            return guarded.protected_kind(path, self.sites, self.scripts, self.table)
+    @property
+    def facts(self) -> dict:
+        """The decision's `env_facts` (computed on first use: the vendor builds' RECORDs)."""
+        if self._facts is None:
+            # the import names a vendor build provides: its RECORD's site-level entries suffice
+            vendor = {}
+            for d in self.env:
+                if d.key in self.policy["vendor"] and d.path.name.endswith(".dist-info"):
+                    site = os.path.realpath(d.site)
+                    vendor[d.key] = [f"{site}/{t}" for t in _site_entries(d.path)]
 
-        self.facts = decision.env_facts(
-            self.sites, vendor, self.scripts, kind_of, guarded.may_write, guard
-        )
+            def kind_of(path: str) -> str | None:
+                return guarded.protected_kind(path, self.sites, self.scripts, self.table)
+
+            self._facts = decision.env_facts(
+                self.sites, vendor, self.scripts, kind_of, guarded.may_write, self.guard
+            )
+        return self._facts
 
     def record_files(self, dist: Dist) -> list[str]:
         """The resolved files of ``dist``'s RECORD, folder rows expanded (what removing it
         deletes)."""
         site = os.path.realpath(dist.site)
         out: list[str] = []
-        for rel in _removal_rows(Path(dist.path)):
-            path = _real_in(os.path.join(site, rel), self.folders)
+        for rel in removal_rows(Path(dist.path)):
+            path = real_in(os.path.join(site, rel), self.folders)
             out.append(path)
             self._expand(path, out)
         return out
@@ -103,7 +111,19 @@ class EnvFiles:
         }
 
 
-def _removal_rows(info: Path) -> list[str]:
+def _site_entries(info: Path) -> list[str]:
+    """The site-level entries of a dist's RECORD (and its ``__pycache__`` files): all the
+    decision needs to know which import names it provides (as the hook's ``_vendor_tops``)."""
+    tops: dict[str, None] = {}
+    for rel in removal_rows(info):
+        first, _, rest = rel.partition("/")
+        if first == "__pycache__":
+            first += "/" + rest.split("/", 1)[0]
+        tops[first] = None
+    return list(tops)
+
+
+def removal_rows(info: Path) -> list[str]:
     """The site-relative paths removing the dist of metadata folder ``info`` names: its
     RECORD's rows; an ``.egg-info``'s ``installed-files.txt``, else its ``top_level.txt``
     names (as a package folder and a module), as pip and uv read them."""
@@ -152,10 +172,10 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
                 key, _, sub = rest.partition("/")
                 if not sub or key not in scheme:
                     continue
-                dest = _real_in(os.path.join(scheme[key], sub), folders)
+                dest = real_in(os.path.join(scheme[key], sub), folders)
             else:
                 lib = scheme["purelib"] if purelib else scheme["platlib"]
-                dest = _real_in(os.path.join(lib, info.filename), folders)
+                dest = real_in(os.path.join(lib, info.filename), folders)
             effect["paths"].append(dest)
             site = decision._site_of(dest, sites)
             if site is not None:
@@ -165,7 +185,7 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
                     data = zf.read(info)[:STARTUP_BYTES]
                     effect["contents"][dest] = data.decode("utf-8", "replace")
     for script in scripts:
-        effect["paths"].append(_real_in(os.path.join(scheme["scripts"], script), folders))
+        effect["paths"].append(real_in(os.path.join(scheme["scripts"], script), folders))
     return effect
 
 
@@ -176,10 +196,12 @@ def judge_plan(
     plan: Plan,
     locate: Callable[[Planned], list[Path] | None],
     today: str | None = None,
+    facts: EnvFiles | None = None,
 ) -> tuple[list[decision.Problem], list[str]]:
     """The unwaived problems of the files ``plan`` writes and deletes, and ``name version`` of
-    the planned dists whose wheels ``locate`` could not find (not judged by file)."""
-    facts = EnvFiles(interp, env, policy)
+    the planned dists whose wheels ``locate`` could not find (not judged by file here: uv's
+    real run is, `dtkguard.guard.run_effects`)."""
+    facts = facts or EnvFiles(interp, env, policy)
     today = today or time.strftime("%Y-%m-%d", time.gmtime())
     scheme = facts.scheme()
     problems: list[decision.Problem] = []

@@ -135,6 +135,9 @@ class Transaction:
     started_ns: int = 0
     #: paths a rollback found changed but could not account for: kept as they are
     unaccounted: list[str] = field(default_factory=list)
+    #: what ``pre.list`` holds: "all" (every path of the roots) or "plan" (the files of the
+    #: touched distributions and the top-level entries of each root, `_snapshot`)
+    scope: str = "all"
     _kept: dict[tuple[int, str], Path] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -164,6 +167,7 @@ class Transaction:
             "touches": self.touches,
             "started_ns": self.started_ns,
             "unaccounted": self.unaccounted,
+            "scope": self.scope,
         }
 
     def save(self) -> None:
@@ -210,6 +214,7 @@ class Transaction:
             touches=_names(data.get("touches")),
             started_ns=data["started_ns"] if isinstance(data.get("started_ns"), int) else 0,
             unaccounted=_names(data.get("unaccounted")) or [],
+            scope="plan" if data.get("scope") == "plan" else "all",
         )
 
     def changes(self) -> list[tuple[str, str | None, str | None]]:
@@ -382,13 +387,24 @@ def _owned_now(txn: Transaction):
 
 def _snapshot(txn: Transaction) -> None:
     """``pre/<n>``: a hard link (a copy where no link can be made: another file system) of
-    every file of the distributions the change touches (of every file when its plan is
-    unknown), in one flat folder; ``pre.list``: every path with its kind (and of a file not
-    kept, its inode, size and mtime), to know later what was added or changed."""
-    entries: list[Entry] = []
+    every file of the distributions the change touches, in one flat folder; ``pre.list``: those
+    paths and the top-level entries of every root (scope "plan"), or, when the plan is
+    unknown, every path of the roots with every file linked (scope "all"), each with its kind
+    (and of a file not kept, its inode, size and mtime), to know later what was added or
+    changed."""
     txn.pre.mkdir(parents=True, exist_ok=True)
-    store = str(txn.pre)
     mine = _owned_now(txn)
+    if mine is None:
+        entries = _snapshot_all(txn)
+    else:
+        txn.scope = "plan"
+        entries = _snapshot_plan(txn, mine)
+    _write_entries(txn.dir / "pre.list", entries)
+
+
+def _snapshot_all(txn: Transaction) -> list[Entry]:
+    entries: list[Entry] = []
+    store = str(txn.pre)
     budget = _Budget()
     for i, raw in enumerate(txn.roots):
         for rel, st in _walk(Path(raw)):
@@ -398,12 +414,63 @@ def _snapshot(txn: Transaction) -> None:
                 entries.append(Entry(n, i, "d", rel))
             elif stat.S_ISLNK(st.st_mode):
                 entries.append(Entry(n, i, "l", rel, os.readlink(full)))
-            elif stat.S_ISREG(st.st_mode) and mine is not None and full not in mine:
-                entries.append(Entry(n, i, "F", rel, sig=_sig(st)))
             elif stat.S_ISREG(st.st_mode):
                 _keep(full, os.path.join(store, str(n)), st, budget)
                 entries.append(Entry(n, i, "f", rel))
-    _write_entries(txn.dir / "pre.list", entries)
+    return entries
+
+
+def _snapshot_plan(txn: Transaction, mine: Owned) -> list[Entry]:
+    """The top-level entries of every root (a rollback removes only what is the change's),
+    then every file of the touched distributions, linked."""
+    found: dict[tuple[int, str], tuple[str, os.stat_result]] = {}
+    for i, raw in enumerate(txn.roots):
+        with contextlib.suppress(OSError), os.scandir(raw) as it:
+            for entry in it:
+                with contextlib.suppress(OSError):
+                    found[(i, entry.name)] = ("top", entry.stat(follow_symlinks=False))
+    for full in sorted(_touched_paths(mine)):
+        where = _in_root(txn.roots, full)
+        if where is None:
+            continue
+        with contextlib.suppress(OSError):
+            found[where] = ("mine", os.lstat(full))
+    entries: list[Entry] = []
+    store = str(txn.pre)
+    budget = _Budget()
+    for (i, rel), (why, st) in sorted(found.items()):
+        n = len(entries)
+        full = os.path.join(txn.roots[i], rel)
+        if stat.S_ISDIR(st.st_mode):
+            entries.append(Entry(n, i, "d", rel))
+        elif stat.S_ISLNK(st.st_mode):
+            entries.append(Entry(n, i, "l", rel, os.readlink(full)))
+        elif why == "top":
+            entries.append(Entry(n, i, "F", rel, sig=_sig(st)))
+        elif stat.S_ISREG(st.st_mode):
+            _keep(full, os.path.join(store, str(n)), st, budget)
+            entries.append(Entry(n, i, "f", rel))
+    return entries
+
+
+def _touched_paths(mine: Owned) -> set[str]:
+    """The files a RECORD lists and everything under the touched metadata folders."""
+    paths = set(mine.files)
+    for folder in mine.dirs:
+        for top, dirs, names in os.walk(folder):
+            paths.update(os.path.join(top, n) for n in dirs + names)
+    return paths
+
+
+def _in_root(roots: list[str], full: str) -> tuple[int, str] | None:
+    """(root index, posix path relative to it) of ``full``: the deepest root holding it."""
+    best: tuple[int, str] | None = None
+    for i, root in enumerate(roots):
+        if full.startswith(root.rstrip(os.sep) + os.sep):
+            rel = full[len(root.rstrip(os.sep)) + 1 :]
+            if best is None or len(rel) < len(best[1]):
+                best = (i, rel)
+    return best
 
 
 #: bytes a snapshot may copy (where no hard link can be made), ``$DTKGUARD_JOURNAL_BUDGET``
@@ -470,7 +537,20 @@ class _Rollback:
             return True  # an old transaction without a start time: it owns every change
         if self.mine is not None and full in self.mine:
             return True
+        return self.during(st)
+
+    def during(self, st: os.stat_result) -> bool:
         return self.txn.started_ns <= st.st_ctime_ns <= self.until_ns
+
+    def made(self, i: int, rel: str, full: str, st: os.stat_result, known: dict) -> bool:
+        """A path ``pre.list`` of scope "plan" does not name: the change's when it wrote it
+        (ctime in its window) and it is a touched distribution's now, or lies in a top-level
+        entry the root did not have before."""
+        if not self.during(st):
+            return False
+        if self.mine is not None and full in self.mine:
+            return True
+        return (i, rel.split("/", 1)[0]) not in known
 
 
 def rollback_files(txn: Transaction, until_ns: int | None = None) -> int:
@@ -504,9 +584,19 @@ def _drop_added(rb: _Rollback, i: int, raw: str, known: dict[tuple[int, str], En
             continue
         full = os.path.join(raw, rel)
         if is_dir and e is None:
+            if rb.txn.scope == "plan" and st.st_ctime_ns < rb.txn.started_ns:
+                continue  # not in the plan's list and not changed since it started
             with contextlib.suppress(OSError):
                 os.rmdir(full)  # only when empty: what stays in it was not the change's
                 rb.fixed += 1
+            continue
+        if e is None and rb.txn.scope == "plan":
+            if rb.made(i, rel, full, st, known):
+                _remove(full)
+                rb.fixed += 1
+            elif st.st_ctime_ns >= rb.txn.started_ns and (i, rel.split("/", 1)[0]) not in known:
+                rb.unaccounted.append(full)  # made since, not by it (inside what was there
+                # before, a file is not listed: the pip hook's build journal watches those)
             continue
         if rb.ours(full, st) or (e is not None and e.kind in ("f", "d", "l")):
             _remove(full)

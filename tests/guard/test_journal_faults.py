@@ -107,7 +107,8 @@ def test_rollback_keeps_what_it_did_not_make(tmp_path: Path, wheels: Path, touch
 
 def test_snapshot_holds_only_the_touched_distributions(tmp_path: Path, wheels: Path) -> None:
     """Issue 30: dtkuv and dtkpip hard-linked every site-packages file before the run; now
-    only the files of the distributions the plan names are kept, the rest by stat only."""
+    only the files of the distributions the plan names are kept and listed, and of the rest
+    only the top-level entries of each root (what existed before)."""
     venv = _venv(tmp_path, wheels)
     txn_dir = _killed(venv, wheels, "first-pkg", "first-pkg==2.0")
     kept = sorted(os.listdir(txn_dir / "pre"))
@@ -117,4 +118,6 @@ def test_snapshot_holds_only_the_touched_distributions(tmp_path: Path, wheels: P
     site = [rel for root, rel in linked if root == "0"]
     assert site and all(rel.startswith("first_pkg") for rel in site), site
     assert [rel for root, rel in linked if root != "0"] == ["first-tool"]  # its script only
-    assert any(e[2] == "F" and e[3].startswith("pip/") for e in entries)  # pip: stat only
+    assert any(e[2] == "d" and e[3] == "pip" for e in entries)  # pip: its folder only
+    assert not any(e[3].startswith("pip/") for e in entries)
+    assert json.loads((txn_dir / "txn.json").read_text())["scope"] == "plan"

@@ -1,0 +1,218 @@
+"""What a uv run really did to the files the guard protects, judged after it ran.
+
+uv runs no in-process hook: it builds sdists itself (in its dry run too) and takes the wheels
+of an index only in the real run, so no file of theirs can be read before. The pip hook's build
+journal (`_dtkguard_pip_hook`: ``_take_snapshot``, ``_put_back`` and the store's copies they
+write back from) watches, from before uv's first run, (size, inode, ctime) of the protected set
+and of the vendor builds' files and folders, and the names in each of those folders. After a
+dry run nothing of them may have changed; after the real run, inside its journal transaction,
+every file uv wrote is judged by the decision core as the hook judges pip's wheels: the RECORDs
+uv wrote for the dists of its plan, the new entries of the watched folders and every watched
+file that changed. A refusal rolls the transaction back (the plan's own files, `journal`) and
+puts the watched files back from the store (`put_back`): the environment ends byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from pathlib import Path
+from types import ModuleType
+
+from dtkguard import decision
+from dtkguard import protected as guarded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.interpreter import Interpreter
+    from dtkguard.guard.file_effects import EnvFiles
+    from dtkguard.guard.plan import Plan
+
+#: what uv itself leaves in a folder it plans or installs for (its lock file)
+UV_OWN = frozenset((".lock",))
+
+
+def _load_hook() -> ModuleType:
+    """The pip hook's module: the installed package data, else a source checkout's file."""
+    import importlib
+    import importlib.util
+    import sys
+
+    try:
+        return importlib.import_module("dtkguard.plugins.pip._dtkguard_pip_hook")
+    except ModuleNotFoundError:
+        pass
+    if "_dtkguard_pip_hook" not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "plugins" / "pip" / "_dtkguard_pip_hook.py"
+        spec = importlib.util.spec_from_file_location("_dtkguard_pip_hook", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["_dtkguard_pip_hook"] = module
+    return sys.modules["_dtkguard_pip_hook"]
+
+
+hook = _load_hook()
+
+
+class Refused(Exception):
+    """What uv did is refused: the problems, and what putting it back left undone."""
+
+    def __init__(self, problems: list[decision.Problem]) -> None:
+        super().__init__(problems[0].message if problems else "refused")
+        self.problems = problems
+
+
+class Watch:
+    """The hook's build journal of one environment, taken before uv's first run."""
+
+    def __init__(self, interp: Interpreter, policy: dict, facts: EnvFiles) -> None:
+        self.interp, self.policy, self.facts = interp, policy, facts
+        state = hook._state
+        state.update(
+            policy_path=str(interp.policy_file),
+            policy=policy,
+            decision=decision,
+            protected=guarded,
+            sites=facts.sites,
+            protected_table=facts.table,
+            error=None,
+            snapshot=None,
+        )
+        state.pop("vendor_rows", None)
+        hook._take_snapshot(policy)
+        self.snap: dict = state["snapshot"] or {"stat": {}, "names": {}, "store": None}
+        state["snapshot"] = None
+        # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
+        for folder in list(self.snap["names"]):
+            cache = os.path.join(folder, "__pycache__")
+            with contextlib.suppress(OSError):
+                self.snap["names"][cache] = set(os.listdir(cache))
+
+    def changed(self) -> tuple[list[str], list[str]]:
+        """(watched paths whose (size, inode, ctime, mode, mtime) moved, new entries of the
+        watched folders). A folder whose entries are the same (uv's ``.lock`` aside) did not
+        change: only its times moved."""
+        now = hook._stat_all(self.snap["stat"])
+        moved, added = [], []
+        for folder, names in self.snap["names"].items():
+            try:
+                there = set(os.listdir(folder))
+            except OSError:
+                there = set()
+            added += [os.path.join(folder, n) for n in sorted(there - names - UV_OWN)]
+            if names - there:
+                moved.append(folder)
+        for path, before in self.snap["stat"].items():
+            after = now[path]
+            if after == before or path in moved:
+                continue
+            same_folder = before and after and stat.S_ISDIR(before[3]) and before[3] == after[3]
+            if same_folder and path in self.snap["names"]:
+                continue  # its entries are judged by name
+            moved.append(path)
+        return moved, added
+
+    def put_back(self) -> tuple[int, list[tuple[str, str]]]:
+        """Everything watched as it was before uv ran (the hook's ``_put_back``: new entries
+        go, files come back from the store's copies): (paths put back, [(path, why not)])."""
+        moved, added = self.changed()
+        if not moved and not added:
+            return 0, []
+        for path in added:  # the hook keeps new ``__pycache__`` folders: not these
+            if os.path.basename(path) == "__pycache__":
+                with contextlib.suppress(OSError):
+                    hook._remove_path(path)
+        done, failed = hook._put_back(self.snap, [p for p in moved if p in self.snap["stat"]])
+        return done + len(added), failed
+
+    def after_dry_run(self) -> None:
+        """`Refused` when code uv ran to plan (an sdist's build) changed what is watched; what
+        it changed is put back first."""
+        moved, added = self.changed()
+        if moved or added:
+            raise Refused([_built_problem((moved + added)[0], len(moved + added))])
+
+    def judge_run(self, plan: Plan, today: str | None = None) -> list[decision.Problem]:
+        """The unwaived problems of what the real uv run wrote (`Watch` docstring); nothing is
+        put back here (the journal rolls back first, then `put_back`)."""
+        moved, added = self.changed()
+        by_dist = _written_by(self.facts.sites, plan)
+        claimed = {p for _, paths in by_dist.values() for p in paths}
+        folders = {os.path.dirname(p) for p in claimed}
+        for folder in list(folders):
+            while folder not in ("/", "") and folder not in self.facts.sites:
+                folder = os.path.dirname(folder)
+                folders.add(folder)
+        loose = [p for p in dict.fromkeys(moved + added) if p not in claimed | folders]
+        problems: list[decision.Problem] = []
+        for key, (version, paths) in sorted(by_dist.items()):
+            problems += self._judge(key, version, paths)
+        if loose:  # in no RECORD uv wrote: code it ran (a build) wrote it, not an install
+            problems.append(_built_problem(loose[0], len(loose)))
+        today = today or time.strftime("%Y-%m-%d", time.gmtime())
+        kept = [p for p in problems if decision.waiver(self.policy, p, today) is None]
+        return decision.refusals(kept)
+
+    def _judge(self, key: str, version: str, paths: list[str]) -> list[decision.Problem]:
+        contents: dict[str, str] = {}
+        members: set[str] = set()
+        for path in paths:
+            site = decision._site_of(path, self.facts.sites)
+            if site is None:
+                continue
+            first = path[len(site) + 1 :].split("/", 1)[0]
+            members.add(first[:-3] if first.endswith(".py") else first)
+            if path.endswith(".pth") and os.path.dirname(path) == site:
+                with contextlib.suppress(OSError), open(path, "rb") as fh:
+                    contents[path] = fh.read(65536).decode("utf-8", "replace")
+        return decision.judge_files(
+            self.policy, key, version, paths, self.facts.facts, contents, members
+        )
+
+
+def _built_problem(first: str, count: int) -> decision.Problem:
+    """The refusal of code uv ran that changed watched files."""
+    more = f" and {count - 1} more" if count > 1 else ""
+    msg = f"code uv ran (an sdist's build) changed {first}{more} (the guard or a vendor build)"
+    return decision.Problem("vendor-files-changed", "critical", "build", msg)
+
+
+def put_back_said(watch: Watch) -> str:
+    """`Watch.put_back`, said in one sentence."""
+    done, failed = watch.put_back()
+    if not failed:
+        return f"the guard put back what uv changed ({done} path(s))"
+    shown = "; ".join(f"{p} ({why})" for p, why in failed[:3])
+    return (
+        f"the guard put back {done} path(s) but not {len(failed)}: {shown}; restore the "
+        f"environment with `dtkguard restore --python {watch.interp.python}`"
+    )
+
+
+def _written_by(sites: list[str], plan: Plan) -> dict[str, tuple[str, list[str]]]:
+    """{canonical name: (version, resolved files of the RECORD uv wrote)} of the dists the plan
+    installs, as they are now in ``sites``."""
+    from dtkguard.guard.file_effects import real_in, removal_rows
+    from dtkguard.guard.owned import dist_key
+
+    want = {p.key: p.version for p in plan.install}
+    out: dict[str, tuple[str, list[str]]] = {}
+    folders: dict[str, str] = {}
+    for site in sites:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            key = dist_key(entry)
+            if key not in want or not entry.endswith(".dist-info"):
+                continue
+            rows = removal_rows(Path(site, entry))
+            paths = [real_in(os.path.join(site, r), folders) for r in rows]
+            version = entry[: -len(".dist-info")].partition("-")[2] or want[key]
+            old = out.get(key, (version, []))
+            out[key] = (version, old[1] + paths)
+    return out
