@@ -27,7 +27,12 @@ through and records it in ``overrides.jsonl`` beside the policy.
 import contextlib
 import sys
 
-_MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
+_MODULES = (
+    "pip._internal.commands.install",
+    "pip._internal.commands.wheel",
+    "pip._internal.commands.download",
+    "pip._internal.req.req_uninstall",
+)
 DECISION = "_dtkguard_decision.py"
 #: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
 ELF = "_dtkguard_elf.py"
@@ -86,8 +91,10 @@ class _Loader:
             _prepare()
             if self._fullname == _MODULES[0]:
                 _patch_install(module)
-            else:
+            elif self._fullname == _MODULES[-1]:
                 _patch_uninstall(module)
+            else:
+                _patch_build_only(module)
         except Exception as exc:  # never break pip's import; fail closed at install time
             _changed(f"the dtkguard hook could not attach to pip: {exc!r}")
 
@@ -1066,6 +1073,36 @@ def _patch_install(module):
 
     if getattr(req_package, "install_given_reqs", None) is original:
         req_package.install_given_reqs = install_given_reqs  # 26.x in-process build deps
+
+
+def _patch_build_only(module):
+    """``pip wheel`` and ``pip download``: they install nothing here, but build (the metadata
+    of an sdist, a wheel) with code that can write here. The install's build journal around
+    their ``run``: what a build changed is put back and the run refused (`_after_run`)."""
+    classes = [getattr(module, n, None) for n in ("WheelCommand", "DownloadCommand")]
+    command = next((c for c in classes if c is not None), None)
+    run = getattr(command, "run", None)
+    if run is None:
+        raise AttributeError(f"pip's {module.__name__} has no command class with run")
+    if getattr(run, "_dtkguard", False):
+        return
+
+    def guarded_run(self, options, args):
+        if _load_policy() is None or _state.get("protected") is None:
+            if not _override():
+                raise _fail_closed()
+            _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
+        _take_snapshot(_load_policy())
+        try:
+            result = run(self, options, args)
+        except BaseException:
+            _after_run()
+            raise
+        _after_run()
+        return result
+
+    guarded_run._dtkguard = True
+    command.run = guarded_run
 
 
 def _get_scheme():
