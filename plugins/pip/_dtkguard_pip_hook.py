@@ -38,6 +38,8 @@ DECISION = "_dtkguard_decision.py"
 ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 PTH = "dtkguard-pip-hook.pth"
+#: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
+CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
 _state = {
     "policy_path": None,
     "policy": None,
@@ -131,6 +133,7 @@ def _prepare():
     import json  # noqa: F401
     import os  # noqa: F401
     import site  # noqa: F401
+    import stat  # noqa: F401
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
@@ -1034,6 +1037,7 @@ def _patch_install(module):
         def guarded_run(self, options, args):
             target = getattr(options, "target_dir", None)
             _state["target_dir"] = target
+            _dtkpip_attach(options)
             if _state["error"] is not None and missing and not _override():
                 raise _fail_closed()
             _snapshot_for(options, target)
@@ -1046,6 +1050,8 @@ def _patch_install(module):
                 text = _explain_conflict(exc, list(args))
                 if text is None:
                     raise
+                if _dtkpip_tell(b"conflict"):
+                    raise  # dtkpip explains it in its own words
                 raise type(exc)(f"{exc}{text}") from exc
             except BaseException:
                 _after_run()
@@ -1064,6 +1070,8 @@ def _patch_install(module):
         bound.apply_defaults()
         a = bound.arguments
         reqs = list(a.get("requirements") or ())
+        if a.get("home") is None and a.get("root") is None and a.get("prefix") is None:
+            _dtkpip_ask(reqs)
         _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
         return original(*args, **kwargs)
 
@@ -1103,6 +1111,77 @@ def _patch_build_only(module):
 
     guarded_run._dtkguard = True
     command.run = guarded_run
+
+
+def _dtkpip_attach(options):
+    """dtkpip runs pip once, as ``install --dry-run --report FILE ...`` with two pipes named
+    by `CHANNEL`. Without this hook that stays the dry run dtkpip plans from; with it the hook
+    says ``hello``, makes it the real run and, before pip installs anything here, waits for
+    dtkpip's verdict on the plan (`_dtkpip_ask`). The channel only adds a refusal: the hook
+    judges the install all the same. The variable leaves the environment: no child sees it."""
+    import os
+    import stat
+
+    raw = os.environ.pop(CHANNEL, None)
+    if raw is None or not getattr(options, "dry_run", False):
+        return
+    elsewhere = ("target_dir", "prefix_path", "root_path", "use_user_site")
+    if not getattr(options, "json_report_file", None) or any(
+        getattr(options, k, None) for k in elsewhere
+    ):
+        return  # stays the dry run: dtkpip plans such an install first
+    try:
+        w, r = (int(fd) for fd in raw.split(","))
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (w, r)):
+            return
+        os.write(w, b"hello\n")
+    except (OSError, ValueError):
+        return
+    options.dry_run = False
+    _state["channel"] = (w, r)
+
+
+def _dtkpip_tell(message):
+    """Send one line to dtkpip; False when no dtkpip is listening."""
+    import os
+
+    channel = _state.get("channel")
+    if channel is None:
+        return False
+    try:
+        os.write(channel[0], message + b"\n")
+    except OSError:
+        return False
+    return True
+
+
+def _dtkpip_ask(reqs):
+    """Before the first install into this environment of dtkpip's run: tell dtkpip the wheels
+    pip is about to install (the plan is in the report pip wrote) and wait for its answer;
+    anything but ``go`` (dtkpip refused, or is gone) refuses with nothing installed."""
+    import json
+    import os
+
+    if _state.get("channel") is None:
+        return
+    wheels = {
+        _canonical(req.name or "?"): str(getattr(req, "local_file_path", None) or "")
+        for req in reqs
+    }
+    answer = b""
+    if _dtkpip_tell(b"plan " + json.dumps(wheels).encode()):
+        w, r = _state.pop("channel")
+        with contextlib.suppress(OSError):
+            os.close(w)
+            with os.fdopen(r, "rb") as fh:
+                answer = fh.readline()
+    _state.pop("channel", None)
+    if answer.strip() != b"go":
+        raise _error(
+            "InstallationError",
+            "dtkguard: dtkpip refused this install (its reasons follow); nothing was installed "
+            "or removed",
+        )
 
 
 def _get_scheme():
