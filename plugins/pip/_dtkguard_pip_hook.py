@@ -14,8 +14,10 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
   interpreter is judged by name and version and by the files of every wheel (vendor-owned
   files, the guard's own files, start-up code); an install elsewhere is judged by what pip
   would remove from this interpreter (pip uninstalls the env's copy whatever the destination);
-* ``InstallCommand.run``: learns the real ``--target`` directory, and explains a resolution that
-  failed on the guard's constraints in dtkguard's words;
+* ``InstallCommand.run``: learns the real ``--target`` directory, arms the build journal,
+  explains a resolution that failed on the guard's constraints in dtkguard's words, and answers
+  dtkpip's one-run channel (``CHANNEL``: the real run, paused for dtkpip's verdict);
+* ``WheelCommand.run``, ``DownloadCommand.run``: the same build journal around their builds;
 * ``UninstallPathSet.from_dist``: every removal; a vendor build may only be removed while the
   exact same build replaces it, and no removal may delete files of a vendor build.
 
@@ -134,6 +136,7 @@ def _prepare():
     import os  # noqa: F401
     import site  # noqa: F401
     import stat  # noqa: F401
+    import subprocess  # noqa: F401
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
@@ -853,6 +856,9 @@ def _vendor_deps(policy, after):
         from pip._vendor.packaging.requirements import Requirement
     except ImportError:  # pip without its vendored packaging: judged by `check` instead
         return []
+    judge = _state["decision"].judge_vendor_deps
+    if not judge(_requires(policy), after, Requirement, pins=policy["vendor"]):
+        return []  # nothing broken after the change: the baseline (a large file) is not read
     before = {k: v for k, (v, _) in _installed().items()}
     recorded = _baseline().get("dists")
     if isinstance(recorded, dict) and recorded:  # only what broke since guard install (as check)
@@ -1070,7 +1076,10 @@ def _patch_install(module):
         bound.apply_defaults()
         a = bound.arguments
         reqs = list(a.get("requirements") or ())
-        if a.get("home") is None and a.get("root") is None and a.get("prefix") is None:
+        if _state.get("channel") is not None and all(
+            a.get(k) is None for k in ("home", "root", "prefix")
+        ):
+            _after_run()  # what builds changed is put back before dtkpip's journal starts
             _dtkpip_ask(reqs)
         _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
         return original(*args, **kwargs)
@@ -1100,7 +1109,7 @@ def _patch_build_only(module):
             if not _override():
                 raise _fail_closed()
             _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
-        _take_snapshot(_load_policy())
+        _arm(_load_policy())
         try:
             result = run(self, options, args)
         except BaseException:
@@ -1267,13 +1276,58 @@ def _snapshot_for(options, target):
     run and a ``--target`` install build packages too."""
     here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
     if all(p is None or _touches(_real(p), _roots()) for p in here):
-        _take_snapshot(_load_policy())
+        _arm(_load_policy())
+
+
+def _arm(policy):
+    """Take the build snapshot just before pip starts its first child process: every build
+    (a PEP 517 backend, ``setup.py``, pip installing build dependencies) runs in one, and a
+    run that starts none (wheels only) runs no build code and needs no snapshot."""
+    import subprocess
+
+    _state["armed"] = policy
+    init = subprocess.Popen.__init__
+    if getattr(init, "_dtkguard", False):
+        return
+
+    def guarded_init(self, *args, **kwargs):
+        if not _state.get("user_agent"):
+            armed = _state.pop("armed", None)
+            if armed is not None and _state["snapshot"] is None:
+                _take_snapshot(armed)
+        return init(self, *args, **kwargs)
+
+    guarded_init._dtkguard = True
+    subprocess.Popen.__init__ = guarded_init
+    _exempt_user_agent()
+
+
+def _exempt_user_agent():
+    """pip's user agent runs children that are no build (``distro``'s ``lsb_release -a`` and
+    ``uname -rs``, ``rustc --version``): while pip builds it, a child takes no snapshot."""
+    try:
+        from pip._internal.network import session
+    except ImportError:
+        return
+    original = getattr(session, "user_agent", None)
+    if original is None or getattr(original, "_dtkguard", False):
+        return
+
+    def user_agent(*args, **kwargs):
+        _state["user_agent"] = True
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _state["user_agent"] = False
+
+    user_agent._dtkguard = True
+    session.user_agent = user_agent
 
 
 def _take_snapshot(policy):
-    """Before pip resolves and builds: the build journal. (size, inode, ctime) of what builds
-    must not touch, the names in each of its folders, and the guard's store (read now, before
-    any build code ran), where the bytes to put back come from."""
+    """Before pip starts its first child (`_arm`): the build journal. (size, inode, ctime)
+    of what builds must not touch, the names in each of its folders, and the guard's store
+    (read now, before any build code ran), where the bytes to put back come from."""
     import os
     import stat
 
@@ -1294,6 +1348,7 @@ def _built_changes():
     back first (`_put_back`): the refusal leaves the environment as it was."""
     snap = _state["snapshot"]
     _state["snapshot"] = None  # judged once: after this, pip's own install writes here
+    _state.pop("armed", None)
     if not snap:
         return []
     now = _stat_all(snap["stat"])
