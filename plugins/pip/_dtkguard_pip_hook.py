@@ -1076,12 +1076,7 @@ def _patch_install(module):
         bound.apply_defaults()
         a = bound.arguments
         reqs = list(a.get("requirements") or ())
-        if _state.get("channel") is not None and all(
-            a.get(k) is None for k in ("home", "root", "prefix")
-        ):
-            _after_run()  # what builds changed is put back before dtkpip's journal starts
-            _dtkpip_ask(reqs)
-        _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
+        _before_install(reqs, a)
         return original(*args, **kwargs)
 
     install_given_reqs._dtkguard = True
@@ -1090,6 +1085,17 @@ def _patch_install(module):
 
     if getattr(req_package, "install_given_reqs", None) is original:
         req_package.install_given_reqs = install_given_reqs  # 26.x in-process build deps
+
+
+def _before_install(reqs, a):
+    """Judge an install (``a``: pip's bound arguments); in dtkpip's one run into this
+    environment, what builds changed is put back first, then dtkpip is asked."""
+    if _state.get("channel") is not None and all(
+        a.get(k) is None for k in ("home", "root", "prefix")
+    ):
+        _after_run()  # before dtkpip's journal starts
+        _dtkpip_ask(reqs)
+    _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
 
 
 def _patch_build_only(module):
