@@ -14,6 +14,9 @@ Scenarios, each on a local index on 127.0.0.1 served by ``tests/support/index.py
   ``sdist-static`` (an sdist with PEP 643 static metadata), ``unsat-chain`` (refused, exit 1);
 - ``vllm-index`` / ``vllm-find-links``: the vendor vLLM 0.8.5 closure (141 packages, Python 3.10,
   manylinux_2_35) from a PEP 691/658 index and from two folders (not in ``--smoke``);
+  ``vllm-index-etag``: the same index sending an ``ETag`` with each project page and answering
+  ``If-None-Match`` with 304, as real indexes do (no ``Cache-Control``: every warm run must
+  still ask);
 - ``pyrax-index``: the unsatisfiable ``pyrax==1.9.8`` on resolvelib's 2020-02-15 PyPI snapshot
   (not in ``--smoke``);
 - ``big-wheel``: one 300 MiB wheel (16 MiB with ``--smoke``) on an index without PEP 658 files:
@@ -167,6 +170,9 @@ def _das(base: Path) -> list[Scenario]:
     pyrax = snapshot_wheelhouse("pypi-2020-02-15-pyrax", base / "pyrax")
     return [
         Scenario("vllm-index", [VLLM], both, target="das", smoke=False),
+        Scenario(
+            "vllm-index-etag", [VLLM], both, target="das", smoke=False, index={"validators": True}
+        ),
         Scenario(
             "vllm-find-links", [VLLM], both, target="das", folders=(vendor, community), smoke=False
         ),

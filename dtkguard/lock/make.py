@@ -75,6 +75,7 @@ def lock(request: LockRequest) -> LockResult:
     from dtkguard.lock.requirements import from_command_line, from_files
     from dtkguard.policy.load import load_policy
     from dtkguard.resolve.http import Fetcher
+    from dtkguard.resolve.pagecache import PageCache
     from dtkguard.resolve.target import target_from
     from dtkguard.rules.catalog import is_known
 
@@ -89,7 +90,7 @@ def lock(request: LockRequest) -> LockResult:
         return _lock_env(request, policy, target)
     if not reqs:
         raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
-    fetcher = Fetcher()
+    fetcher = Fetcher(pages=None if request.no_cache else PageCache())
     try:
         sources, index = sources_of(request, policy, fetcher)
         return _lock_resolved(
@@ -116,7 +117,7 @@ def sources_of(request: LockRequest, policy: CompiledPolicy, fetcher: Fetcher) -
     public index's URL with its credentials, None without one."""
     from dtkguard.resolve.auth import redact
     from dtkguard.resolve.indexes import default_index_credentials, default_index_url
-    from dtkguard.resolve.resolver import build_sources
+    from dtkguard.resolve.sources import build_sources
 
     index = request.index_url
     if index is None and not request.no_index:
@@ -219,7 +220,70 @@ def _lock_resolved(
     reqs: list[Requirement],
     where: _Sources,
 ) -> LockResult:
-    """Resolve ``reqs`` under the policy and write the lock (code 1: not met, nothing written)."""
+    """The lock of ``reqs`` under the policy (code 1: not met, nothing written): from the
+    resolution cache when every input is unchanged (`dtkguard.lock.rescache`), else resolved
+    and written, and kept for the next run."""
+    from dtkguard.lock import rescache
+
+    store = None if request.no_cache else rescache.ResolutionStore()
+    key = None
+    if store is not None and store.enabled:
+        inputs = _cache_inputs(request, policy, target, reqs, where.index)
+        key = rescache.key_of(inputs, where.sources)
+    hit = None if key is None or store is None else rescache.lookup(store, key, where.sources)
+    if hit is not None:
+        return _replay(request, hit, where)
+    outcome = rescache.Outcome(1)
+    result = _resolve_and_write(request, policy, target, reqs, where, outcome)
+    if key is not None and store is not None and outcome.summary != "uncacheable":
+        rescache.save(store, key, where.sources, outcome)
+    return result
+
+
+def _cache_inputs(
+    request: LockRequest,
+    policy: CompiledPolicy,
+    target: TargetEnv,
+    reqs: list[Requirement],
+    index: str | None,
+) -> dict[str, Any]:
+    """Everything besides the sources that a lock run's outcome follows from."""
+    return {
+        "tool": _tool(request, policy, target, reqs, index),
+        "markers": dict(target.markers),
+        "lock-dir": str(request.output.parent.resolve()),
+        "verify-binaries": request.verify_binaries,
+        "quiet": request.quiet,
+    }
+
+
+def _replay(request: LockRequest, hit: Any, where: _Sources) -> LockResult:
+    """A cached outcome, written and said as the run that made it did."""
+    from dtkguard.util.output import write_output
+
+    result = LockResult(hit.code, request.output, hit.packages, list(hit.messages))
+    if hit.lock is not None:
+        write_output(request.output, hit.lock)
+    if hit.summary and not request.quiet:
+        took = time.perf_counter() - where.started
+        stats = where.fetcher.stats
+        result.messages.append(
+            f"wrote {request.output}: {hit.summary}; from the resolution cache (every input "
+            f"unchanged), {stats['requests']} requests, {took:.2f}s"
+        )
+    return result
+
+
+def _resolve_and_write(
+    request: LockRequest,
+    policy: CompiledPolicy,
+    target: TargetEnv,
+    reqs: list[Requirement],
+    where: _Sources,
+    outcome: Any,
+) -> LockResult:
+    """Resolve ``reqs`` and write the lock; ``outcome`` is filled for the resolution cache
+    (its ``summary`` is "uncacheable" when the answer may not be kept)."""
     from dtkguard.lock.write import ClosureError, build_document, closure_problems, write_lock
     from dtkguard.resolve.resolver import Unsatisfiable
 
@@ -228,13 +292,18 @@ def _lock_resolved(
         res = _resolve(request, policy, target, reqs, where)
     except Unsatisfiable as exc:
         result.messages += ["dtkguard: cannot lock:", *(f"  {line}" for line in exc.lines)]
+        outcome.messages = list(result.messages)
+        outcome.summary = "uncacheable" if exc.timed else ""
         return result
     result.messages += [f"dtkguard: warning: {warning}" for warning in res.warnings]
     entries = _entries(res, policy, request.output.parent)
     problems = closure_problems(entries, target.markers)
     if problems:
         raise ClosureError("lock is not closed: " + "; ".join(problems[:5]))
+    built = res.provider.builder is not None and res.provider.builder.built
     if request.verify_binaries and not _binaries_ok(res.packages, policy, request.quiet, result):
+        outcome.messages = list(result.messages)
+        outcome.summary = "uncacheable" if built else ""
         return result
     doc = build_document(
         entries,
@@ -242,8 +311,11 @@ def _lock_resolved(
         environments=[target.environment_marker()],
         tool=_tool(request, policy, target, reqs, where.index),
     )
-    write_lock(request.output, doc)
+    data = write_lock(request.output, doc)
     result.code, result.packages = 0, len(entries)
+    outcome.code, outcome.packages, outcome.lock = 0, len(entries), data
+    outcome.messages = list(result.messages)
+    outcome.summary = "uncacheable" if built else _summary_head(entries, target)
     if not request.quiet:
         result.messages.append(_summary(request.output, entries, target, res, where))
     return result
@@ -331,14 +403,21 @@ def _binaries_ok(packages: Any, policy: CompiledPolicy, quiet: bool, result: Loc
     return True
 
 
+def _summary_head(entries: list[Any], target: TargetEnv) -> str:
+    """What was written, for which target."""
+    vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
+    return (
+        f"{len(entries)} packages ({vendor} vendor builds) for "
+        f"{target.implementation}{target.shown_version} {target.platforms[0]}"
+    )
+
+
 def _summary(out: Path, entries: list[Any], target: TargetEnv, res: Any, where: _Sources) -> str:
     """The last line: what was written, for which target, and what it cost."""
-    vendor = sum(1 for e in entries if e.tool.get("vendor-build"))
     builds = res.provider.builder.built if res.provider.builder is not None else 0
     stats, took = where.fetcher.stats, time.perf_counter() - where.started
     return (
-        f"wrote {out}: {len(entries)} packages ({vendor} vendor builds) for "
-        f"{target.implementation}{target.shown_version} {target.platforms[0]}; "
+        f"wrote {out}: {_summary_head(entries, target)}; "
         f"{res.rounds} resolver rounds, {res.backtracks} backtracks, "
         f"{stats['requests']} requests, {stats['wheels']} wheel downloads, "
         f"{builds} sdist builds, {took:.2f}s"

@@ -13,7 +13,8 @@ PYTHON = "<python>"
 class Req:
     """A requirement as the resolver sees it (identity-hashed, interned per parent)."""
 
-    __slots__ = ("exact", "extras", "key", "marker", "name", "parent", "specifier", "text")
+    __slots__ = ("exact", "extras", "key", "marker", "name", "parent", "pinned", "specifier",
+                 "text", "unfree", "upper_bounded")  # fmt: skip
 
     def __init__(
         self,
@@ -32,19 +33,19 @@ class Req:
         self.text = text or f"{self.key}{specifier}"
         self.exact = exact
         self.marker: str | None = None
-
-    @property
-    def pinned(self) -> bool:
-        if self.exact is not None:
-            return True
-        return any(s.operator in ("==", "===") and "*" not in s.version for s in self.specifier)
-
-    @property
-    def upper_bounded(self) -> bool:
-        return any(
-            s.operator in ("<", "<=", "~=") or (s.operator == "==" and "*" in s.version)
-            for s in self.specifier
+        # what the resolver's preference asks of every requirement, every round: worked out
+        # once (a Req never changes)
+        specs = [(s.operator, "*" in s.version) for s in specifier]
+        #: ``==V`` (no wildcard), ``===V`` or an exact version
+        self.pinned = exact is not None or any(
+            op in ("==", "===") and not star for op, star in specs
         )
+        #: ``<``, ``<=``, ``~=`` or ``==V.*``
+        self.upper_bounded = any(
+            op in ("<", "<=", "~=") or (op == "==" and star) for op, star in specs
+        )
+        #: any constraint at all
+        self.unfree = bool(specs) or exact is not None
 
     def __repr__(self) -> str:
         return f"Req({self.text!r})"

@@ -6,20 +6,23 @@ on a small thread pool, so the resolver finds metadata waiting when it asks for 
 
 from __future__ import annotations
 
-import http.client
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
 from dtkguard.errors import InputError
 from dtkguard.resolve.auth import Credentials, redact
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import http.client
+
+    from dtkguard.resolve.pagecache import PageCache
 
 JSON_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
@@ -34,6 +37,14 @@ class Response:
     status: int
     content_type: str
     body: bytes
+    #: the caching headers (`pagecache.KEPT`), lower-case
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _kept(items) -> dict[str, str]:
+    from dtkguard.resolve.pagecache import KEPT
+
+    return {k.lower(): v for k, v in items if k.lower() in KEPT}
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,12 @@ class Unreachable(InputError):
 class Fetcher:
     """A caching, prefetching fetcher. ``stats`` counts what went over the wire."""
 
-    def __init__(self, workers: int = 8, timeout: float = 30.0) -> None:
+    def __init__(
+        self, workers: int = 8, timeout: float = 30.0, pages: PageCache | None = None
+    ) -> None:
         self.timeout = timeout
+        #: index pages kept across runs with their validators (None: every page fetched)
+        self.pages = pages
         #: Basic credentials by origin (URL userinfo, uv's variables, netrc)
         self.credentials = Credentials()
         self._pool: ThreadPoolExecutor | None = None
@@ -85,7 +100,9 @@ class Fetcher:
         self._release_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
-        self.stats = {"requests": 0, "bytes": 0, "wheels": 0}
+        #: ``fresh``: pages served from the page cache without a request; ``not-modified``:
+        #: pages a conditional request confirmed (304)
+        self.stats = {"requests": 0, "bytes": 0, "wheels": 0, "fresh": 0, "not-modified": 0}
 
     def close(self) -> None:
         if self._pool is not None:
@@ -168,6 +185,10 @@ class Fetcher:
         return counted
 
     def _open(self, url: str, headers: dict[str, str]):
+        import http.client
+        import urllib.error
+        import urllib.request
+
         parts = urlsplit(url)
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         if _proxied(parts.hostname or ""):
@@ -212,20 +233,52 @@ class Fetcher:
         url = self.credentials.add(url)
         if url.startswith("file:"):
             return _fetch_file(url)
+        if self.pages is not None and self.pages.enabled and accept != "*/*":
+            return self._fetch_page(url, accept)
+        return self._fetch_net(url, accept, {})
+
+    def _fetch_page(self, url: str, accept: str) -> Response:
+        """An index page through the page cache (:mod:`.pagecache`)."""
+        from dtkguard.resolve.pagecache import CachedPage, max_age, storable
+
+        assert self.pages is not None
+        key = self.pages.key(url, accept, self.credentials.header(url))
+        page = self.pages.load(key)
+        if page is not None and page.fresh():
+            with self._lock:
+                self.stats["fresh"] += 1
+            return Response(page.url, page.status, _ctype(page.headers), page.body, page.headers)
+        resp = self._fetch_net(url, accept, page.conditional() if page is not None else {})
+        if resp.status == 304 and page is not None:
+            with self._lock:
+                self.stats["not-modified"] += 1
+            headers = {**page.headers, **resp.headers}
+            if headers != page.headers or max_age(headers):  # new validators, or freshness
+                self.pages.save(key, CachedPage(page.status, page.url, headers, page.body))
+            return Response(page.url, page.status, _ctype(headers), page.body, headers)
+        if storable(resp.status, resp.headers):
+            self.pages.save(key, CachedPage(resp.status, resp.url, resp.headers, resp.body))
+        return resp
+
+    def _fetch_net(self, url: str, accept: str, extra: dict[str, str]) -> Response:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         parts = urlsplit(url)
         if not _proxied(parts.hostname or ""):
             try:
-                return self._fetch_keepalive(url, parts, accept)
+                return self._fetch_keepalive(url, parts, accept, extra)
             except (OSError, http.client.HTTPException):
                 self._drop_connection(parts)  # stale keep-alive connection: retry plainly
-        req = urllib.request.Request(url, headers=self.headers(url, accept))
+        req = urllib.request.Request(url, headers=self.headers(url, accept, **extra))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                body = resp.read()
-                status, ctype, final = resp.status, resp.headers.get("Content-Type", ""), resp.url
+                body, status, final = resp.read(), resp.status, resp.url
+                headers = _kept(resp.headers.items())
         except urllib.error.HTTPError as exc:
-            body = b""
-            status, ctype, final = exc.code, exc.headers.get("Content-Type", ""), url
+            body, status, final = b"", exc.code, url
+            headers = _kept(exc.headers.items())
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise Unreachable(f"cannot reach {_origin(url)}: {reason}", field="index") from None
@@ -234,9 +287,11 @@ class Fetcher:
             self.stats["bytes"] += len(body)
             if urlsplit(url).path.endswith(".whl"):
                 self.stats["wheels"] += 1
-        return Response(final, status, ctype.split(";")[0].strip().lower(), body)
+        return Response(final, status, _ctype(headers), body, headers)
 
     def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        import http.client
+
         conns = getattr(self._local, "conns", None)
         if conns is None:
             conns = self._local.conns = {}
@@ -257,12 +312,14 @@ class Fetcher:
         if conn is not None:
             conn.close()
 
-    def _fetch_keepalive(self, url: str, parts: SplitResult, accept: str) -> Response:
+    def _fetch_keepalive(
+        self, url: str, parts: SplitResult, accept: str, extra: dict[str, str]
+    ) -> Response:
         """GET over a per-thread persistent connection, following redirects."""
         for _ in range(5):
             conn = self._connection(parts)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            conn.request("GET", path or "/", headers=self.headers(url, accept))
+            conn.request("GET", path or "/", headers=self.headers(url, accept, **extra))
             resp = conn.getresponse()
             body = resp.read()
             if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
@@ -276,13 +333,20 @@ class Fetcher:
                 self.stats["bytes"] += len(body)
                 if parts.path.endswith(".whl"):
                     self.stats["wheels"] += 1
-            ctype = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
-            return Response(url, resp.status, ctype, body)
+            headers = _kept(resp.getheaders())
+            return Response(url, resp.status, _ctype(headers), body, headers)
         raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
+
+
+def _ctype(headers: dict[str, str]) -> str:
+    return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 def _proxied(host: str) -> bool:
     """True when urllib would use a proxy for ``host`` (then urllib does the request)."""
+    import urllib.error
+    import urllib.request
+
     proxies = urllib.request.getproxies()
     return bool(proxies) and not urllib.request.proxy_bypass(host)
 

@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import os
 import stat
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,21 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
     if getattr(link, "is_sdist", False):
         sha = link.hashes.get("sha256")
         if not sha and link.path is not None:
-            from dtkguard.resolve.sources import sha256_file
-
-            try:
-                sha = sha256_file(link.path)
-            except OSError:
+            got = _sha256_and_size(link.path)
+            if got is None:
                 return None
+            sha = got[0]
         return (f"sdist-sha256\0{sha.lower()}", None) if sha else None
     if link.path is not None:
-        digest = file_sha256(link.path)
-        return (f"wheel-sha256\0{digest}", None) if digest else None
+        digest = link.hashes.get("sha256")
+        if not digest:
+            got = _sha256_and_size(link.path)
+            if got is None:
+                return None
+            # the lock needs the same digest: the bytes are read once per run
+            digest, size = got
+            link.hashes, link.size = {"sha256": digest}, size
+        return f"wheel-sha256\0{digest}", None
     want = (link.metadata_hashes or {}).get("sha256") if link.metadata_url else None
     if want:
         return f"metadata-sha256\0{want.lower()}", want.lower()
@@ -59,30 +64,44 @@ def link_key(link: Any) -> tuple[str, str | None] | None:
 def file_sha256(path: str | os.PathLike[str]) -> str | None:
     """Hex sha256 of a local wheel's bytes (the lock hashes it anyway): a wheel rewritten in
     place with the same size, mtime and inode is another key. None when it cannot be read."""
+    got = _sha256_and_size(path)
+    return None if got is None else got[0]
+
+
+def _sha256_and_size(path: str | os.PathLike[str]) -> tuple[str, int] | None:
     from dtkguard.util.safe_read import open_regular
 
     h = hashlib.sha256()
+    size = 0
     try:
         with open_regular(path) as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
+                size += len(chunk)
     except OSError:
         return None
-    return h.hexdigest()
+    return h.hexdigest(), size
 
 
 class MetadataCache:
-    """``get``/``put`` METADATA bytes by key; every failure is a miss, never an error."""
+    """``get``/``put`` METADATA bytes by key; every failure is a miss, never an error.
+
+    The same checked entry store holds other caches in their own folders (``FOLDER``): index
+    pages (:mod:`.pagecache`) and whole resolutions (:mod:`dtkguard.lock.rescache`)."""
+
+    FOLDER = "metadata-v1"
 
     def __init__(self, root: Path | None = None) -> None:
         if root is None:
             from dtkguard.util.cache_dir import cache_root
 
             root = cache_root()
-        self.dir = Path(root) / "metadata-v1"
+        self.dir = Path(root) / self.FOLDER
         self.enabled = self._prepare()
+        #: counts, kept under a lock: the resolver's warming threads ask too
         self.hits = 0
         self.misses = 0
+        self._count_lock = threading.Lock()
 
     def _prepare(self) -> bool:
         try:
@@ -107,10 +126,11 @@ class MetadataCache:
         body = _unpack(data, key) if data is not None else None
         if body is not None and want_sha256 and hashlib.sha256(body).hexdigest() != want_sha256:
             body = None
-        if body is None:
-            self.misses += 1
-        else:
-            self.hits += 1
+        with self._count_lock:
+            if body is None:
+                self.misses += 1
+            else:
+                self.hits += 1
         return body
 
     def _read(self, path: Path) -> bytes | None:
@@ -136,6 +156,8 @@ class MetadataCache:
         path = self._path(key)
         digest = hashlib.sha256(body).hexdigest().encode()
         data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
+        import tempfile
+
         try:
             path.parent.mkdir(exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)

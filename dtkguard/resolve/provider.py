@@ -75,6 +75,8 @@ class PolicyProvider(AbstractProvider):
         self.python_version = Version(target.full_version)
         self.python_candidate = Candidate(PYTHON, self.python_version, None, frozenset())
         self.user_order: dict[str, int] = {}
+        #: per identifier: (a vendor build?, the user's order) for the preference
+        self._static_pref: dict[str, tuple[bool, int]] = {}
         self._cands: dict[str, list[tuple[Version, FileLink]]] = {}
         self._interned: dict[tuple[str, Version], Candidate] = {}
         self._meta: dict[FileLink, Metadata] = {}
@@ -87,6 +89,8 @@ class PolicyProvider(AbstractProvider):
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
         self.markers = dict(target.markers)
         self._markers_cache: dict[tuple[str, str], bool] = {}
+        #: a trial of the explanation ran out of time (the answer depended on the clock)
+        self.out_of_time = False
         if like is not None:
             self._share(like)
 
@@ -303,6 +307,9 @@ class PolicyProvider(AbstractProvider):
     ) -> tuple[Any, ...]:
         """Smallest first: promoted conflict names, pinned (or vendor), upper-bounded, in the
         order the user asked, constrained before free, then by name (stable, debuggable)."""
+        return self._preference(identifier, information)
+
+    def _preference(self, identifier: str, information: Mapping[str, Iterator[Any]]):
         if identifier == PYTHON:
             return (False, False, False, 0, False, identifier)
         pinned = upper = unfree = False
@@ -310,14 +317,17 @@ class PolicyProvider(AbstractProvider):
             req = info.requirement
             pinned = pinned or req.pinned
             upper = upper or req.upper_bounded
-            unfree = unfree or bool(req.specifier) or req.exact is not None
-        base = identifier.split("[", 1)[0]
-        vendor = self.policy is not None and self.policy.vendor_build(base) is not None
+            unfree = unfree or req.unfree
+        static = self._static_pref.get(identifier)
+        if static is None:
+            base = identifier.split("[", 1)[0]
+            vendor = self.policy is not None and self.policy.vendor_build(base) is not None
+            static = self._static_pref[identifier] = (vendor, self.user_order.get(base, 1 << 30))
         return (
             identifier not in self._promoted,
-            not (pinned or vendor),
+            not (pinned or static[0]),
             not upper,
-            self.user_order.get(base, 1 << 30),
+            static[1],
             not unfree,
             identifier,
         )
@@ -355,10 +365,13 @@ class PolicyProvider(AbstractProvider):
                     if count >= PROMOTE_AFTER:
                         self._promoted.add(key)
         hit = [i for i in ids if i in names]
-        if hit:
-            return hit
-        promoted = [i for i in ids if i in self._promoted]
-        return promoted or ids
+        if not hit:
+            hit = [i for i in ids if i in self._promoted] or ids
+        if len(hit) > 1:
+            # the one resolvelib's ``min(..., key=get_preference)`` would take, found without
+            # its per-call wrapping (it skips get_preference when one name is returned)
+            return [min(hit, key=lambda i: self._preference(i, information))]
+        return hit
 
     def allowed_versions(self, name: str, reqs: Sequence[Req]) -> list[tuple[Version, FileLink]]:
         """The candidates of ``name`` (newest first) every requirement in ``reqs`` admits,

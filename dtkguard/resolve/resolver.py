@@ -12,14 +12,13 @@ from packaging.requirements import Requirement
 from dtkguard.errors import DtkguardError
 from dtkguard.resolve.binary import FormatControl
 from dtkguard.resolve.candidates import PYTHON, Candidate
-from dtkguard.resolve.http import Fetcher
-from dtkguard.resolve.indexes import env_extra_indexes
 from dtkguard.resolve.metacache import MetadataCache
 from dtkguard.resolve.progress import Progress
 from dtkguard.resolve.provider import PolicyProvider
 from dtkguard.resolve.reporter import CountingReporter, OutOfTime
 from dtkguard.resolve.sdist import Builder
-from dtkguard.resolve.sources import FileLink, FindLinks, SimpleIndex, Source
+from dtkguard.resolve.sources import FileLink, Source
+from dtkguard.resolve.sources import build_sources as build_sources  # re-exported
 from dtkguard.resolve.target import TargetEnv
 
 MAX_ROUNDS = 200_000
@@ -32,10 +31,13 @@ class Unsatisfiable(DtkguardError):
 
     exit_code = 1
 
-    def __init__(self, lines: list[str], rounds: int = 0) -> None:
+    def __init__(self, lines: list[str], rounds: int = 0, *, timed: bool = False) -> None:
         super().__init__(lines[0] if lines else "no resolution")
         self.lines = lines
         self.rounds = rounds
+        #: True when the clock shaped the answer (a time limit passed, here or in a trial of
+        #: the explanation): the same inputs may be answered otherwise, so it is not cached
+        self.timed = timed
 
     def line(self) -> str:
         return "\n".join(self.lines)
@@ -62,35 +64,6 @@ class Resolution:
     stats: dict[str, int]
     provider: PolicyProvider
     warnings: list[str] = field(default_factory=list)
-
-
-def build_sources(
-    policy: Any,
-    fetcher: Fetcher,
-    *,
-    vendor_find_links: Sequence[str] = (),
-    vendor_indexes: Sequence[str] = (),
-    find_links: Sequence[str] = (),
-    index_url: str | None = None,
-    extra_index_urls: Sequence[str] = (),
-    env_extras: bool = False,
-) -> list[Source]:
-    """Vendor sources (policy first, then the command line), then public ones; with
-    ``env_extras`` also the extra indexes of pip's and uv's environment variables."""
-    sources: list[Source] = []
-    policy_fl = tuple(policy.find_links) if policy is not None else ()
-    policy_ix = tuple(policy.indexes) if policy is not None else ()
-    for path in (*policy_fl, *vendor_find_links):
-        sources.append(FindLinks(path, vendor=True))
-    for url in (*policy_ix, *vendor_indexes):
-        sources.append(SimpleIndex(url, fetcher, vendor=True))
-    for path in find_links:
-        sources.append(FindLinks(path))
-    for url in ([index_url] if index_url else []) + list(extra_index_urls):
-        sources.append(SimpleIndex(url, fetcher))
-    for url, cred in env_extra_indexes() if env_extras else ():
-        sources.append(SimpleIndex(url, fetcher, credentials=cred))
-    return sources
 
 
 @dataclass(frozen=True)
@@ -129,8 +102,9 @@ def resolve(
     that no answer came within ``options.timeout`` seconds. A ``trial_of`` resolution raises
     :class:`OutOfTime` instead when its deadline passes (or its rounds run out), and an
     unexplained :class:`Unsatisfiable` on a conflict."""
-    from resolvelib import Resolver
     from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
+
+    from dtkguard.resolve.engine import resolver_class
 
     opts = options or ResolveOptions()
     started = time.monotonic()
@@ -153,18 +127,19 @@ def resolve(
         provider.warm(r.name for r in roots)
         reporter = CountingReporter(deadline)
         try:
-            result = Resolver(provider, reporter).resolve(roots, max_rounds=max_rounds)
+            result = resolver_class()(provider, reporter).resolve(roots, max_rounds=max_rounds)
         except ResolutionImpossible as exc:
             if not explain:
                 raise Unsatisfiable([], reporter.rounds) from None
             from dtkguard.resolve.conflict import explain_conflict
 
             lines = explain_conflict(provider, exc.causes, requirements, reporter.rounds, trial)
-            raise Unsatisfiable(lines, reporter.rounds) from None
+            raise Unsatisfiable(lines, reporter.rounds, timed=provider.out_of_time) from None
         except (ResolutionTooDeep, OutOfTime):
             if not explain:
                 raise OutOfTime(reporter.rounds) from None
-            raise Unsatisfiable(_gave_up(provider, reporter, time.monotonic() - started)) from None
+            took = time.monotonic() - started
+            raise Unsatisfiable(_gave_up(provider, reporter, took), timed=True) from None
         return _collect(provider, result, roots, reporter)
     finally:
         provider.close()
@@ -175,7 +150,10 @@ def trial(
 ) -> bool | None:
     """True when ``reqs`` resolve, False when not, None when the budget ran out: ``budget[0]``
     rounds left for all trials together (the rounds this trial took are taken off)."""
-    if time.monotonic() >= deadline or budget[0] <= 0:
+    if time.monotonic() >= deadline:
+        provider.out_of_time = True
+        return None
+    if budget[0] <= 0:
         return None
     try:
         res = resolve(
@@ -192,6 +170,8 @@ def trial(
             trial_of=Trial(deadline, budget[0], provider),
         )
     except OutOfTime:
+        if time.monotonic() >= deadline:
+            provider.out_of_time = True
         budget[0] = 0
         return None
     except Unsatisfiable as exc:

@@ -8,12 +8,11 @@ one (no wheel download), else by downloading the wheel. Only wheels are consider
 from __future__ import annotations
 
 import hashlib
-import html.parser
 import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +152,24 @@ class FindLinks(Source):
     def links(self, project: str) -> list[FileLink]:
         return self._scan().get(project, [])
 
+    def fingerprint(self) -> list[list[Any]]:
+        """Every entry of the folder with what tells a changed file: name, size, mtime, ctime
+        (no user can set it back: a file rewritten in place with its size, mtime and inode
+        kept has a new one), inode and device; followed through symlinks."""
+        out: list[list[Any]] = []
+        try:
+            names = sorted(os.listdir(self.path))
+        except OSError as exc:
+            return [["unreadable", str(exc)]]
+        for name in names:
+            try:
+                st = os.stat(self.path / name)
+            except OSError:
+                out.append([name, None])
+                continue
+            out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev])
+        return out
+
     def metadata(self, link: FileLink) -> bytes:
         assert link.path is not None
         return read_zip_metadata(link.path)
@@ -163,26 +180,34 @@ class FindLinks(Source):
             link.size = link.path.stat().st_size
 
 
-class _Anchors(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.anchors: list[tuple[dict[str, str | None], str]] = []
-        self._current: dict[str, str | None] | None = None
-        self._text: list[str] = []
+def _anchors(text: str) -> list[tuple[dict[str, str | None], str]]:
+    """The ``<a>`` tags of an HTML page: (attributes, text)."""
+    import html.parser
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._current = dict(attrs)
-            self._text = []
+    class _Anchors(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.anchors: list[tuple[dict[str, str | None], str]] = []
+            self._current: dict[str, str | None] | None = None
+            self._text: list[str] = []
 
-    def handle_data(self, data: str) -> None:
-        if self._current is not None:
-            self._text.append(data)
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self._current = dict(attrs)
+                self._text = []
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._current is not None:
-            self.anchors.append((self._current, "".join(self._text).strip()))
-            self._current = None
+        def handle_data(self, data: str) -> None:
+            if self._current is not None:
+                self._text.append(data)
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "a" and self._current is not None:
+                self.anchors.append((self._current, "".join(self._text).strip()))
+                self._current = None
+
+    parser = _Anchors()
+    parser.feed(text)
+    return parser.anchors
 
 
 def _hash_attr(value: str | None) -> dict[str, str] | None:
@@ -216,6 +241,24 @@ class SimpleIndex(Source):
         self._lock = threading.Lock()
         self._reading: dict[str, threading.Lock] = {}
         self._read: dict[str, bytes] = {}
+        #: project -> (HTTP status, sha256 of the page) of every page read: what a cached
+        #: resolution made from this index is checked against
+        self.pages_read: dict[str, tuple[int, str]] = {}
+        #: True once something was read that the pages do not pin by a sha256 (a metadata
+        #: file or a wheel listed without one): no resolution is cached then
+        self.unpinned = False
+
+    def page_url(self, project: str) -> str:
+        return self._page_url(project)
+
+    def page_state(self, project: str) -> tuple[int, str]:
+        """(status, sha256 of the body) of ``project``'s page as the index answers now."""
+        resp = self.fetcher.get(self._page_url(project), self._accept())
+        return resp.status, hashlib.sha256(resp.body).hexdigest()
+
+    def prefetch_pages(self, projects: Iterator[str] | list[str]) -> None:
+        """Start fetching these pages (also over ``file://``, for a cached resolution's check)."""
+        self.fetcher.prefetch([self._page_url(p) for p in projects], self._accept())
 
     def _page_url(self, project: str) -> str:
         return urljoin(self.url, f"{project}/")
@@ -233,6 +276,8 @@ class SimpleIndex(Source):
         if hit is not None:
             return hit
         resp = self.fetcher.get(self._page_url(project), self._accept())
+        with self._lock:
+            self.pages_read[project] = (resp.status, hashlib.sha256(resp.body).hexdigest())
         if resp.status == 404 or resp.status == 410:
             links: list[FileLink] = []
         elif resp.status in (401, 403):
@@ -269,10 +314,8 @@ class SimpleIndex(Source):
         return link
 
     def _parse_html(self, page: str, body: bytes, project: str) -> list[FileLink]:
-        parser = _Anchors()
-        parser.feed(body.decode("utf-8", "replace"))
         out = []
-        for attrs, _text in parser.anchors:
+        for attrs, _text in _anchors(body.decode("utf-8", "replace")):
             href = attrs.get("href")
             if not href:
                 continue
@@ -316,6 +359,12 @@ class SimpleIndex(Source):
         return out
 
     def metadata(self, link: FileLink) -> bytes:
+        if link.metadata_url:  # a metadata file is pinned by its own listed sha256 only
+            pinned = (link.metadata_hashes or {}).get("sha256")
+        else:  # read from the wheel: pinned by the wheel's
+            pinned = link.hashes.get("sha256")
+        if not pinned:
+            self.unpinned = True
         if link.metadata_url:
             resp = self.fetcher.get(link.metadata_url)
             self.fetcher.release(link.metadata_url, base=self.url)
@@ -349,6 +398,7 @@ class SimpleIndex(Source):
         if not link.hashes.get("sha256"):
             from dtkguard.resolve.lazywheel import sha256_of
 
+            self.unpinned = True
             link.hashes["sha256"], size = sha256_of(self.fetcher, link)
             link.size = link.size or size
 
@@ -415,3 +465,34 @@ class InstalledEnv(Source):
             lines.append(f"Requires-Python: {dist.requires_python}")
         lines += [f"Requires-Dist: {r}" for r in dist.requires_dist]
         return ("\n".join(lines) + "\n\n").encode()
+
+
+def build_sources(
+    policy: Any,
+    fetcher: Fetcher,
+    *,
+    vendor_find_links: Sequence[str] = (),
+    vendor_indexes: Sequence[str] = (),
+    find_links: Sequence[str] = (),
+    index_url: str | None = None,
+    extra_index_urls: Sequence[str] = (),
+    env_extras: bool = False,
+) -> list[Source]:
+    """Vendor sources (policy first, then the command line), then public ones; with
+    ``env_extras`` also the extra indexes of pip's and uv's environment variables."""
+    sources: list[Source] = []
+    policy_fl = tuple(policy.find_links) if policy is not None else ()
+    policy_ix = tuple(policy.indexes) if policy is not None else ()
+    for path in (*policy_fl, *vendor_find_links):
+        sources.append(FindLinks(path, vendor=True))
+    for url in (*policy_ix, *vendor_indexes):
+        sources.append(SimpleIndex(url, fetcher, vendor=True))
+    for path in find_links:
+        sources.append(FindLinks(path))
+    for url in ([index_url] if index_url else []) + list(extra_index_urls):
+        sources.append(SimpleIndex(url, fetcher))
+    from dtkguard.resolve.indexes import env_extra_indexes
+
+    for url, cred in env_extra_indexes() if env_extras else ():
+        sources.append(SimpleIndex(url, fetcher, credentials=cred))
+    return sources

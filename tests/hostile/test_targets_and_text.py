@@ -118,7 +118,7 @@ def test_limits_name_the_limit(tmp_path, cache, injected):
     assert "malformed" not in texts
 
 
-def test_a_pickle_holding_a_250_mb_string_stays_under_256_mib(tmp_path):
+def test_a_pickle_holding_a_250_mb_string_stays_under_64_mib(tmp_path):
     """A legacy checkpoint whose first pickle is one 250 MB BINUNICODE: it peaked at 545 MB
     (read, then decoded); the string is refused by its length, never read."""
     import struct

@@ -67,6 +67,10 @@ class _Options:
     yanked: Mapping[str, str | bool] = field(default_factory=dict)
     requires_python: Mapping[str, str] = field(default_factory=dict)
     ranges: bool = True
+    #: project pages carry an ``ETag`` (of their bytes) and answer ``If-None-Match`` with 304
+    validators: bool = False
+    #: a ``Cache-Control`` value for project pages (None: the header is not sent)
+    cache_control: str | None = None
 
     def python(self, f: _File) -> str | None:
         return self.requires_python.get(f.filename, f.requires_python)
@@ -416,7 +420,19 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.dumps(doc, indent=1).encode()
         else:
             body = _project_html(norm, files, "../../files/", self.opts).encode()
-        self._send(200, body, ctype)
+        self._send_page(body, ctype)
+
+    def _send_page(self, body: bytes, ctype: str) -> None:
+        """A project page, with its validator and caching header when the index says them."""
+        extra: dict[str, str] = {}
+        if self.opts.cache_control is not None:
+            extra["Cache-Control"] = self.opts.cache_control
+        if self.opts.validators:
+            extra["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+            if self.headers.get("If-None-Match") == extra["ETag"]:
+                self._send(304, b"", ctype, extra)
+                return
+        self._send(200, body, ctype, extra)
 
     def _file(self, name: str) -> None:
         is_meta = name.endswith(".metadata")
@@ -472,6 +488,8 @@ def serve_index(
     requires_python: Mapping[str, str] | None = None,
     auth: tuple[str, str] | None = None,
     ranges: bool = True,
+    validators: bool = False,
+    cache_control: str | None = None,
 ) -> Iterator[IndexServer]:
     """Serve ``wheel_dir`` as a simple index on 127.0.0.1 (a free port) until the block ends.
 
@@ -481,9 +499,12 @@ def serve_index(
     ``{filename: reason}``, ``True`` for no reason), ``requires_python`` sets a file's
     ``data-requires-python``, ``auth=(user, password)`` makes every request need HTTP Basic
     credentials (401 otherwise), ``ranges=False`` ignores ``Range`` headers (whole files, 200).
+    ``validators=True`` gives project pages an ``ETag`` and answers a matching
+    ``If-None-Match`` with 304; ``cache_control`` is sent with project pages as given.
     """
     state = IndexServer(url="", wheel_dir=Path(wheel_dir))
-    opts = _Options(metadata, dict(yanked or {}), dict(requires_python or {}), ranges)
+    opts = _Options(metadata, dict(yanked or {}), dict(requires_python or {}), ranges,
+                    validators, cache_control)  # fmt: skip
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, opts, auth))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/simple/"
