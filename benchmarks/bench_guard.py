@@ -10,7 +10,9 @@
    ``pip install torch`` of the same venv.
 4. ``dtkuv pip install torch`` (already satisfied: one uv dry run, no second uv) against
    ``uv pip install torch`` of the same venv; then ``dtkuv pip install rich tomlkit`` (5 real
-   wheels of the offline cache; goal: <= 2x) against ``uv pip install`` of the same.
+   wheels of the offline cache; goal: <= 2x) against ``uv pip install`` of the same, and
+   ``dtkpip install rich tomlkit`` against ``pip install`` of the same (``pipset``; goal:
+   <= 1.1x: the hook pauses pip's one real run for dtkpip's verdict, no dry run before it).
 5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
@@ -38,6 +40,7 @@ script beside this interpreter when it runs this checkout, else ``python -m dtkg
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
     PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5] [--native-mb 300]
+        [--only start|satisfied|uv|pipset|files|sdist|native ...]
     PYTHONPATH=. python benchmarks/bench_guard.py --smoke     # smallest sizes, one round
 """
 
@@ -251,8 +254,14 @@ def main() -> int:
     parser.add_argument("--vendor-files", type=int, default=10000, help="files of vendor torch")
     parser.add_argument("--native-mb", type=int, default=300, help="size of the native .so")
     parser.add_argument("--smoke", action="store_true", help="smallest sizes: does it still run?")
-    parser.add_argument("--only-uv", action="store_true", help="only the dtkuv against uv cases")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=STEPS,
+        help="run only these steps (repeatable; default: all)",
+    )
     args = parser.parse_args()
+    want = set(args.only or STEPS)
     if args.smoke:
         args.runs, args.pip_runs, args.files, args.vendor_files = 3, 1, 20, 50
         args.native_mb = 4
@@ -289,47 +298,52 @@ def main() -> int:
             check=True,
             capture_output=True,
         )
+        if "start" in want:
+            start = [str(plain.python), "-c", "pass"], [str(guarded.python), "-c", "pass"]
+            medians = pair((start[0], env), (start[1], env), args.runs)
+            show("python -c pass", ("plain", "hooked"), medians, args.runs)
+            bench_import(plain.python, guarded.python, env, args.runs)
         req = ["install", "--no-index", "-f", str(vendor), "--no-deps", "torch"]
-        if not args.only_uv:
-            bench_pip(plain, guarded, env, dtk, denv, req, args)
+        if "satisfied" in want:
+            pip_cmd = [str(guarded.python), "-m", "pip", *req]
+            dtkpip_cmd = [*dtk, "pip", "--python", str(guarded.python), *req]
+            medians = pair((pip_cmd, env), (dtkpip_cmd, denv), args.pip_runs)
+            show("install torch (satisfied)", ("pip", "dtkpip"), medians, args.pip_runs)
         uenv = {**env, "UV_CACHE_DIR": str(base / "uv-cache")}
-        ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
-        medians = pair(
-            ([uv_binary(), *ureq], uenv), ([*dtk, "uv", *ureq], {**denv, **uenv}), args.pip_runs
-        )
-        show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
-        uv_set_pair(guarded.python, dtk, denv, uenv, args.pip_runs)
-        if args.only_uv:
-            return 0
-        install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile", str(judged)]
-        label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
-        install_pair(label, (plain, guarded), install, "many-files", env, args.pip_runs)
-        sdist = build_sdist(base / "sdist", "tiny-sdist", "1.0")
-        build = ["-m", "pip", "install", "--no-deps", "--no-index", "-f", str(wheel_dir())]
-        build += ["--no-compile", "--no-cache-dir", str(sdist)]
-        install_pair(
-            "build and install a setuptools sdist",
-            (plain, guarded),
-            build,
-            "tiny-sdist",
-            env,
-            args.pip_runs,
-        )
-        bench_native(base, plain.python, guarded.python, env, args)
+        if "uv" in want:
+            ureq = ["pip", "install", "--python", str(guarded.python), *req[1:]]
+            uv_cmds = ([uv_binary(), *ureq], uenv), ([*dtk, "uv", *ureq], {**denv, **uenv})
+            medians = pair(*uv_cmds, args.pip_runs)
+            show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
+            uv_set_pair(guarded.python, dtk, denv, uenv, args.pip_runs)
+        if "pipset" in want:
+            pip_set_pair(guarded.python, dtk, denv, env, args.pip_runs)
+        if "files" in want:
+            install = ["-m", "pip", "install", "--no-deps", "--no-index", "--no-compile"]
+            label = f"install a wheel of {args.files} files beside a torch of {args.vendor_files}"
+            install_pair(
+                label, (plain, guarded), [*install, str(judged)], "many-files", env, args.pip_runs
+            )
+        if "sdist" in want:
+            sdist = build_sdist(base / "sdist", "tiny-sdist", "1.0")
+            build = ["-m", "pip", "install", "--no-deps", "--no-index", "-f", str(wheel_dir())]
+            build += ["--no-compile", "--no-cache-dir", str(sdist)]
+            install_pair(
+                "build and install a setuptools sdist",
+                (plain, guarded),
+                build,
+                "tiny-sdist",
+                env,
+                args.pip_runs,
+            )
+        if "native" in want:
+            bench_native(base, plain.python, guarded.python, env, args)
     return 0
 
 
-def bench_pip(plain, guarded, env, dtk, denv, req, args) -> None:
-    """Interpreter start, ``import torch`` and dtkpip's satisfied install against pip's."""
-    start = [str(plain.python), "-c", "pass"], [str(guarded.python), "-c", "pass"]
-    medians = pair((start[0], env), (start[1], env), args.runs)
-    show("python -c pass", ("plain", "hooked"), medians, args.runs)
-    bench_import(plain.python, guarded.python, env, args.runs)
-    pip_cmd = [str(guarded.python), "-m", "pip", *req]
-    dtkpip_cmd = [*dtk, "pip", "--python", str(guarded.python), *req]
-    medians = pair((pip_cmd, env), (dtkpip_cmd, denv), args.pip_runs)
-    show("install torch (satisfied)", ("pip", "dtkpip"), medians, args.pip_runs)
-
+#: the steps ``--only`` picks (numbered as in the module's docstring; ``pipset``: step 4's
+#: five real wheels through ``dtkpip`` against plain pip)
+STEPS = ("start", "satisfied", "uv", "pipset", "files", "sdist", "native")
 
 #: a small real set from the offline cache: rich (markdown-it-py, mdurl, pygments), tomlkit
 UV_SET = ("rich", "tomlkit")
@@ -358,6 +372,31 @@ def uv_set_pair(python, dtk, denv, uenv, runs) -> None:
         for s in (0, 1)
     )
     show(f"install {len(UV_SET_ALL)} real wheels", ("uv", "dtkuv"), medians, runs)
+
+
+def pip_set_pair(python, dtk, denv, env, runs) -> None:
+    """``pip install`` of `UV_SET` (5 real wheels) against ``dtkpip install`` of it into the
+    guarded venv, alternating which goes first, each followed by an untimed uninstall."""
+    req = ["install", "--no-index", "-f", str(wheel_dir() / "image"), *UV_SET]
+    sides = (
+        ([str(python), "-m", "pip", *req], env),
+        ([*dtk, "pip", "--python", str(python), *req], denv),
+    )
+    remove = [str(python), "-m", "pip", "uninstall", "-y", *UV_SET_ALL]
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for i in range(runs + 1):
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            took = _run(*sides[side])
+            done = subprocess.run(remove, env=env, capture_output=True, text=True)
+            if done.stdout.count("Successfully uninstalled") != len(UV_SET_ALL):
+                raise SystemExit(f"pip set: not installed by side {side}: {done.stdout}")
+            if i:  # the first round is the warm-up
+                times[side].append(took)
+    medians = tuple(
+        (statistics.median(w for w, _ in times[s]), statistics.median(c for _, c in times[s]))
+        for s in (0, 1)
+    )
+    show(f"install {len(UV_SET_ALL)} real wheels", ("pip", "dtkpip"), medians, runs)
 
 
 def install_pair(label, venvs, install, name, env, runs) -> None:

@@ -13,6 +13,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.decision import canonical
@@ -21,7 +22,7 @@ from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
-from dtkguard.guard.plan import Plan, dry_run, run_pip
+from dtkguard.guard.plan import Plan, Planned, dry_run, run_pip
 from dtkguard.guard.target import choose_python, say_target
 from dtkguard.policy.compiled import CompiledPolicy
 
@@ -140,7 +141,8 @@ def _run_once(interp: Interpreter, pip_args: list[str], env: dict[str, str]) -> 
 def _install(
     interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, pip_args: list[str], reason: str
 ) -> int:
-    """Plan with the pins, judge the result, then veto (or record an override) or run pip once."""
+    """One pip run where the hook can pause it (`_install_once`); else plan with the pins,
+    judge the result, then veto (or record an override) or run pip once."""
     env = dict(os.environ)
     env.pop(overrides.ENV_VAR, None)  # the plan never needs it; the real run gets it if used
     with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
@@ -150,45 +152,185 @@ def _install(
             return run_pip(
                 interp.python, [*pip_args, "-c", str(constraints)], env, False
             ).returncode
-        plan, failed_with_pins = _plan(interp, cmd, constraints, env)
-        if not plan.ok:
-            sys.stdout.write(plan.stdout)
-            _say(plan.stderr)
-            return plan.returncode
-        if not plan.install and not failed_with_pins:
-            sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
-            return 0
-        from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge, pip_locator, say_unjudged
+        job = _Job(interp, policy, cmd, pip_args, constraints, env)
+        if not reason and _one_run_fits(interp, cmd):
+            code = _install_once(job, Path(tmp))
+            if code is not None:
+                return code
+        return _install_planned(job, reason)
 
-        before = from_python(interp.python)
-        verdict = judge(before, plan, policy, interp.purelib, pip_locator(Path(tmp)))
-        _say(say_unjudged("dtkpip", verdict))
-        command = "pip " + shlex.join(pip_args)
-        if verdict.blocked and not reason:
-            from dtkguard.guard.instead import suggestions
-            from dtkguard.guard.veto_text import render
 
-            instead = suggestions(verdict, policy, interp.python, cmd, constraints, env)
-            _say(render(verdict, policy, command, instead, failed_with_pins))
+@dataclass
+class _Job:
+    """One ``dtkpip install``: where, under which policy, with which arguments and pins."""
+
+    interp: Interpreter
+    policy: CompiledPolicy
+    cmd: PipCommand
+    pip_args: list[str]
+    constraints: Path
+    env: dict[str, str]
+
+    @property
+    def command(self) -> str:
+        return "pip " + shlex.join(self.pip_args)
+
+
+def _install_planned(job: _Job, reason: str) -> int:
+    """The dry run first (`_plan`), then the verdict, then the real pip run."""
+    interp, env = job.interp, job.env
+    plan, failed_with_pins = _plan(interp, job.policy, job.cmd, job.constraints, env)
+    if not plan.ok:
+        sys.stdout.write(plan.stdout)
+        _say(plan.stderr)
+        return plan.returncode
+    if not plan.install and not failed_with_pins:
+        sys.stdout.write(_satisfied(plan))  # nothing to install: nothing to judge
+        return 0
+    verdict = _verdict(job, plan)
+    if verdict.blocked and not reason:
+        _say(_veto_text(job, verdict, failed_with_pins))
+        return 1
+    if not verdict.blocked and failed_with_pins:
+        _say(plan.stderr)  # pins conflict without a rule finding: show pip's own words
+        return 1
+    real_args = [*job.pip_args, "-c", str(job.constraints)]
+    if verdict.blocked:
+        _record_override(interp, verdict, reason, job.pip_args, env)
+        if failed_with_pins:
+            real_args = list(job.pip_args)
+            env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
+    if _externally_managed_by_us(interp):
+        real_args.append("--break-system-packages")
+    touches = [p.key for p in plan.install]
+    return _journalled(interp, job.pip_args, lambda: _run_once(interp, real_args, env), touches)
+
+
+def _verdict(job: _Job, plan: Plan, wheels: dict[str, str] | None = None) -> Verdict:
+    """The plan judged against the environment now (the wheels of a paused pip run where
+    ``wheels`` names them, else the report's files)."""
+    from dtkguard.env.environment import from_python
+    from dtkguard.guard.verdict import judge, pip_locator, say_unjudged
+
+    tmp = job.constraints.parent
+    locate = pip_locator(tmp)
+    if wheels:
+        locate = _paused_locator(wheels, locate)
+    before = from_python(job.interp.python)
+    verdict = judge(before, plan, job.policy, job.interp.purelib, locate)
+    _say(say_unjudged("dtkpip", verdict))
+    return verdict
+
+
+def _paused_locator(
+    wheels: dict[str, str], fallback: Callable[[Planned], list[Path] | None]
+) -> Callable[[Planned], list[Path] | None]:
+    """The wheel the paused pip is about to install (downloaded or built), else ``fallback``."""
+
+    def locate(planned: Planned) -> list[Path] | None:
+        wheel = wheels.get(planned.key, "")
+        if wheel.endswith(".whl") and Path(wheel).is_file():
+            return [Path(wheel)]
+        return fallback(planned)
+
+    return locate
+
+
+def _veto_text(job: _Job, verdict: Verdict, failed_with_pins: bool) -> str:
+    from dtkguard.guard.instead import suggestions
+    from dtkguard.guard.veto_text import render
+
+    cmd = job.cmd
+    instead = suggestions(
+        verdict, job.policy, job.interp.python, cmd, job.constraints, _plain(job.env)
+    )
+    return render(verdict, job.policy, job.command, instead, failed_with_pins)
+
+
+def _plain(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the one-run channel (a probe is a dry run of its own)."""
+    from dtkguard.guard.pip_channel import CHANNEL
+
+    return {k: v for k, v in env.items() if k != CHANNEL}
+
+
+def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
+    """The hook of this dtkguard is in the environment, so the real run can be the only run;
+    an install elsewhere or with a report of its own is planned first."""
+    from dtkguard.guard.journal import ELSEWHERE
+    from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
+
+    if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):
+        return False
+    site = interp.purelib
+    try:
+        hook = (site / HOOK_MODULE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return (
+        hook == hook_source(HOOK_MODULE)
+        and (site / HOOK_PTH).is_file()
+        and (site / FINDER_MODULE).is_file()
+    )
+
+
+def _install_once(job: _Job, tmp: Path) -> int | None:
+    """The real pip run, paused by the hook before it installs: the plan is judged, then pip
+    goes on inside the journal's transaction, or refuses with nothing changed. None: no hook
+    answered, pip ran the dry run only (plan the usual way)."""
+    from dtkguard.guard.pip_channel import OneRun
+    from dtkguard.guard.plan import read_report
+
+    interp, cmd = job.interp, job.cmd
+    report = tmp / "report.json"
+    args = [*cmd.global_args, "install", "--dry-run", "--report", str(report), *cmd.args]
+    args += ["-c", str(job.constraints)]
+    if _externally_managed_by_us(interp):
+        args.append("--break-system-packages")
+    run = OneRun.start(interp.python, args, report, job.env)
+    try:
+        if not run.wait_plan():
+            code = run.finish()
+            if not run.attached:
+                return None
+            return _explain_pinned(job, code) if run.conflict else code
+        plan = Plan(0, "", "")
+        if not read_report(report, plan) or not set(run.wheels) <= {p.key for p in plan.install}:
+            run.finish()
+            _say("dtkpip: pip's plan could not be read; nothing was installed or removed\n")
             return 1
-        if not verdict.blocked and failed_with_pins:
-            _say(plan.stderr)  # pins conflict without a rule finding: show pip's own words
-            return 1
-        real_args = [*pip_args, "-c", str(constraints)]
+        if not plan.install:
+            return run.go()
+        verdict = _verdict(job, plan, run.wheels)
         if verdict.blocked:
-            _record_override(interp, verdict, reason, pip_args, env)
-            if failed_with_pins:
-                real_args = list(pip_args)
-                env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
-        if _externally_managed_by_us(interp):
-            real_args.append("--break-system-packages")
+            text = _veto_text(job, verdict, False)
+            run.finish()
+            _say(text)
+            return 1
         touches = [p.key for p in plan.install]
-        return _journalled(interp, pip_args, lambda: _run_once(interp, real_args, env), touches)
+        return _journalled(interp, job.pip_args, run.go, touches)
+    finally:
+        run.finish()
+
+
+def _explain_pinned(job: _Job, code: int) -> int:
+    """The one run failed on the vendor pins (pip said so above): what it would do without
+    them, judged; a veto in dtkguard's words when that is refused."""
+    free = _free(job.interp, job.policy, job.cmd, _plain(job.env))
+    if not free.ok:
+        return code
+    verdict = _verdict(job, free)
+    if verdict.blocked:
+        _say(_veto_text(job, verdict, True))
+    return code or 1
 
 
 def _plan(
-    interp: Interpreter, cmd: PipCommand, constraints: Path, env: dict[str, str]
+    interp: Interpreter,
+    policy: CompiledPolicy,
+    cmd: PipCommand,
+    constraints: Path,
+    env: dict[str, str],
 ) -> tuple[Plan, bool]:
     """pip's plan under the pins, else (on a conflict) without them: (plan, pins failed)."""
     from dtkguard.guard.progress import planning, requested_count
@@ -197,10 +339,21 @@ def _plan(
         plan = dry_run(interp.python, cmd.global_args, cmd.args, constraints, env)
     if plan.ok:
         return plan, False
-    free = dry_run(interp.python, cmd.global_args, cmd.args, None, env) if plan.conflict else None
+    free = _free(interp, policy, cmd, env) if plan.conflict else None
     if free is None or not free.ok:
         return plan, False
     return free, True
+
+
+def _free(
+    interp: Interpreter, policy: CompiledPolicy, cmd: PipCommand, env: dict[str, str]
+) -> Plan:
+    """What pip would install without the vendor pins, as far as a veto needs it."""
+    from dtkguard.guard.free_plan import free_plan
+    from dtkguard.guard.instead import options_only
+
+    options = options_only(cmd.args, cmd.value_options)
+    return free_plan(interp.python, cmd.global_args, cmd.args, options, policy, env)
 
 
 def _record_override(

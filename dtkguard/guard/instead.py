@@ -19,7 +19,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 _MAX_PROBES = 3
 
 
-def _options_only(args: list[str], value_options: frozenset[str]) -> list[str]:
+def options_only(args: list[str], value_options: frozenset[str]) -> list[str]:
     """The install options without requirement arguments (positionals, -r, -e)."""
     out: list[str] = []
     i = 0
@@ -89,7 +89,7 @@ def suggestions(
     ]
     requested = [p for p in verdict.plan.install if p.requested]
     out = _vendor_pins(verdict, policy, requested, replaced_vendor, tool)
-    options = _options_only(cmd.args, cmd.value_options)
+    options = options_only(cmd.args, cmd.value_options)
     out += _probed(verdict, policy, requested, replaced_vendor, options, probe, tool)
     return out or _general(verdict, replaced_vendor)
 

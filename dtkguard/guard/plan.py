@@ -64,6 +64,9 @@ class Plan:
     constrained: bool = True
     #: names the run would remove and not put back (uv's plans: sync, uninstall, upgrades)
     remove: list[str] = field(default_factory=list)
+    #: only part of the resolution: the requested packages and what the policy refuses of
+    #: their requirements (`dtkguard.guard.free_plan`)
+    partial: bool = False
 
     @property
     def ok(self) -> bool:
@@ -112,24 +115,33 @@ def dry_run(
         proc = run_pip(python, args, env)
         plan = Plan(proc.returncode, proc.stdout, proc.stderr, constrained=constraints is not None)
         if proc.returncode == 0:
-            try:
-                data = json.loads(report.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = {}
-            plan.environment = data.get("environment") or {}
-            for item in data.get("install") or ():
-                meta = item.get("metadata") or {}
-                plan.install.append(
-                    Planned(
-                        name=meta.get("name", "?"),
-                        version=str(meta.get("version", "")),
-                        metadata=meta,
-                        requested=bool(item.get("requested")),
-                        is_direct=bool(item.get("is_direct")),
-                        url=(item.get("download_info") or {}).get("url", ""),
-                    )
-                )
+            read_report(report, plan)
     return plan
+
+
+def read_report(report: Path, plan: Plan) -> bool:
+    """Fill ``plan`` from pip's installation report (``--report FILE``); False when the file
+    is missing or no report."""
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict):
+        return False
+    plan.environment = data.get("environment") or {}
+    for item in data.get("install") or ():
+        meta = item.get("metadata") or {}
+        plan.install.append(
+            Planned(
+                name=meta.get("name", "?"),
+                version=str(meta.get("version", "")),
+                metadata=meta,
+                requested=bool(item.get("requested")),
+                is_direct=bool(item.get("is_direct")),
+                url=(item.get("download_info") or {}).get("url", ""),
+            )
+        )
+    return True
 
 
 def after_install(

@@ -131,11 +131,14 @@ def judge(
 ) -> Verdict:
     """The findings the plan introduces; with ``locate``, also those of its wheels' native
     code (`binary_findings`; the names it could not judge are in ``Verdict.unjudged``)."""
-    after = after_install(before, plan.install, site, removed_for_good(plan))
-    old = {_key(f) for f in run_checks(CheckContext(before, policy), housekeeping=False)}
+    gone_names = removed_for_good(plan)
+    after = after_install(before, plan.install, site, gone_names)
     # the baseline family compares the files on disk, which a plan has not changed yet: the
-    # environment after it has the same findings there, none of them introduced
+    # environment after it has the same findings there, none of them introduced. Its rule ids
+    # are its own, so before the change it matters only to a plan that removes (vendor-missing)
     families = [f for f in ENVIRONMENT_CHECKS if f != "baseline"]
+    now = ENVIRONMENT_CHECKS if gone_names else families
+    old = {_key(f) for f in run_checks(CheckContext(before, policy), now, housekeeping=False)}
     new = run_checks(CheckContext(after, policy), families, housekeeping=False)
     seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}
     gone = [f for f in _removal_findings(plan, policy) if (f.rule, f.subject) not in seen]

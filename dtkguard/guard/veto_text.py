@@ -131,9 +131,10 @@ def render(
 ) -> str:
     out = [f"{tool.name}: stopped `{command}`: nothing was installed or removed."]
     if constrained_failed:
+        some = ", among others," if verdict.plan.partial else ""
         out.append(
             f"{tool.runs} cannot satisfy this request while keeping the vendor builds "
-            f"(policy {policy.name}); without them it would:"
+            f"(policy {policy.name}); without them it would{some}:"
         )
     else:
         out.append(f"What {tool.runs} would do:")

@@ -27,7 +27,12 @@ TRIPWIRE = __TRIPWIRE__  # noqa: F821
 #: top-level modules of the vendor builds (none with ``[guard] on-import = "off"``)
 VENDOR_MODULES = frozenset(__VENDOR_MODULES__)  # noqa: F821
 #: the pip modules the hook wraps; the last one is the one the ``.pth`` line blocks
-PIP_MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
+PIP_MODULES = (
+    "pip._internal.commands.install",
+    "pip._internal.commands.wheel",
+    "pip._internal.commands.download",
+    "pip._internal.req.req_uninstall",
+)
 
 
 def find_spec(name, path=None, target=None):

@@ -14,8 +14,10 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
   interpreter is judged by name and version and by the files of every wheel (vendor-owned
   files, the guard's own files, start-up code); an install elsewhere is judged by what pip
   would remove from this interpreter (pip uninstalls the env's copy whatever the destination);
-* ``InstallCommand.run``: learns the real ``--target`` directory, and explains a resolution that
-  failed on the guard's constraints in dtkguard's words;
+* ``InstallCommand.run``: learns the real ``--target`` directory, arms the build journal,
+  explains a resolution that failed on the guard's constraints in dtkguard's words, and answers
+  dtkpip's one-run channel (``CHANNEL``: the real run, paused for dtkpip's verdict);
+* ``WheelCommand.run``, ``DownloadCommand.run``: the same build journal around their builds;
 * ``UninstallPathSet.from_dist``: every removal; a vendor build may only be removed while the
   exact same build replaces it, and no removal may delete files of a vendor build.
 
@@ -27,12 +29,19 @@ through and records it in ``overrides.jsonl`` beside the policy.
 import contextlib
 import sys
 
-_MODULES = ("pip._internal.commands.install", "pip._internal.req.req_uninstall")
+_MODULES = (
+    "pip._internal.commands.install",
+    "pip._internal.commands.wheel",
+    "pip._internal.commands.download",
+    "pip._internal.req.req_uninstall",
+)
 DECISION = "_dtkguard_decision.py"
 #: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
 ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 PTH = "dtkguard-pip-hook.pth"
+#: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
+CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
 _state = {
     "policy_path": None,
     "policy": None,
@@ -86,8 +95,10 @@ class _Loader:
             _prepare()
             if self._fullname == _MODULES[0]:
                 _patch_install(module)
-            else:
+            elif self._fullname == _MODULES[-1]:
                 _patch_uninstall(module)
+            else:
+                _patch_build_only(module)
         except Exception as exc:  # never break pip's import; fail closed at install time
             _changed(f"the dtkguard hook could not attach to pip: {exc!r}")
 
@@ -124,6 +135,8 @@ def _prepare():
     import json  # noqa: F401
     import os  # noqa: F401
     import site  # noqa: F401
+    import stat  # noqa: F401
+    import subprocess  # noqa: F401
     import sysconfig  # noqa: F401
     import time  # noqa: F401
     import zipfile  # noqa: F401
@@ -843,6 +856,9 @@ def _vendor_deps(policy, after):
         from pip._vendor.packaging.requirements import Requirement
     except ImportError:  # pip without its vendored packaging: judged by `check` instead
         return []
+    judge = _state["decision"].judge_vendor_deps
+    if not judge(_requires(policy), after, Requirement, pins=policy["vendor"]):
+        return []  # nothing broken after the change: the baseline (a large file) is not read
     before = {k: v for k, (v, _) in _installed().items()}
     recorded = _baseline().get("dists")
     if isinstance(recorded, dict) and recorded:  # only what broke since guard install (as check)
@@ -1027,6 +1043,7 @@ def _patch_install(module):
         def guarded_run(self, options, args):
             target = getattr(options, "target_dir", None)
             _state["target_dir"] = target
+            _dtkpip_attach(options)
             if _state["error"] is not None and missing and not _override():
                 raise _fail_closed()
             _snapshot_for(options, target)
@@ -1039,6 +1056,8 @@ def _patch_install(module):
                 text = _explain_conflict(exc, list(args))
                 if text is None:
                     raise
+                if _dtkpip_tell(b"conflict"):
+                    raise  # dtkpip explains it in its own words
                 raise type(exc)(f"{exc}{text}") from exc
             except BaseException:
                 _after_run()
@@ -1057,7 +1076,7 @@ def _patch_install(module):
         bound.apply_defaults()
         a = bound.arguments
         reqs = list(a.get("requirements") or ())
-        _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
+        _before_install(reqs, a)
         return original(*args, **kwargs)
 
     install_given_reqs._dtkguard = True
@@ -1066,6 +1085,118 @@ def _patch_install(module):
 
     if getattr(req_package, "install_given_reqs", None) is original:
         req_package.install_given_reqs = install_given_reqs  # 26.x in-process build deps
+
+
+def _before_install(reqs, a):
+    """Judge an install (``a``: pip's bound arguments); in dtkpip's one run into this
+    environment, what builds changed is put back first, then dtkpip is asked."""
+    if _state.get("channel") is not None and all(
+        a.get(k) is None for k in ("home", "root", "prefix")
+    ):
+        _after_run()  # before dtkpip's journal starts
+        _dtkpip_ask(reqs)
+    _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
+
+
+def _patch_build_only(module):
+    """``pip wheel`` and ``pip download``: they install nothing here, but build (the metadata
+    of an sdist, a wheel) with code that can write here. The install's build journal around
+    their ``run``: what a build changed is put back and the run refused (`_after_run`)."""
+    classes = [getattr(module, n, None) for n in ("WheelCommand", "DownloadCommand")]
+    command = next((c for c in classes if c is not None), None)
+    run = getattr(command, "run", None)
+    if run is None:
+        raise AttributeError(f"pip's {module.__name__} has no command class with run")
+    if getattr(run, "_dtkguard", False):
+        return
+
+    def guarded_run(self, options, args):
+        if _load_policy() is None or _state.get("protected") is None:
+            if not _override():
+                raise _fail_closed()
+            _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
+        _arm(_load_policy())
+        try:
+            result = run(self, options, args)
+        except BaseException:
+            _after_run()
+            raise
+        _after_run()
+        return result
+
+    guarded_run._dtkguard = True
+    command.run = guarded_run
+
+
+def _dtkpip_attach(options):
+    """dtkpip runs pip once, as ``install --dry-run --report FILE ...`` with two pipes named
+    by `CHANNEL`. Without this hook that stays the dry run dtkpip plans from; with it the hook
+    says ``hello``, makes it the real run and, before pip installs anything here, waits for
+    dtkpip's verdict on the plan (`_dtkpip_ask`). The channel only adds a refusal: the hook
+    judges the install all the same. The variable leaves the environment: no child sees it."""
+    import os
+    import stat
+
+    raw = os.environ.pop(CHANNEL, None)
+    if raw is None or not getattr(options, "dry_run", False):
+        return
+    elsewhere = ("target_dir", "prefix_path", "root_path", "use_user_site")
+    if not getattr(options, "json_report_file", None) or any(
+        getattr(options, k, None) for k in elsewhere
+    ):
+        return  # stays the dry run: dtkpip plans such an install first
+    try:
+        w, r = (int(fd) for fd in raw.split(","))
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (w, r)):
+            return
+        os.write(w, b"hello\n")
+    except (OSError, ValueError):
+        return
+    options.dry_run = False
+    _state["channel"] = (w, r)
+
+
+def _dtkpip_tell(message):
+    """Send one line to dtkpip; False when no dtkpip is listening."""
+    import os
+
+    channel = _state.get("channel")
+    if channel is None:
+        return False
+    try:
+        os.write(channel[0], message + b"\n")
+    except OSError:
+        return False
+    return True
+
+
+def _dtkpip_ask(reqs):
+    """Before the first install into this environment of dtkpip's run: tell dtkpip the wheels
+    pip is about to install (the plan is in the report pip wrote) and wait for its answer;
+    anything but ``go`` (dtkpip refused, or is gone) refuses with nothing installed."""
+    import json
+    import os
+
+    if _state.get("channel") is None:
+        return
+    wheels = {
+        _canonical(req.name or "?"): str(getattr(req, "local_file_path", None) or "")
+        for req in reqs
+    }
+    answer = b""
+    if _dtkpip_tell(b"plan " + json.dumps(wheels).encode()):
+        w, r = _state.pop("channel")
+        with contextlib.suppress(OSError):
+            os.close(w)
+            with os.fdopen(r, "rb") as fh:
+                answer = fh.readline()
+    _state.pop("channel", None)
+    if answer.strip() != b"go":
+        raise _error(
+            "InstallationError",
+            "dtkguard: dtkpip refused this install (its reasons follow); nothing was installed "
+            "or removed",
+        )
 
 
 def _get_scheme():
@@ -1151,13 +1282,58 @@ def _snapshot_for(options, target):
     run and a ``--target`` install build packages too."""
     here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
     if all(p is None or _touches(_real(p), _roots()) for p in here):
-        _take_snapshot(_load_policy())
+        _arm(_load_policy())
+
+
+def _arm(policy):
+    """Take the build snapshot just before pip starts its first child process: every build
+    (a PEP 517 backend, ``setup.py``, pip installing build dependencies) runs in one, and a
+    run that starts none (wheels only) runs no build code and needs no snapshot."""
+    import subprocess
+
+    _state["armed"] = policy
+    init = subprocess.Popen.__init__
+    if getattr(init, "_dtkguard", False):
+        return
+
+    def guarded_init(self, *args, **kwargs):
+        if not _state.get("user_agent"):
+            armed = _state.pop("armed", None)
+            if armed is not None and _state["snapshot"] is None:
+                _take_snapshot(armed)
+        return init(self, *args, **kwargs)
+
+    guarded_init._dtkguard = True
+    subprocess.Popen.__init__ = guarded_init
+    _exempt_user_agent()
+
+
+def _exempt_user_agent():
+    """pip's user agent runs children that are no build (``distro``'s ``lsb_release -a`` and
+    ``uname -rs``, ``rustc --version``): while pip builds it, a child takes no snapshot."""
+    try:
+        from pip._internal.network import session
+    except ImportError:
+        return
+    original = getattr(session, "user_agent", None)
+    if original is None or getattr(original, "_dtkguard", False):
+        return
+
+    def user_agent(*args, **kwargs):
+        _state["user_agent"] = True
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _state["user_agent"] = False
+
+    user_agent._dtkguard = True
+    session.user_agent = user_agent
 
 
 def _take_snapshot(policy):
-    """Before pip resolves and builds: the build journal. (size, inode, ctime) of what builds
-    must not touch, the names in each of its folders, and the guard's store (read now, before
-    any build code ran), where the bytes to put back come from."""
+    """Before pip starts its first child (`_arm`): the build journal. (size, inode, ctime)
+    of what builds must not touch, the names in each of its folders, and the guard's store
+    (read now, before any build code ran), where the bytes to put back come from."""
     import os
     import stat
 
@@ -1178,6 +1354,7 @@ def _built_changes():
     back first (`_put_back`): the refusal leaves the environment as it was."""
     snap = _state["snapshot"]
     _state["snapshot"] = None  # judged once: after this, pip's own install writes here
+    _state.pop("armed", None)
     if not snap:
         return []
     now = _stat_all(snap["stat"])

@@ -156,3 +156,51 @@ def test_dtkpip_install_of_the_build_is_refused_and_put_back(
     _assert_put_back(g, before, proc, inodes, targets, plants)
     assert "kept" not in proc.stderr, proc.stderr  # the journal found nothing left to undo
     assert transactions(g.store.journal) == txns  # a rollback of nothing is not history
+
+
+@pytest.mark.parametrize(
+    ("command", "late"),
+    [("wheel", False), ("wheel", True), ("download", False)],
+    ids=["wheel-on-import", "wheel-in-build-wheel", "download-on-import"],
+)
+def test_builds_of_pip_wheel_and_download_are_put_back(
+    fresh: Guarded, tmp_path: Path, command: str, late: bool
+) -> None:
+    """``pip wheel`` and ``pip download`` install nothing here but run build code that can
+    write here: the same build journal judges it and puts it back (``download`` asks only for
+    the metadata, so only the backend's import-time code runs)."""
+    g = fresh
+    sdist, targets, plants = _evil_sdist(g, tmp_path, late)
+    out = tmp_path / "out"
+    before = g.venv.snapshot()
+    inodes = [os.stat(t).st_ino for t in targets]
+    where = ["-w", str(out)] if command == "wheel" else ["-d", str(out)]
+    proc = g.pip(command, "--no-index", "--no-deps", *where, str(sdist))
+    _assert_put_back(g, before, proc, inodes, targets, plants)
+
+
+def test_a_clean_pip_wheel_and_download_pass(fresh: Guarded, tmp_path: Path) -> None:
+    """The journal refuses only what changed the env: a build that writes nothing passes."""
+    g = fresh
+    sdist = tmp_path / "cleanbuild-1.0.tar.gz"
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n',
+        "backend.py": "TARGETS = []\nPLANTS = []\nLATE = False\n"
+        + BACKEND.replace("evilbuild", "cleanbuild"),
+        "PKG-INFO": "Metadata-Version: 2.1\nName: cleanbuild\nVersion: 1.0\n",
+    }
+    with tarfile.open(sdist, "w:gz") as tf:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"cleanbuild-1.0/{name}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    before = g.venv.snapshot()
+    for command, flag in (("wheel", "-w"), ("download", "-d")):
+        out = tmp_path / command
+        proc = g.pip(command, "--no-index", "--no-deps", flag, str(out), str(sdist))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "dtkguard" not in proc.stderr, proc.stderr
+        assert list(out.iterdir()), command
+    assert changed(before, g.venv.snapshot()) == []

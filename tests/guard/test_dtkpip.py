@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.guard.journal import transactions
 from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.venvs import hermetic_env
 
@@ -141,3 +142,53 @@ def test_override_token_is_one_time(fresh: Guarded) -> None:
     assert check.returncode == 1, check.stderr
     found = json.loads(check.stdout)["findings"]  # (the headline names the rule too)
     assert [f["rule"] for f in found].count("override-used") == 3
+
+
+def _pip_runs(log: Path) -> int:
+    """How many pip runs wrote to ``log`` (each names its pip once)."""
+    return log.read_text().count("Using pip ")
+
+
+def test_a_real_install_runs_pip_once(fresh: Guarded, tmp_path: Path) -> None:
+    """Where the hook is present the real run is the only run: the hook pauses it before it
+    installs, dtkpip judges the plan and lets it go on inside the journal's transaction."""
+    g = fresh
+    log = tmp_path / "pip.log"
+    txns = transactions(g.store.journal)
+    proc = g.dtkpip("install", "--log", str(log), *g.index_args, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "Successfully installed" in proc.stdout
+    assert _pip_runs(log) == 1  # no dry run before it
+    assert g.venv.installed()["accelerate"] == "1.6.0"
+    [txn] = transactions(g.store.journal)[len(txns) :]  # journalled as one transaction
+    assert txn.state == "committed" and txn.after.get("accelerate") == "1.6.0", txn
+    check = g.dtkguard("check", "--python", str(g.venv.python))
+    assert check.returncode == 0, check.stdout + check.stderr  # the baseline followed
+
+
+def test_a_veto_in_the_one_run_changes_nothing(fresh: Guarded, tmp_path: Path) -> None:
+    """The paused run refused by dtkpip: its full explanation, pip's own refusal, one
+    resolution, the environment as it was."""
+    g = fresh
+    log = tmp_path / "pip.log"
+    before = g.venv.snapshot()
+    proc = g.dtkpip("install", "--log", str(log), *g.index_args, "nvidia-cublas-cu12")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nothing was installed or removed" in proc.stderr
+    assert "denied-package (critical)" in proc.stderr
+    assert "dtkpip refused this install" in proc.stderr  # the hook stopped pip for dtkpip
+    assert "Would install" not in log.read_text().split("Using pip ")[1]  # the real run
+    assert changed(before, g.venv.snapshot()) == []
+
+
+def test_without_this_hook_dtkpip_plans_first(fresh: Guarded, tmp_path: Path) -> None:
+    """A hook that is not this dtkguard's (an older guard install) cannot be paused: dtkpip
+    plans with a dry run first, as before, and installs with a second run."""
+    g = fresh
+    hook = g.venv.site_packages / "_dtkguard_pip_hook.py"
+    hook.write_text(hook.read_text() + "\n# an older hook\n")
+    log = tmp_path / "pip.log"
+    proc = g.dtkpip("install", "--log", str(log), *g.index_args, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    assert _pip_runs(log) == 2
+    assert g.venv.installed()["accelerate"] == "1.6.0"
