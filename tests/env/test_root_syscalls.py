@@ -42,11 +42,30 @@ def _inside(path: str, root: Path) -> bool:
     return path == root_s or path.startswith(root_s + os.sep)
 
 
+_RESUMED = re.compile(r"^(\d+)\s+<\.\.\. \S+ resumed>(.*)$")
+
+
+def _calls(log: Path) -> list[str]:
+    """The trace's lines, each call whole: with threads, strace splits a call that another
+    thread interrupts into ``PID name(args <unfinished ...>`` and ``PID <... name resumed>rest``."""
+    out: list[str] = []
+    pending: dict[str, str] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if line.endswith(" <unfinished ...>"):
+            pending[line.split(" ", 1)[0]] = line[: -len(" <unfinished ...>")]
+            continue
+        resumed = _RESUMED.match(line)
+        if resumed and resumed.group(1) in pending:
+            line = pending.pop(resumed.group(1)) + resumed.group(2)
+        out.append(line)
+    return out + list(pending.values())
+
+
 def _escapes(log: Path, root: Path, outside: list[Path]) -> list[str]:
     """Trace lines that touch a path outside ``root`` by way of a path inside it, or that name
     an ``outside`` folder at all."""
     bad = []
-    for line in log.read_text(errors="replace").splitlines():
+    for line in _calls(log):
         call = line.split(" ", 1)[-1].lstrip()
         fds = dict(_FD.findall(call))
         paths = [p.encode().decode("unicode_escape") for p in _QUOTED.findall(call)]
