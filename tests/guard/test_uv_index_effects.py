@@ -138,7 +138,7 @@ def test_an_index_wheel_into_a_folder_inside_the_env_is_refused_before_uv_runs(
 ) -> None:
     """``--target``/``--prefix`` inside the environment run no journal transaction: what uv's
     real run writes there could not be rolled back, so a wheel dtkuv cannot read first is
-    refused before uv runs (innocent or not); with an override it is recorded."""
+    refused before uv runs (innocent or not)."""
     build_wheel(tmp_path / "index", "x", "1.0", files={"torch/version/__init__.py": "x = 1\n"})
     dest = ug.venv.site_packages if option == "--target" else ug.venv.path
     before = ug.venv.snapshot()
