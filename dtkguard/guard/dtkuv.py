@@ -252,8 +252,31 @@ class _Run:
         elif not plan.install and not plan.remove:
             _say(quiet_output(plan))
             return self.untouched(0)
+        unjudged = self.unjudged_destination(plan)
+        if unjudged is not None and not self.reason:
+            return self.stop([unjudged])
+        if unjudged is not None:
+            self.record([f"{unjudged.rule}: {unjudged.message}"])
         self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
         return self.real([*self.args, *pins], plan)
+
+    def unjudged_destination(self, plan: Plan) -> Problem | None:
+        """A ``--target``/``--prefix`` inside the environment runs no journal transaction, so
+        what uv's real run writes there could not be rolled back if judged afterwards: a wheel
+        taken from an index (or built) is refused there; local wheels were judged before."""
+        from dtkguard.decision import Problem
+
+        dests = self.sub.option_values("-t", "--target", "--prefix")
+        remote = [p for p in plan.install if self.locate(p) is None]
+        if not dests or not remote:
+            return None
+        msg = (
+            f"uv would write {remote[0].name} {remote[0].version} from an index or a build into "
+            f"{dests[-1]}, inside the guarded environment, where its files cannot be judged "
+            "before uv writes them nor rolled back after (no transaction runs for --target or "
+            "--prefix); dtkpip judges such files inside pip"
+        )
+        return Problem("file-conflict", "critical", remote[0].key, msg)
 
     def _veto(self, verdict: Verdict, pins: list[str], failed_with_pins: bool) -> int:
         """Refuse a blocked plan with dtkpip's explanation and judged suggestions."""

@@ -130,3 +130,31 @@ def test_a_build_uv_runs_is_refused_and_put_back(
     check = g.dtkguard("check", "--python", str(g.venv.python))
     assert check.returncode == 0, check.stdout + check.stderr
     shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.mark.parametrize("option", ["--target", "--prefix"])
+def test_an_index_wheel_into_a_folder_inside_the_env_is_refused_before_uv_runs(
+    option: str, ug: Guarded, uv: str, tmp_path: Path
+) -> None:
+    """``--target``/``--prefix`` inside the environment run no journal transaction: what uv's
+    real run writes there could not be rolled back, so a wheel dtkuv cannot read first is
+    refused before uv runs (innocent or not)."""
+    build_wheel(tmp_path / "index", "x", "1.0", files={"torch/version/__init__.py": "x = 1\n"})
+    dest = ug.venv.site_packages if option == "--target" else ug.venv.path
+    before = ug.venv.snapshot()
+    with serve_index(tmp_path / "index") as index:
+        args = ("install", "--no-deps", "-i", index.url, option, str(dest), "x")
+        proc = _dtkuv(ug, tmp_path / "cache", uv, *args)
+        assert index.downloads() == []  # refused from the plan: uv's real run never started
+    _refused(ug, before, proc, "file-conflict")
+    assert "no transaction runs for --target or --prefix" in proc.stderr, proc.stderr
+
+
+def test_a_local_wheel_into_the_site_folder_is_judged_before_and_installs(
+    fresh: Guarded, uv: str, tmp_path: Path
+) -> None:
+    wheel = build_wheel(tmp_path / "wheels", "innocent", "1.0", files={"innocent/__init__.py": ""})
+    proc = _dtkuv(fresh, tmp_path / "cache", uv, "install", "--no-deps", "--no-index",
+                  "--target", str(fresh.venv.site_packages), str(wheel))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (fresh.venv.site_packages / "innocent" / "__init__.py").exists()
