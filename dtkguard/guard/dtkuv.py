@@ -267,8 +267,8 @@ class _Run:
         from dtkguard.decision import Problem
 
         dests = self.sub.option_values("-t", "--target", "--prefix")
-        remote = [p for p in plan.install if self.locate(p) is None]
-        if not dests or not remote:
+        remote = [p for p in plan.install if self.locate(p) is None] if dests else []
+        if not remote:
             return None
         msg = (
             f"uv would write {remote[0].name} {remote[0].version} from an index or a build into "
