@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from dtkguard.elf import ElfError, Linkage, is_elf, parse
+from dtkguard.util.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def looks_shared(path: str) -> bool:
     return bool(_SHARED.search(path.rsplit("/", 1)[-1]))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Binary:
     """One ELF file of a dist: its path as the target sees it, and what it links."""
 

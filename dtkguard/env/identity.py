@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from dtkguard.util.record import record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ _PRINTED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetIdentity:
     """Which target was read (``kind``: python, path, root, pid, container) and what is known of
     its interpreter; None is unknown."""

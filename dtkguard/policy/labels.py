@@ -7,8 +7,9 @@ bare ``+das``. Releases compare as numbers: ``dtk2504 < dtk25041 < dtk2604``; ``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import total_ordering
+
+from dtkguard.util.record import field, record
 
 _DTK = re.compile(r"dtk(\d{2})(\d{2})(\d?)")
 _OPT = re.compile(r"opt(\d+)")
@@ -19,7 +20,7 @@ _SHA = re.compile(r"[0-9a-f]{6,40}")
 
 
 @total_ordering
-@dataclass(frozen=True)
+@record(frozen=True)
 class DtkRelease:
     """A DTK release such as 25.04.1 (``dtk25041``) or 26.04 (``dtk2604``)."""
 
@@ -58,7 +59,7 @@ class DtkRelease:
         return base if self.patch is None else f"{base}.{self.patch}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TorchAbi:
     """The torch an extension was built against: ``torch271`` is 2.7.1, ``torch2100`` 2.10.0."""
 
@@ -75,7 +76,7 @@ class TorchAbi:
         return padded == (self.major, self.minor, self.patch)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DtkLabel:
     """What a PEP 440 local label says about a vendor build."""
 
