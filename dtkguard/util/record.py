@@ -98,7 +98,21 @@ def record(cls: Any = None, /, *, frozen: bool = False, eq: bool = True) -> Any:
 
 def fields(obj: Any) -> tuple[Field, ...]:
     """The fields of a record class or instance, in order."""
-    return obj.__record_fields__
+    table = _table(obj if isinstance(obj, type) else type(obj))
+    if table is None:
+        raise TypeError(f"not a record: {obj!r}")
+    return table
+
+
+def _table(cls: type) -> tuple[Field, ...] | None:
+    """The fields of ``cls`` when it is a record (a subclass a ``@dataclass`` made is not)."""
+    for klass in cls.__mro__:
+        own = klass.__dict__
+        if "__record_fields__" in own:
+            return own["__record_fields__"]
+        if "__dataclass_fields__" in own:
+            return None
+    return None
 
 
 def asdict(obj: Any) -> dict[str, Any]:
@@ -109,7 +123,7 @@ def asdict(obj: Any) -> dict[str, Any]:
 
 def replace(obj: T, /, **changes: Any) -> T:
     """A copy of the record ``obj`` with ``changes``, as `dataclasses.replace`."""
-    for f in obj.__record_fields__:  # type: ignore[attr-defined]
+    for f in fields(obj):
         if not f.init:
             if f.name in changes:
                 raise ValueError(f"field {f.name} is declared with init=False")
@@ -122,10 +136,11 @@ _ATOMS = (str, int, float, bool, bytes, type(None))
 
 
 def _asdict(obj: Any) -> Any:
-    if hasattr(type(obj), "__record_fields__"):
-        return {f.name: _asdict(getattr(obj, f.name)) for f in obj.__record_fields__}
     if isinstance(obj, _ATOMS):
         return obj
+    table = _table(type(obj))
+    if table is not None:
+        return {f.name: _asdict(getattr(obj, f.name)) for f in table}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*[_asdict(v) for v in obj])
     if isinstance(obj, (list, tuple)):
@@ -175,6 +190,8 @@ def _own_fields(cls: type) -> list[Field]:
 def _process(cls: Any, frozen: bool, eq: bool) -> Any:
     inherited: dict[str, Field] = {}
     for base in cls.__mro__[-1:0:-1]:
+        if "__dataclass_fields__" in base.__dict__ and "__record_fields__" not in base.__dict__:
+            raise TypeError(f"{cls.__name__}: a record cannot extend a dataclass")
         for f in base.__dict__.get("__record_fields__", ()):
             inherited[f.name] = f
     for f in _own_fields(cls):
@@ -191,18 +208,26 @@ def _process(cls: Any, frozen: bool, eq: bool) -> Any:
             seen_default = True
     cls.__record_fields__ = table
     cls.__record_spec__ = _spec(cls, table)
-    cls.__dataclass_fields__ = _LazyDataclassFields()
+    cls.__record_params__ = (frozen, eq)
+    cls.__dataclass_fields__ = _LazyDataclass("__dataclass_fields__")
+    cls.__dataclass_params__ = _LazyDataclass("__dataclass_params__")
     _methods(cls, table, frozen, eq)
     return cls
 
 
 def _spec(cls: type, table: tuple[Field, ...]) -> tuple[Any, ...]:
-    """What `_init` reads: (name, init, default, factory) per field, and __post_init__."""
+    """What `_init` reads: (name, init, default, factory) per field, whether there is a
+    ``__post_init__``, the names ``__init__`` takes."""
     rows = tuple(
-        (f.name, f.init, f.default, None if f.default_factory is MISSING else f.default_factory)
+        (
+            f.name,
+            f.init,
+            f.default if f.init else MISSING,  # else read from the class, as dataclasses does
+            None if f.default_factory is MISSING else f.default_factory,
+        )
         for f in table
     )
-    return (rows, hasattr(cls, "__post_init__"), len([f for f in table if f.init]))
+    return (rows, hasattr(cls, "__post_init__"), tuple(f.name for f in table if f.init))
 
 
 def _set(cls: type, name: str, value: Any, own: bool = True) -> bool:
@@ -241,21 +266,14 @@ def _methods(cls: Any, table: tuple[Field, ...], frozen: bool, eq: bool) -> None
 
 def _init(self: Any, /, *args: Any, **kwargs: Any) -> None:
     cls = type(self)
-    rows, post_init, n_init = cls.__record_spec__
-    if len(args) > n_init:
-        raise TypeError(
-            f"{cls.__qualname__}.__init__() takes {n_init + 1} positional arguments "
-            f"but {len(args) + 1} were given"
-        )
+    rows, post_init, names = cls.__record_spec__
+    if len(args) > len(names):
+        _call_error(cls, args, kwargs)
     values = self.__dict__
     i = 0
     for name, init, default, factory in rows:
         if init:
             if i < len(args):
-                if name in kwargs:
-                    raise TypeError(
-                        f"{cls.__qualname__}.__init__() got multiple values for argument '{name}'"
-                    )
                 values[name] = args[i]
                 i += 1
                 continue
@@ -267,16 +285,35 @@ def _init(self: Any, /, *args: Any, **kwargs: Any) -> None:
         elif factory is not None:
             values[name] = factory()
         elif init:
-            raise TypeError(
-                f"{cls.__qualname__}.__init__() missing 1 required positional argument: '{name}'"
-            )
+            _call_error(cls, args, kwargs)
     if kwargs:
-        name = next(iter(kwargs))
-        raise TypeError(
-            f"{cls.__qualname__}.__init__() got an unexpected keyword argument '{name}'"
-        )
+        _call_error(cls, args, kwargs)
     if post_init:
         self.__post_init__()
+
+
+def _call_error(cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The `TypeError` Python raises for a generated ``__init__`` called so, in its order."""
+    rows, _, names = cls.__record_spec__
+    where = f"{cls.__qualname__}.__init__()"
+    required = [r[0] for r in rows if r[1] and r[2] is MISSING and r[3] is None]
+    if len(args) > len(names):
+        low, high = len(required) + 1, len(names) + 1
+        takes = f"{low}" if low == high else f"from {low} to {high}"
+        raise TypeError(
+            f"{where} takes {takes} positional arguments but {len(args) + 1} were given"
+        )
+    for name in kwargs:
+        if name not in names:
+            raise TypeError(f"{where} got an unexpected keyword argument '{name}'")
+        if names.index(name) < len(args):
+            raise TypeError(f"{where} got multiple values for argument '{name}'")
+    missing = [repr(n) for n in required if names.index(n) >= len(args) and n not in kwargs]
+    listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + f" and {missing[-1]}"
+    if len(missing) > 2:
+        listed = ", ".join(missing[:-1]) + f", and {missing[-1]}"
+    plural = "argument" if len(missing) == 1 else "arguments"
+    raise TypeError(f"{where} missing {len(missing)} required positional {plural}: {listed}")
 
 
 def _repr_of(table: tuple[Field, ...]) -> Callable[[Any], str]:
@@ -332,14 +369,18 @@ def _frozen(cls: Any, names: frozenset[str]) -> list[tuple[str, Any]]:
     return [("__setattr__", __setattr__), ("__delattr__", __delattr__)]
 
 
-class _LazyDataclassFields:
-    """``__dataclass_fields__``, made with `dataclasses` when something asks for it."""
+class _LazyDataclass:
+    """``__dataclass_fields__`` and ``__dataclass_params__``, made with `dataclasses` (a
+    shadow dataclass of the same fields and options) when something asks for them."""
 
-    def __get__(self, obj: Any, owner: Any) -> dict[str, Any]:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any) -> Any:
         import dataclasses
 
-        made = {}
-        for f in owner.__record_fields__:
+        made = []
+        for f in _table(owner) or ():
             given = {"default": f.default, "default_factory": f.default_factory}
             spec = dataclasses.field(
                 **{k: v for k, v in given.items() if v is not MISSING},
@@ -348,8 +389,9 @@ class _LazyDataclassFields:
                 compare=f.compare,
                 hash=f.hash,
             )
-            made[f.name] = (f.name, f.type, spec)
-        shadow = dataclasses.make_dataclass(owner.__name__, list(made.values()))
-        table: dict[str, Any] = vars(shadow)["__dataclass_fields__"]
-        owner.__dataclass_fields__ = table
-        return table
+            made.append((f.name, f.type, spec))
+        frozen, eq = owner.__record_params__
+        shadow = dataclasses.make_dataclass(owner.__name__, made, frozen=frozen, eq=eq)
+        for name in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(owner, name, vars(shadow)[name])
+        return vars(shadow)[self.name]
