@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtkguard.util.record import record
+from dtkguard.record import record
 
 
 class DtkguardError(Exception):

@@ -13,7 +13,7 @@ import os
 import re
 
 from dtkguard.elf import ElfError, Linkage, is_elf, parse
-from dtkguard.util.record import record
+from dtkguard.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

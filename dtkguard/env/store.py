@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from dtkguard.errors import InputError
+from dtkguard.record import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
-from dtkguard.util.record import asdict, field, fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dtkguard.env.environment import Environment
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.util.record import field, record
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.util.record import record
+from dtkguard.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

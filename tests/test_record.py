@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from dtkguard.util import record as rec
+from dtkguard import record as rec
 from tests.support.cli import REPO
 
 
