@@ -234,3 +234,25 @@ def test_a_dataclass_may_extend_a_record_and_a_record_no_dataclass() -> None:
         @rec.record
         class Back(Child):
             pass
+
+
+@rec.record(frozen=True)
+class Frozen:
+    a: int
+    b: dict[str, list[int]] = rec.field(default_factory=dict)
+
+
+@rec.record
+class Thawed:
+    a: int
+    b: list[int] = rec.field(default_factory=list)
+
+
+@pytest.mark.parametrize("obj", [Frozen(1, {"k": [1]}), Thawed(2, [3])])
+def test_records_copy_and_pickle_as_dataclasses_do(obj) -> None:
+    import copy
+    import pickle
+
+    for twin in (copy.copy(obj), copy.deepcopy(obj), pickle.loads(pickle.dumps(obj))):
+        assert twin == obj and repr(twin) == repr(obj) and type(twin) is type(obj)
+    assert copy.deepcopy(obj).b is not obj.b
