@@ -7,9 +7,8 @@ the json report carries it as ``headline`` (its ``summary`` has held the counts 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.findings import Finding, Severity
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ RESTORED = frozenset(
 )
 
 
-@dataclass
+@record
 class Group:
     """Findings of one rule with one reason."""
 
@@ -60,7 +59,7 @@ class Group:
         }
 
 
-@dataclass
+@record
 class Headline:
     """What happened (phrases), the command that fixes it ("" none), and the groups."""
 
