@@ -241,13 +241,18 @@ def _redoes_restore(lay: Layout, txn: Transaction) -> bool:
 
 
 def _follow(lay: Layout, interp: Interpreter, new: Transaction, txn: Transaction) -> None:
-    """The baseline follows the undo of an approved change (dtkpip, dtkuv, or an undo of one);
-    the undo of a restore puts back what nobody approved, so it moves nothing."""
+    """The baseline follows the undo of an approved change (dtkpip, dtkuv, a `restore --to
+    guard-install` that took the baseline back, or an undo of one); the undo of any other
+    restore puts back what nobody approved, so it moves nothing."""
     from dtkguard.guard.baseline import APPROVING_TOOLS, follow
+    from dtkguard.recover.restore import BASELINE_BACK
 
     by_id = {t.id: t for t in journal.transactions(lay.journal)}
     first: Transaction | None = txn
     while first is not None and first.tool == "dtkguard undo":
         first = by_id.get(first.undoes) if first.undoes is not None else None
-    approved = first is not None and first.tool in APPROVING_TOOLS
+    approved = first is not None and (
+        first.tool in APPROVING_TOOLS
+        or (first.tool == "dtkguard restore" and BASELINE_BACK in first.note)
+    )
     follow(interp, new.changes(), approved=approved)

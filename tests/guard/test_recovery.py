@@ -336,3 +336,25 @@ def test_an_approved_override_keeps_only_what_the_policy_allows(env: Guarded) ->
     assert "vllm" not in have and have["torch"] == TORCH
     assert have["fastapi"] == clobbered["fastapi"]  # approved, allowed: kept
     assert import_torch(g) == ""
+
+
+def test_undo_of_a_restore_to_guard_install_gives_the_approved_baseline_back(
+    env: Guarded, tmp_path: Path
+) -> None:
+    """`restore --to guard-install` takes the baseline back there; its undo puts back what
+    dtkuv installed with the guard's approval and the baseline with it: a later `restore`
+    keeps it (and never says it came "not through dtkpip or dtkuv")."""
+    g, py = env, str(env.venv.python)
+    uv = hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    proc = g.dtkguard("uv", "--python", py, "pip", "install", *g.index_args, "accelerate", env=uv)
+    assert proc.returncode == 0, proc.stderr
+    approved = g.venv.installed()
+    proc = g.dtkguard("restore", "--python", py, "--to", "guard-install", "--yes")
+    assert proc.returncode == 0 and "accelerate" not in g.venv.installed(), proc.stdout
+    assert "accelerate" not in baseline_of(g)["dists"]
+    proc = g.dtkguard("undo", "--python", py, "--yes")
+    assert proc.returncode == 0 and g.venv.installed() == approved, proc.stdout + proc.stderr
+    assert "accelerate" in baseline_of(g)["dists"]
+    plan = g.dtkguard("restore", "--python", py, "--dry-run").stdout
+    assert "nothing to do" in plan and "not through dtkpip or dtkuv" not in plan, plan
+    assert import_torch(g) == ""
