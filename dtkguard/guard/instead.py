@@ -118,13 +118,18 @@ def _vendor_pins(
             for spec in p.requires_dist
             if _req_key(spec) in vendor_names and _applies(spec, verdict.plan.environment)
         ]
-        if own and allowed(policy, p.name, p.version):  # another release may be allowed
+        if own:
             have = ", ".join(
                 f"{n} {o}" for n, o in replaced_vendor if canonical(n) in {_req_key(s) for s in own}
             )
+            pick = (  # only where another release may be allowed
+                f": pick a {p.name} release whose requirements they satisfy"
+                if allowed(policy, p.name, p.version)
+                else ""
+            )
             out.append(
                 f"{p.name} {p.version} needs {'; '.join(own)}; the installed vendor builds are "
-                f"{have}: pick a {p.name} release whose requirements they satisfy"
+                f"{have}{pick}"
             )
     return out
 
