@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtkguard.record import record
+from dtkguard.lightclass import record
 
 
 class DtkguardError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from dtkguard.record import asdict, field, record
+from dtkguard.lightclass import asdict, field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

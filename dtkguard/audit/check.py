@@ -45,7 +45,7 @@ def check_all_guarded(request: Request) -> list[Report]:
     `env-replaced` without being read."""
     from dtkguard.env.open import TargetSpec
     from dtkguard.env.store import known_envs
-    from dtkguard.record import replace
+    from dtkguard.lightclass import replace
 
     reports = []
     for _, rec in known_envs():

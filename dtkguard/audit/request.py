@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dtkguard.env.open import TargetSpec
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from dtkguard.env.root import Root
 from dtkguard.errors import InputError
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import os
 import re
 
 from dtkguard.elf import ElfError, Linkage, is_elf, parse
-from dtkguard.record import record
+from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dtkguard.decision import canonical
 from dtkguard.env.root import Root, child
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 from dtkguard.util.safe_read import read_head
 
 #: METADATA larger than this is read only this far (headers come first)

@@ -16,7 +16,7 @@ from dtkguard.env.dist import Dist, read_egg, scan_site
 from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dtkguard.record import record
+from dtkguard.lightclass import record
 
 #: the fields :func:`interpreter` asks for, in this order
 _FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version", "platlib")

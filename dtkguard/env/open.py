@@ -3,7 +3,7 @@ site-packages folders, an image root, a running process or a container."""
 
 from __future__ import annotations
 
-from dtkguard.record import record
+from dtkguard.lightclass import record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

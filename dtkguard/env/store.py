@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from dtkguard.errors import InputError
-from dtkguard.record import asdict, field, fields, record
+from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
 
 TYPE_CHECKING = False

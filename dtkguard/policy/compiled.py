@@ -11,7 +11,7 @@ import re
 
 from dtkguard.decision import canonical
 from dtkguard.findings import Severity
-from dtkguard.record import MISSING, asdict, field, fields, record
+from dtkguard.lightclass import MISSING, asdict, field, fields, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import total_ordering
 
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 _DTK = re.compile(r"dtk(\d{2})(\d{2})(\d?)")
 _OPT = re.compile(r"opt(\d+)")

@@ -8,7 +8,7 @@ the json report carries it as ``headline`` (its ``summary`` has held the counts 
 from __future__ import annotations
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

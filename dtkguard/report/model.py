@@ -7,7 +7,7 @@ import os
 import time
 
 from dtkguard.findings import Finding, Severity, sort_key
-from dtkguard.record import field, record
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dtkguard.env.environment import Environment
+from dtkguard.lightclass import field, record
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.record import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dtkguard.findings import Finding, Severity
-from dtkguard.record import record
+from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

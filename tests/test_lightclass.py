@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from dtkguard import record as rec
+from dtkguard import lightclass as rec
 from tests.support.cli import REPO
 
 
