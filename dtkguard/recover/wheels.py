@@ -13,6 +13,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from dtkguard.records import record_bytes
+
 
 def sha256_of(path: Path) -> str:
     """Hex sha256 of a file (the resolver's reader: one way to hash a wheel)."""
@@ -74,9 +76,6 @@ CARRIER = "dtkguard-restore-carrier"
 def carrier_wheel(dest: Path, requires: list[str]) -> Path:
     """A wheel with no files whose only purpose is to require ``requires``: pip installs what
     a requirement pulls in without a ``REQUESTED`` marker, as those builds had at baseline."""
-    import base64
-    import zipfile
-
     stem = CARRIER.replace("-", "_") + "-0"
     info = f"{stem}.dist-info"
     files = {
@@ -87,11 +86,7 @@ def carrier_wheel(dest: Path, requires: list[str]) -> Path:
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: dtkguard\nRoot-Is-Purelib: true\n"
         b"Tag: py3-none-any\n",
     }
-    rows = []
-    for arc, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        rows.append(f"{arc},sha256={digest},{len(data)}")
-    files[f"{info}/RECORD"] = ("\n".join([*rows, f"{info}/RECORD,,"]) + "\n").encode()
+    files[f"{info}/RECORD"] = record_bytes(info, list(files.items()))
     wheel = dest / f"{stem}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         for arc, data in files.items():
