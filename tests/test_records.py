@@ -7,6 +7,8 @@ import base64
 import csv
 import hashlib
 
+import pytest
+
 from dtkguard import records
 from dtkguard.records import decode_digest, encode_digest, hash_field, rows_of
 
@@ -76,3 +78,42 @@ def test_dist_info_names_and_members() -> None:
     assert records.info_member(one, "RECORD") == "a-1.dist-info/RECORD"
     assert records.info_member([*one, "b-1.dist-info/RECORD"], "RECORD") is None
     assert records.info_member(one, "METADATA") is None
+
+
+#: (RECORD text, its paths, its (path, hash field) rows with a hash and a size)
+HOSTILE = {
+    "5000-digit size": (
+        "native/_c.so,sha256=AAAA," + "9" * 5000 + "\n",
+        ["native/_c.so"],
+        {("native/_c.so", "sha256=AAAA")},
+    ),
+    "superscript size": (
+        "demo/a.py,sha256=AAAA,\u00b2\n",
+        ["demo/a.py"],
+        {("demo/a.py", "sha256=AAAA")},
+    ),
+    "quotes": (
+        '"demo/a,b.py",sha256=AAAA,6\n"demo/c.py",,\n',
+        ["demo/a,b.py", "demo/c.py"],
+        {("demo/a,b.py", "sha256=AAAA")},
+    ),
+    "NUL": (
+        "demo/a\0.py,sha256=AAAA,6\n\0\0\xff,\n",
+        ["demo/a.py", "\xff"],
+        {("demo/a.py", "sha256=AAAA")},
+    ),
+    "unterminated quote": ('x.py,,\n"unterminated,\n', ["x.py", "unterminated,"], set()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_every_reader_reads_hostile_rows_as_check_does(case: str) -> None:
+    """lock --from-env, restore's repacking and its plan, dtkuv's effects and the hook read
+    RECORD through `records`: the paths check and audit see, hash fields as written."""
+    from dtkguard.lock.build import _record_entries
+    from dtkguard.recover.repack import _record_rows
+
+    text, paths, hashed = HOSTILE[case]
+    assert records.paths_of(text) == paths
+    assert [p for p, _ in _record_rows(text)] == paths
+    assert _record_entries(text) == hashed
