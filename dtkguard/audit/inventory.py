@@ -6,7 +6,7 @@ from typing import Any
 
 from dtkguard.audit.verify import RECORD_LIMIT
 from dtkguard.env.dist import Dist
-from dtkguard.env.record import decode_digest, rows_of
+from dtkguard.records import decode_digest, rows_of
 from dtkguard.util.safe_read import read_head
 
 

@@ -30,8 +30,9 @@ from typing import Any, NamedTuple
 
 from dtkguard.env.dist import Dist
 from dtkguard.env.environment import prefix_of
-from dtkguard.env.record import decode_digest, hash_file, rows_of
+from dtkguard.env.filehash import hash_file
 from dtkguard.env.root import ConfinementError, Root, child
+from dtkguard.records import decode_digest, rows_of
 from dtkguard.util.safe_read import TooLarge, read_capped, read_head, reason
 
 #: a RECORD larger than this is not verified (torch's, ~20,000 files, is about 2 MiB)

@@ -86,7 +86,7 @@ def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:
 
 def sha256_file(path: str | os.PathLike[str]) -> str | None:
     """Hex sha256 of a regular file (verify's reader: no FIFOs, no devices); None if unreadable."""
-    from dtkguard.env.record import hash_file
+    from dtkguard.env.filehash import hash_file
 
     status, digest, _, _ = hash_file(os.fspath(path), "sha256", False)
     return digest.hex() if status == "ok" else None
@@ -241,7 +241,7 @@ def record_digest(text: str) -> str:
     rows of the files the wheel itself ships (not what the installer writes: INSTALLER,
     REQUESTED, direct_url.json, uv_cache.json, ``.pyc``, scripts). The same for the wheel's
     RECORD and for any installed copy of it, by pip or uv."""
-    from dtkguard.env.record import decode_digest, rows_of
+    from dtkguard.records import decode_digest, rows_of
 
     lines = []
     for row in rows_of(text):
@@ -340,7 +340,7 @@ def _changed(
     """None when the file is as recorded; else "missing" or "modified". Hashes only when the
     size is equal and the inode or ctime is not; a file found equal that way goes into
     ``fresh`` (path -> its stat now, `file_stat`'s fields)."""
-    from dtkguard.env.record import hash_file
+    from dtkguard.env.filehash import hash_file
 
     stats.stated += 1
     host = _host(root, path) if confined else path

@@ -49,7 +49,7 @@ class Binary:
 
 def shared_rows(dist: Dist) -> list[str]:
     """The RECORD paths of ``dist`` named like shared objects."""
-    from dtkguard.env.record import rows_of
+    from dtkguard.records import rows_of
     from dtkguard.util.safe_read import read_head
 
     # on the host, RECORD is read in one open (what is no directory, or no regular file, does

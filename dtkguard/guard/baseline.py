@@ -140,8 +140,8 @@ def _needed(rel: str, host: str) -> list[str] | None:
 
 def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:
     """The ``.pyc`` files pip compiled and listed in RECORD without a hash: their body digest."""
-    from dtkguard.env.record import rows_of
     from dtkguard.env.root import read_capped
+    from dtkguard.records import rows_of
 
     record = dist.record
     if record is None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dtkguard import decision
 from dtkguard import protected as guarded
+from dtkguard.records import is_info_member
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def removal_rows(info: Path) -> list[str]:
     """The site-relative paths removing the dist of metadata folder ``info`` names: its
     RECORD's rows; an ``.egg-info``'s ``installed-files.txt``, else its ``top_level.txt``
     names (as a package folder and a module), as pip and uv read them."""
-    from dtkguard.env.record import rows_of
+    from dtkguard.records import paths_of
 
     def text(name: str) -> str | None:
         try:
@@ -137,7 +138,7 @@ def removal_rows(info: Path) -> list[str]:
 
     record = text("RECORD")
     if record is not None:
-        return [row[0] for row in rows_of(record) if row and row[0]]
+        return paths_of(record)
     if not info.name.endswith(".egg-info"):
         return []
     listed = text("installed-files.txt")
@@ -157,12 +158,10 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
         infos = zf.infolist()
         purelib, scripts = True, []
         for info in infos:
-            if info.filename.count("/") != 1:
-                continue
-            if info.filename.endswith(".dist-info/WHEEL"):
+            if is_info_member(info.filename, "WHEEL"):
                 text = zf.read(info).decode("utf-8", "replace").lower()
                 purelib = "root-is-purelib: true" in text
-            elif info.filename.endswith(".dist-info/entry_points.txt"):
+            elif is_info_member(info.filename, "entry_points.txt"):
                 scripts = decision.console_scripts(zf.read(info).decode("utf-8", "replace"))
         for info in infos:
             if info.filename.endswith("/"):

@@ -50,6 +50,8 @@ HOOK_DECISION = "_dtkguard_decision.py"
 HOOK_PROTECTED = "_dtkguard_protected.py"
 #: the copy of `dtkguard.elf` beside the hook (what a wheel's native code links)
 HOOK_ELF = "_dtkguard_elf.py"
+#: the copy of `dtkguard.records` beside the hook (RECORD rows, a wheel's layout)
+HOOK_RECORDS = "_dtkguard_records.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -205,6 +207,7 @@ def planned_layers(
         Layer("decision", interp.purelib / HOOK_DECISION, decision_source()),
         Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
         Layer("elf", interp.purelib / HOOK_ELF, decision_source("elf.py")),
+        Layer("records", interp.purelib / HOOK_RECORDS, decision_source("records.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -501,6 +504,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
         (HOOK_DECISION, "hook.pyc"),
         (HOOK_PROTECTED, "hook.pyc"),
         (HOOK_ELF, "hook.pyc"),
+        (HOOK_RECORDS, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -516,6 +520,7 @@ _OWN_FILES = (
     "decision",
     "protected",
     "elf",
+    "records",
     "finder",
     "hook.pth",
     "externally-managed",

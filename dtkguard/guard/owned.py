@@ -41,14 +41,14 @@ class Owned:
 
 def _listed(meta: str) -> list[str]:
     """Paths (relative to the site folder) a metadata folder lists as its distribution's."""
-    from dtkguard.env.record import rows_of
+    from dtkguard.records import paths_of
 
     if meta.endswith(".dist-info"):
         try:
             text = read_capped(os.path.join(meta, "RECORD"), MAX_RECORD).decode("utf-8", "replace")
         except OSError:
             return []
-        return [row[0] for row in rows_of(text) if row and row[0]]
+        return paths_of(text)
     try:
         listed = read_capped(os.path.join(meta, "installed-files.txt"), MAX_RECORD)
     except OSError:

@@ -197,6 +197,7 @@ def _written_by(sites: list[str], plan: Plan) -> dict[str, tuple[str, list[str]]
     installs, as they are now in ``sites``."""
     from dtkguard.guard.file_effects import real_in, removal_rows
     from dtkguard.guard.owned import dist_key
+    from dtkguard.records import split_dist_info
 
     want = {p.key: p.version for p in plan.install}
     out: dict[str, tuple[str, list[str]]] = {}
@@ -207,12 +208,12 @@ def _written_by(sites: list[str], plan: Plan) -> dict[str, tuple[str, list[str]]
         except OSError:
             continue
         for entry in entries:
-            key = dist_key(entry)
-            if key not in want or not entry.endswith(".dist-info"):
+            key, named = dist_key(entry), split_dist_info(entry)
+            if key not in want or named is None:
                 continue
             rows = removal_rows(Path(site, entry))
             paths = [real_in(os.path.join(site, r), folders) for r in rows]
-            version = entry[: -len(".dist-info")].partition("-")[2] or want[key]
+            version = named[1] or want[key]
             old = out.get(key, (version, []))
             out[key] = (version, old[1] + paths)
     return out

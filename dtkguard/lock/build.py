@@ -14,6 +14,7 @@ from packaging.version import Version
 
 from dtkguard.decision import canonical
 from dtkguard.lock.write import LockEntry, policy_digest
+from dtkguard.records import RECORD, info_member, rows_of
 from dtkguard.resolve.sources import FileLink, FindLinks, Source
 
 
@@ -70,12 +71,8 @@ def tool_table(
 
 
 def _record_entries(text: str) -> set[tuple[str, str]]:
-    out = set()
-    for line in text.splitlines():
-        parts = line.rsplit(",", 2)
-        if len(parts) == 3 and parts[1]:
-            out.add((parts[0], parts[1]))
-    return out
+    """(path, hash field) of every RECORD row with a hash."""
+    return {(row[0], row[1]) for row in rows_of(text) if row and len(row) == 3 and row[1]}
 
 
 def _wheel_record(source: Source, link: FileLink) -> set[tuple[str, str]] | None:
@@ -88,10 +85,10 @@ def _wheel_record(source: Source, link: FileLink) -> set[tuple[str, str]] | None
         data = getter(link)
     src = io.BytesIO(data) if isinstance(data, bytes) else data
     with zipfile.ZipFile(src) as zf:
-        names = [n for n in zf.namelist() if n.endswith(".dist-info/RECORD") and n.count("/") == 1]
-        if len(names) != 1:
+        record = info_member(zf.namelist(), RECORD)
+        if record is None:
             return None
-        entries = _record_entries(zf.read(names[0]).decode("utf-8", "replace"))
+        entries = _record_entries(zf.read(record).decode("utf-8", "replace"))
     return {(p, h) for p, h in entries if ".data/" not in p.split("/", 1)[0] + "/"}
 
 

@@ -154,7 +154,7 @@ def _drop_foreign_pip(interp: Interpreter, protected: set[str]) -> list[str]:
     a re-created venv): the store's pip comes back whole instead of mixed with it."""
     import shutil
 
-    from dtkguard.env.record import rows_of
+    from dtkguard.records import rows_of
 
     out = []
     for info in sorted(interp.purelib.glob("pip-*.dist-info")):

@@ -8,8 +8,6 @@ be restored. `render` says it in dtkpip's words.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 from dtkguard.env.dist import Dist
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.records import paths_of
 from dtkguard.recover.sources import INDEX_FALLBACK, Found, Sources
 from dtkguard.recover.wanted import GUARD_INSTALL, Want, Wanted
 
@@ -93,11 +92,7 @@ def _record_paths(dist: Dist) -> set[str]:
     except OSError:
         return set()
     site = str(dist.site)
-    return {
-        os.path.normpath(os.path.join(site, row[0]))
-        for row in csv.reader(io.StringIO(text))
-        if row and row[0]
-    }
+    return {os.path.normpath(os.path.join(site, rel)) for rel in paths_of(text)}
 
 
 def _installed_files(dist: Dist) -> set[str]:

@@ -11,11 +11,7 @@ deterministic: sorted entries, fixed timestamps.
 
 from __future__ import annotations
 
-import base64
 import configparser
-import csv
-import hashlib
-import io
 import os
 import posixpath
 import zipfile
@@ -24,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.errors import DtkguardError
+from dtkguard.records import DIST_INFO, RECORD, hash_field, record_bytes, rows_of
 
 _SKIP = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "RECORD.jws", "RECORD.p7s"}
 _STAMP = (1980, 1, 1, 0, 0, 0)
@@ -45,11 +42,7 @@ class Installed:
 
 def _record_rows(text: str) -> list[tuple[str, str]]:
     """(path, hash field) of every RECORD row."""
-    return [
-        (row[0], row[1] if len(row) > 1 else "")
-        for row in csv.reader(io.StringIO(text))
-        if row and row[0]
-    ]
+    return [(row[0], row[1] if len(row) > 1 else "") for row in rows_of(text) if row and row[0]]
 
 
 def _console_scripts(dist_info: Callable[[str], bytes | None]) -> set[str]:
@@ -87,11 +80,6 @@ def _tag(wheel_text: str) -> str:
     return f"{join(0)}-{join(1)}-{join(2)}"
 
 
-def _hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
-
-
 def repack(
     inst: Installed,
     dest: Path,
@@ -119,7 +107,7 @@ def repack(
     wheel_meta = info_file("WHEEL")
     if record is None or wheel_meta is None:
         raise RepackError(f"{info_name}: no RECORD or WHEEL; it cannot be repacked")
-    stem = info_name[: -len(".dist-info")]
+    stem = info_name[: -len(DIST_INFO)]
     layout = _Layout(inst, f"{stem}.data", _console_scripts(info_file))
     entries, execs = _wheel_files(layout, source, record, python, check_record)
     dest.mkdir(parents=True, exist_ok=True)
@@ -191,7 +179,7 @@ def _wheel_files(
             data = source.read(Path(full))
         except OSError as exc:
             raise RepackError(f"{info_name}: cannot read {full}: {exc.strerror}") from None
-        if check_record and recorded.startswith("sha256=") and _hash(data) != recorded:
+        if check_record and recorded.startswith("sha256=") and hash_field(data) != recorded:
             raise RepackError(f"{info_name}: {rel} differs from its RECORD")
         if arc.startswith(f"{layout.data_dir}/scripts/") and python:
             data = _portable_shebang(data, python)
@@ -210,9 +198,7 @@ def _portable_shebang(data: bytes, python: str) -> bytes:
 
 def _add_record(entries: dict[str, bytes], info_name: str) -> None:
     """Add the wheel's RECORD, listing every entry with its hash and size."""
-    rows = [f"{arc},{_hash(data)},{len(data)}" for arc, data in sorted(entries.items())]
-    rows.append(f"{info_name}/RECORD,,")
-    entries[f"{info_name}/RECORD"] = ("\n".join(rows) + "\n").encode()
+    entries[f"{info_name}/{RECORD}"] = record_bytes(info_name, sorted(entries.items()))
 
 
 def _write_zip(

@@ -94,7 +94,7 @@ def fetch_wheel(url: str, folder: Path, sha256: str | None = None) -> Path:
 
 
 def _sha256(path: Path) -> str | None:
-    from dtkguard.env.record import hash_file
+    from dtkguard.env.filehash import hash_file
 
     status, digest, _, _ = hash_file(str(path), "sha256", False)
     return digest.hex() if status == "ok" else None

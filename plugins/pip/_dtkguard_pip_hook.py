@@ -1,7 +1,8 @@
 """dtkguard's guard inside pip: veto installs and uninstalls that would clobber vendor builds.
 
 Installed by ``dtkguard guard install`` as this module, a copy of ``dtkguard/decision.py``
-beside it (``_dtkguard_decision.py``, the one place that decides) and a one-line ``.pth`` file
+beside it (``_dtkguard_decision.py``, the one place that decides), copies of ``protected.py``,
+``records.py`` (RECORD rows, a wheel's layout) and ``elf.py``, and a one-line ``.pth`` file
 in the target's site-packages. Standard library only. At interpreter start the ``.pth`` line
 only imports the start-up finder ``_dtkguard_finder`` (this module is not even imported); the
 guard wakes up when pip imports ``pip._internal.commands.install`` or
@@ -21,9 +22,10 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
 * ``UninstallPathSet.from_dist``: every removal; a vendor build may only be removed while the
   exact same build replaces it, and no removal may delete files of a vendor build.
 
-If pip lacks one of these internals, or the policy or the decision copy cannot be read, every
-install and uninstall is refused (fail closed). ``DTKGUARD_OVERRIDE="reason"`` lets an install
-through and records it in ``overrides.jsonl`` beside the policy.
+If pip lacks one of these internals, or the policy or a copy (decision, protected set,
+RECORD module) cannot be read, every install and uninstall is refused (fail closed).
+``DTKGUARD_OVERRIDE="reason"`` lets an install through and records it in ``overrides.jsonl``
+beside the policy.
 """
 
 import contextlib
@@ -39,6 +41,8 @@ DECISION = "_dtkguard_decision.py"
 #: the copy of ``dtkguard/elf.py`` beside this module: what a wheel's native code links
 ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
+#: the copy of ``dtkguard/records.py`` beside this module: RECORD rows, wheel layout
+RECORDS = "_dtkguard_records.py"
 PTH = "dtkguard-pip-hook.pth"
 #: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
@@ -151,6 +155,7 @@ def _prepare():
         import pip._vendor.packaging.specifiers  # noqa: F401
     _load_decision()
     _load_protected()
+    _load_records()
     _load_elf()
     _load_policy()
     _roots()
@@ -220,6 +225,19 @@ def _load_protected():
     if _state.get("protected") is None:
         _state["protected"] = _load_copy(PROTECTED, "protected_paths", "protected-set module")
     return _state["protected"]
+
+
+def _load_records():
+    """The copy of ``dtkguard/records.py`` (RECORD rows, wheel layout) beside this module."""
+    if _state.get("records") is None:
+        _state["records"] = _load_copy(RECORDS, "paths_of", "RECORD module")
+    return _state["records"]
+
+
+def _copies_loaded():
+    """Whether the copies an install or a removal is judged with (decision, protected set,
+    RECORD module) are loaded; without one, the guard fails closed."""
+    return all(_state.get(key) is not None for key in ("decision", "protected", "records"))
 
 
 def _load_elf():
@@ -349,12 +367,11 @@ def _installed():
 
 def _record_rows(info):
     """The paths of the RECORD in the dist-info ``info``, relative to its site folder."""
-    import csv
     import os
 
     try:
         with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
-            return [row[0] for row in csv.reader(fh) if row and row[0]]
+            return _state["records"].paths_of(fh.read())
     except OSError:
         return []
 
@@ -508,13 +525,12 @@ def _wheel_effect(wheel, scheme):
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         purelib, scripts = True, []
+        member = _state["records"].is_info_member
         for info in infos:
-            if info.filename.count("/") == 1 and info.filename.endswith(".dist-info/WHEEL"):
+            if member(info.filename, "WHEEL"):
                 text = zf.read(info).decode("utf-8", "replace").lower()
                 purelib = "root-is-purelib: true" in text
-            if info.filename.count("/") == 1 and info.filename.endswith(
-                ".dist-info/entry_points.txt"
-            ):
+            if member(info.filename, "entry_points.txt"):
                 scripts = _state["decision"].console_scripts(
                     zf.read(info).decode("utf-8", "replace")
                 )
@@ -907,7 +923,7 @@ def _guard_install(reqs, home, root, prefix, user):
     policy = _load_policy()
     reason = _override()
     items = [(req.name or "?", _req_version(req)) for req in reqs]
-    if policy is None or _state["decision"] is None or _state.get("protected") is None:
+    if policy is None or not _copies_loaded():
         if not reason:
             raise _fail_closed()
         _record(reason, [f"{n} {v}" for n, v in items] + [_state["error"]])
@@ -1111,7 +1127,7 @@ def _patch_build_only(module):
         return
 
     def guarded_run(self, options, args):
-        if _load_policy() is None or _state.get("protected") is None:
+        if _load_policy() is None or None in (_state.get("protected"), _state.get("records")):
             if not _override():
                 raise _fail_closed()
             _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
@@ -1337,7 +1353,7 @@ def _take_snapshot(policy):
     import os
     import stat
 
-    if policy is None or _state.get("protected") is None:
+    if policy is None or None in (_state.get("protected"), _state.get("records")):
         return
     stats = _stat_all(_snapshot_paths(policy))
     names = {}
@@ -1645,7 +1661,7 @@ def _patch_uninstall(module):
         )
         policy = _load_policy()
         reason = _override()
-        if policy is None or _state["decision"] is None or _state.get("protected") is None:
+        if policy is None or not _copies_loaded():
             if not reason:
                 raise _fail_closed("UninstallationError")
             _record(reason, [f"remove {name}", _state["error"]])

@@ -19,6 +19,7 @@ from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.wheel_cache
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _community_torch(community: Path, version: str = "2.6.0") -> Path:
@@ -65,6 +66,9 @@ def _evil_wheels(g: Guarded, dest: Path) -> dict[str, Path]:
         "overwrites-decision": build_wheel(
             dest, "decision-patch", "1.0", files={"_dtkguard_decision.py": "decide = None\n"}
         ),
+        "overwrites-records": build_wheel(
+            dest, "records-patch", "1.0", files={"_dtkguard_records.py": "paths_of = list\n"}
+        ),
         "overwrites-finder-pyc": build_wheel(
             dest,
             "finder-patch",
@@ -88,6 +92,7 @@ FILE_CASES = {
     "sitecustomize": "startup-code",
     "overwrites-hook": "a file of the dtkguard guard itself",
     "overwrites-decision": "a file of the dtkguard guard itself",
+    "overwrites-records": "a file of the dtkguard guard itself",
     "overwrites-finder-pyc": "a file of the dtkguard guard itself",
     "overwrites-policy-json": "a file of the dtkguard guard itself",
 }
@@ -265,6 +270,28 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
         assert status.returncode == 1 and "absent" in status.stdout
 
 
+def test_records_copy_is_the_module_and_its_absence_fails_closed(guarded: Guarded) -> None:
+    """The hook reads RECORD through its copy of ``dtkguard/records.py``: byte for byte the
+    module, listed as a layer; without it pip can neither install nor uninstall (builds too)."""
+    copy = _site(guarded) / "_dtkguard_records.py"
+    assert copy.read_bytes() == (REPO / "dtkguard" / "records.py").read_bytes()
+    py = str(guarded.venv.python)
+    with _without(guarded, "_dtkguard_records"):
+        before = guarded.venv.snapshot()
+        proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
+        assert proc.returncode == 1
+        assert "RECORD module" in proc.stderr and "dtkguard guard install" in proc.stderr
+        proc = guarded.pip("uninstall", "-y", "torch")
+        assert proc.returncode == 1 and "RECORD module" in proc.stderr, proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+        status = guarded.dtkguard("guard", "status", "--python", py)
+        rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+        assert status.returncode == 1 and rows["records"] == "absent", status.stdout
+    status = guarded.dtkguard("guard", "status", "--python", py)
+    rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+    assert rows["records"] == "present", status.stdout
+
+
 def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
     """The .pth line blocks pip's uninstall module until the finder takes the block away:
     without the finder pip can neither install nor uninstall, and every start says why."""
@@ -314,7 +341,12 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
     assert rows["hook"] == "tampered" and rows["policy"] == "tampered", status.stdout
     assert rows["finder"] == "tampered", status.stdout
-    assert rows["decision"] == "present"
+    assert rows["decision"] == rows["records"] == "present", status.stdout
+    records = _site(g) / "_dtkguard_records.py"
+    records.write_text(records.read_text() + "\n# edited\n")
+    status = g.dtkguard("guard", "status", "--python", py)
+    rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
+    assert status.returncode == 1 and rows["records"] == "tampered", status.stdout
     # remove keeps what was changed since install, and restores the rest exactly
     removed = g.dtkguard("guard", "remove", "--python", py)
     assert removed.returncode == 0 and "kept (changed since install)" in removed.stdout
@@ -322,6 +354,7 @@ def test_tampered_guard_files_show_in_status(fresh: Guarded) -> None:
     hook.unlink()
     policy.unlink()
     finder.unlink()
+    records.unlink()
     after = g.venv.snapshot()
     gone = {k for k in before if "dtkguard" in k or "pip.conf" in k}
     assert {k for k in changed(before, after)} == gone

@@ -1,15 +1,14 @@
-"""RECORD files: their rows, their digests, and hashing an installed file without following a
-FIFO or a device (`dtkguard.audit.verify` checks installs with them, the guard's baseline
-records and compares vendor builds with them)."""
+"""Hashing an installed file without following a FIFO or a device (`dtkguard.audit.verify`
+checks installs with it against RECORD, the guard's baseline records and compares vendor
+builds with it); RECORD's rows and digests are `dtkguard.records`'."""
 
 from __future__ import annotations
 
-import binascii
 import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,43 +19,7 @@ CHUNK = 1 << 20
 #: one read buffer per thread, reused for every file (allocating 1 MiB per file cost more
 #: than hashing a small file); made on the first hash (threading is not imported before)
 _LOCAL: Any = None
-_DIGEST_SIZES: dict[str, int] = {}
 _CONSTRUCTORS: dict[str, Callable[[], Any]] = {}
-_URLSAFE = bytes.maketrans(b"-_", b"+/")
-_PAD = (b"", b"=", b"==", b"===")
-
-
-def rows_of(text: str) -> Iterator[list[str] | None]:
-    """RECORD's CSV rows, one per line; None for a line that is not CSV (binary garbage)."""
-    for line in text.replace("\0", "").splitlines():
-        if not line.strip():
-            continue
-        if '"' not in line:  # what csv makes of a line without quotes, at a tenth of the cost
-            yield line.split(",")
-            continue
-        import csv
-
-        try:
-            yield next(csv.reader([line]))
-        except (csv.Error, StopIteration):
-            yield None
-
-
-def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
-    """The raw digest of a RECORD hash value, and whether it was (nonconforming) hex."""
-    size = _DIGEST_SIZES.get(algo)
-    if size is None:
-        size = _DIGEST_SIZES[algo] = hashlib.new(algo).digest_size
-    if len(value) == size * 2:
-        try:
-            return bytes.fromhex(value), True
-        except ValueError:
-            pass
-    try:  # base64.urlsafe_b64decode, without its per-call layers
-        raw = binascii.a2b_base64(value.encode("ascii").translate(_URLSAFE) + _PAD[-len(value) % 4])
-    except (binascii.Error, ValueError):
-        return None
-    return (raw, False) if len(raw) == size else None
 
 
 def hash_file(host: str, algo: str, confined: bool | str) -> tuple[str, bytes, int, bytes]:

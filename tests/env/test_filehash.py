@@ -1,33 +1,15 @@
-"""RECORD rows and file hashing: the fast paths give what the general ones give."""
+"""Hashing an installed file: the fast paths give what the general ones give."""
 
 from __future__ import annotations
 
-import base64
-import csv
 import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
-from dtkguard.env import record
-from dtkguard.env.record import CHUNK, decode_digest, hash_file, rows_of
-
-LINES = [
-    "pkg/__init__.py,sha256=abc,12",
-    "pkg/a b.py,,",
-    "../../bin/tool,sha256=xyz,100",
-    "pkg/x.py,sha256=abc,12,extra",
-    "plain",
-    ",,",
-    '"pkg/with,comma.py",sha256=abc,3',
-    " spaced , x ,1",
-]
-
-
-def test_rows_of_matches_csv_line_by_line() -> None:
-    got = list(rows_of("\n".join(LINES) + "\n\n"))
-    assert got == [next(csv.reader([line])) for line in LINES]
+from dtkguard.env import filehash
+from dtkguard.env.filehash import CHUNK, hash_file
 
 
 @pytest.mark.parametrize("size", [0, 1, 2047, 4096, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7])
@@ -44,9 +26,9 @@ def test_hash_file_reuses_one_buffer_and_keeps_the_shebang(tmp_path: Path) -> No
     script = b"#!/usr/bin/python\nprint(1)\n"
     (tmp_path / "s").write_bytes(script)
     hash_file(str(tmp_path / "big"), "sha256", False)
-    first = record._buffer()
+    first = filehash._buffer()
     status, digest, _, head = hash_file(str(tmp_path / "s"), "sha256", False)
-    assert record._buffer() is first
+    assert filehash._buffer() is first
     assert (status, digest, head) == ("ok", hashlib.sha256(script).digest(), script)
     (tmp_path / "t").write_bytes(b"#")  # one byte: the stale "!" left in the buffer is no shebang
     assert hash_file(str(tmp_path / "t"), "sha256", False)[3] == b""
@@ -61,13 +43,3 @@ def test_hash_file_other_algorithms(tmp_path: Path) -> None:
 def test_hash_file_refuses_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "p")
     assert hash_file(str(tmp_path / "p"), "sha256", False)[0] == "notfile"
-
-
-def test_decode_digest_as_urlsafe_b64decode() -> None:
-    raw = bytes(range(200, 232))
-    value = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-    assert "-" in value or "_" in value
-    assert decode_digest("sha256", value) == (raw, False)
-    assert decode_digest("sha256", raw.hex()) == (raw, True)
-    assert decode_digest("sha256", "é" * 43) is None
-    assert decode_digest("sha256", "abc") is None
