@@ -313,6 +313,9 @@ def _read_stream(stream, size):
     head = stream.read(min(size, 4096))
     if head[:4] != MAGIC:
         raise NotElf("not an ELF file")
+    want = _headers_end(head)
+    if len(head) < want <= min(size, MAX_READ):  # program headers placed past the first 4 KiB
+        head += _read_upto(stream, want - len(head))
     segments = _segments_of(head, size)
     dynamic = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
     if dynamic is not None and dynamic[1] + dynamic[3] > size:
@@ -323,13 +326,27 @@ def _read_stream(stream, size):
         return parse(lambda offset, n: data[offset : offset + n], size)
     code = [s[1] for s in segments if s[0] == _PT_LOAD and s[4] & 1 and s[1] > 0]
     end = min([*code, HEAD_LIMIT, size])
-    data = head + _read_upto(stream, end - len(head)) if end > len(head) else head[:end]
+    data = head + _read_upto(stream, end - len(head)) if end > len(head) else head
     bits, endian = {1: 32, 2: 64}[data[4]], {1: "<", 2: ">"}[data[5]]
     e_type, machine = struct.unpack_from(endian + "HH", data, 16)
     names = _library_names(data[:end])
     linkage = Linkage(bits, _ENDIAN[endian], _TYPES.get(e_type, f"type {e_type}"), machine, names)
     linkage.exact = False
     return linkage
+
+
+def _headers_end(head):
+    """Where the program headers end, from the ELF header in ``head`` (0 when unreadable)."""
+    if len(head) < 64 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return 0
+    endian = "<" if head[5] == 1 else ">"
+    if head[4] == 1:  # 32-bit
+        (phoff,) = struct.unpack_from(endian + "I", head, 28)
+        phentsize, phnum = struct.unpack_from(endian + "HH", head, 42)
+    else:
+        (phoff,) = struct.unpack_from(endian + "Q", head, 32)
+        phentsize, phnum = struct.unpack_from(endian + "HH", head, 54)
+    return phoff + phentsize * min(phnum, MAX_PHNUM)
 
 
 def _read_upto(stream, n):
@@ -379,19 +396,36 @@ def _library_names(data):
     return sorted(names)
 
 
-def shared_member(name):
-    """Is the wheel member ``name`` named like a shared object (``*.so``, ``*.so.N``)?"""
+#: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``,
+#: ``libgalaxyhip.so.5.2.25484.1857-0f32e4f0`` (a ``.so`` that ends the name or a dot-part)
+_SHARED_NAME = None
+
+
+def shared_name(name):
+    """Is the file ``name`` (a path) named like a shared object (``*.so``, ``*.so.N...``)?"""
+    global _SHARED_NAME
+    if _SHARED_NAME is None:
+        import re
+
+        _SHARED_NAME = re.compile(r"[^/]\.so(?:\.[0-9][^/]*)?$")
+    return _SHARED_NAME.search(name) is not None
+
+
+def native_name(name):
+    """Might the file ``name`` (a path) be native code that is judged by what it links: named
+    like a shared object (`shared_name`), or with no dot in its base name (an executable, a
+    library without a suffix)? Its first bytes decide: only the ELF magic is read further."""
     base = name.rsplit("/", 1)[-1]
-    head, dot, tail = base.partition(".so")
-    return bool(head and dot) and (not tail or (tail[0] == "." and tail[1:2].isdigit()))
+    return bool(base) and ("." not in base or shared_name(base))
 
 
 def wheel_linkages(zf):
-    """(member name, `Linkage` or None, why not) for each shared-object member of the open
-    wheel ``zf`` that starts with the ELF magic; a member that is not ELF is skipped."""
+    """(member name, `Linkage` or None, why not) for each member of the open wheel ``zf``
+    named like native code (`native_name`) that starts with the ELF magic; a member that is
+    not ELF is skipped."""
     out = []
     for info in zf.infolist():
-        if info.is_dir() or not shared_member(info.filename):
+        if info.is_dir() or not native_name(info.filename) or ".dist-info/" in info.filename:
             continue
         try:
             out.append((info.filename, read_member(zf, info), ""))

@@ -1,8 +1,9 @@
 """The native code of an environment: every ELF file its distributions ship, and what it links.
 
 A dist's binaries are the RECORD rows that look like shared objects (``*.so``, ``*.so.N``;
-extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) and start with
-the ELF magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
+extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) or have no dot
+in their base name (executables such as a wheel's ``.data/scripts``), and start with the ELF
+magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
 segment, names), inside the target's root, a final symlink not followed. A file that cannot be
 read or is not acceptable ELF is kept with the reason, so the rule can say so.
 """
@@ -10,10 +11,9 @@ read or is not acceptable ELF is kept with the reason, so the rule can say so.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
-from dtkguard.elf import ElfError, Linkage, is_elf, parse
+from dtkguard.elf import ElfError, Linkage, is_elf, native_name, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,15 +21,24 @@ if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
 
-#: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``
-_SHARED = re.compile(r"\.so(?:\.[0-9][0-9.]*)?$")
 #: RECORD rows read for one dist at most (torch has about 20,000)
 MAX_ROWS = 200_000
 
 
 def looks_shared(path: str) -> bool:
-    """Is ``path`` named like a shared object (an extension module or a library)?"""
-    return bool(_SHARED.search(path.rsplit("/", 1)[-1]))
+    """Might ``path`` be native code: named like a shared object (an extension module or a
+    library, ``*.so``, ``*.so.N...``) or with no dot in its base name (an executable)?
+    (`dtkguard.elf.native_name`; only a file that starts with the ELF magic is judged.)"""
+    return native_name(path)
+
+
+def _may_name_native(line: str) -> bool:
+    """Can this RECORD line's path be native code (`looks_shared`)? A cheap look at the text
+    before its first comma; a quoted row is parsed."""
+    if ".so" in line or '"' in line:
+        return True
+    base = line.partition(",")[0].rsplit("/", 1)[-1]
+    return bool(base) and "." not in base
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,6 @@ def shared_rows(dist: Dist) -> list[str]:
     except OSError:
         return []
     out: list[str] = []
-    if ".so" not in text:  # no row can name a shared object: none is parsed
-        return out
     n = 0
     for line in text.replace("\0", "").splitlines():
         if not line.strip():
@@ -71,7 +78,7 @@ def shared_rows(dist: Dist) -> list[str]:
         if n >= MAX_ROWS:
             break
         n += 1
-        if ".so" not in line:  # a row's path is in its line: only these are parsed
+        if not _may_name_native(line):  # only the rows that can name native code are parsed
             continue
         for row in rows_of(line):
             if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
@@ -176,4 +183,27 @@ def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> li
             )
             continue
         out += judge_binary(policy, name, member, linkage.needed, linkage.soname)
+    return out
+
+
+def file_problems(policy: dict, name: str, paths: list[str]) -> list:
+    """`dtkguard.decision.Problem` s of the installed files ``paths`` (host paths) of dist
+    ``name``, each that may be native code judged by what it links, as `wheel_problems` judges
+    a wheel's members: what uv's real run wrote, judged before its transaction commits."""
+    from dtkguard.decision import Problem, canonical, judge_binary
+
+    out = []
+    for path in paths:
+        if not looks_shared(path):
+            continue
+        try:
+            linkage = read_binary(path)
+        except FileNotFoundError:
+            continue
+        except (OSError, ElfError) as exc:
+            why = f"{path} of {name} could not be judged: {getattr(exc, 'strerror', None) or exc}"
+            out.append(Problem("binary-unreadable", "medium", canonical(name), why, {"file": path}))
+            continue
+        if linkage is not None:
+            out += judge_binary(policy, name, path, linkage.needed, linkage.soname)
     return out
