@@ -17,7 +17,7 @@ import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.cli import dtkguard
-from tests.support.elf import CUDART, build_shared, gcc, stub_library
+from tests.support.elf import CUDART, build_shared, gcc, stub_library, write_elf
 from tests.support.index import serve_index
 from tests.support.sitetree import add_dist
 from tests.support.venvs import hermetic_env
@@ -36,6 +36,7 @@ NAMES = {
     "platlib": "kern-1.0.data/platlib/kern_native.so",
     "executable": "kern-1.0.data/scripts/kern-bench",
     "unsuffixed": "kern/kernels",
+    "32-bit-big-endian": "kern/_be32.so",
 }
 #: where pip puts a wheel's .data folders, relative to site-packages
 INSTALLED = {
@@ -72,6 +73,8 @@ def native(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 def _member(native: dict[str, bytes], case: str) -> bytes:
+    if case == "32-bit-big-endian":
+        return write_elf((CUDART,), bits=32, endian=">")
     return native["exe"] if case == "executable" else native["cuda"]
 
 
