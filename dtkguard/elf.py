@@ -411,12 +411,19 @@ def shared_name(name):
     return _SHARED_NAME.search(name) is not None
 
 
+#: folders whose files without a dot in their name are judged too: executables
+EXECUTABLE_FOLDERS = ("bin", "scripts")
+
+
 def native_name(name):
     """Might the file ``name`` (a path) be native code that is judged by what it links: named
-    like a shared object (`shared_name`), or with no dot in its base name (an executable, a
-    library without a suffix)? Its first bytes decide: only the ELF magic is read further."""
-    base = name.rsplit("/", 1)[-1]
-    return bool(base) and ("." not in base or shared_name(base))
+    like a shared object (`shared_name`), or without a dot in its base name in a folder of
+    `EXECUTABLE_FOLDERS` (an executable: ``bin/``, a wheel's ``.data/scripts/``)? Its first
+    bytes decide: only a file that starts with the ELF magic is read further."""
+    folder, _, base = name.rpartition("/")
+    if not base or shared_name(base):
+        return bool(base)
+    return "." not in base and folder.rpartition("/")[2] in EXECUTABLE_FOLDERS
 
 
 def wheel_linkages(zf):

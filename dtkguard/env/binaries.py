@@ -2,7 +2,7 @@
 
 A dist's binaries are the RECORD rows that look like shared objects (``*.so``, ``*.so.N``;
 extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) or have no dot
-in their base name (executables such as a wheel's ``.data/scripts``), and start with the ELF
+in their base name in a ``bin/`` or ``scripts/`` folder (executables), and start with the ELF
 magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
 segment, names), inside the target's root, a final symlink not followed. A file that cannot be
 read or is not acceptable ELF is kept with the reason, so the rule can say so.
@@ -21,24 +21,35 @@ if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
 
-#: RECORD rows read for one dist at most (torch has about 20,000)
+#: RECORD rows that can name native code parsed for one dist at most (torch has about 20,000
+#: rows in all)
 MAX_ROWS = 200_000
 
 
 def looks_shared(path: str) -> bool:
     """Might ``path`` be native code: named like a shared object (an extension module or a
-    library, ``*.so``, ``*.so.N...``) or with no dot in its base name (an executable)?
+    library, ``*.so``, ``*.so.N...``) or an executable (no dot, in ``bin/``)?
     (`dtkguard.elf.native_name`; only a file that starts with the ELF magic is judged.)"""
     return native_name(path)
 
 
-def _may_name_native(line: str) -> bool:
-    """Can this RECORD line's path be native code (`looks_shared`)? A cheap look at the text
-    before its first comma; a quoted row is parsed."""
-    if ".so" in line or '"' in line:
-        return True
-    base = line.partition(",")[0].rsplit("/", 1)[-1]
-    return bool(base) and "." not in base
+#: every RECORD row that can name native code (`looks_shared`) holds one of these
+_NEEDLES = (".so", "bin/", "scripts/")
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """The lines of ``text`` that can name native code (at most `MAX_ROWS`), in order, each
+    once: found with ``str.find`` from one needle to the next, never by walking every line of
+    torch's 20,000 in Python."""
+    spans: set[tuple[int, int]] = set()
+    for needle in _NEEDLES:
+        pos = text.find(needle)
+        while pos >= 0:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            spans.add((text.rfind("\n", 0, pos) + 1, end))
+            pos = -1 if len(spans) >= MAX_ROWS else text.find(needle, end)
+    return [text[start:end].strip("\r") for start, end in sorted(spans)]
 
 
 @dataclass(frozen=True)
@@ -71,15 +82,9 @@ def shared_rows(dist: Dist) -> list[str]:
     except OSError:
         return []
     out: list[str] = []
-    n = 0
-    for line in text.replace("\0", "").splitlines():
-        if not line.strip():
-            continue
-        if n >= MAX_ROWS:
-            break
-        n += 1
-        if not _may_name_native(line):  # only the rows that can name native code are parsed
-            continue
+    if "\0" in text:
+        text = text.replace("\0", "")
+    for line in _candidate_lines(text):  # only these rows are parsed
         for row in rows_of(line):
             if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
                 out.append(row[0])

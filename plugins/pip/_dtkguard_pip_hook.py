@@ -468,10 +468,11 @@ def _wheel_dist(zf):
 
 
 def _judge_shared_member(zf, info, dest, effect):
-    """A member that may be native code (a shared object, or a name without a dot: an
-    executable) judged by what it links (the decision's ``judge_binary``), read from the wheel
-    pip is about to unpack: stored members in place, compressed ones inflated only as far as
-    needed (``_dtkguard_elf.read_member``); waived problems are dropped."""
+    """A member that may be native code (a shared object, or an executable: no dot in its
+    name, in a ``bin/`` or ``.data/scripts/`` folder) judged by what it links (the decision's
+    ``judge_binary``), read from the wheel pip is about to unpack: stored members in place,
+    compressed ones inflated only as far as needed (``_dtkguard_elf.read_member``); waived
+    problems are dropped."""
     decision, elf = _state["decision"], _state.get("elf")
     native = getattr(elf, "native_name", None)
     if native is None or ".dist-info/" in info.filename or not native(info.filename):

@@ -17,7 +17,15 @@ import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.cli import dtkguard
-from tests.support.elf import CUDART, build_shared, gcc, stub_library, write_elf
+from tests.support.elf import (
+    CUDART,
+    GALAXYHIP,
+    build_shared,
+    gcc,
+    hostile_elves,
+    stub_library,
+    write_elf,
+)
 from tests.support.index import serve_index
 from tests.support.sitetree import add_dist
 from tests.support.venvs import hermetic_env
@@ -35,7 +43,7 @@ NAMES = {
     "data-lib64": "kern-1.0.data/data/lib64/libkern.so",
     "platlib": "kern-1.0.data/platlib/kern_native.so",
     "executable": "kern-1.0.data/scripts/kern-bench",
-    "unsuffixed": "kern/kernels",
+    "unsuffixed-in-bin": "kern/bin/kernels",
     "32-bit-big-endian": "kern/_be32.so",
 }
 #: where pip puts a wheel's .data folders, relative to site-packages
@@ -106,6 +114,37 @@ def test_check_judges_native_code_whatever_its_name_or_folder(tmp_path, native, 
     [found] = json.loads(proc.stdout)["findings"]
     assert found["rule"] == "cuda-binary" and found["evidence"]["cuda"] == [CUDART]
     assert found["location"].endswith(rel.rsplit("/", 1)[-1])
+
+
+def test_a_cuda_folder_in_runpath_alone_is_no_need(tmp_path, native):
+    """RUNPATH is where the loader looks, not what it loads: a DTK build whose RUNPATH names a
+    CUDA folder needs nothing of CUDA; a CUDA need shows its RUNPATH in the evidence."""
+    cuda_dir = "$ORIGIN/../nvidia/cuda_runtime/lib:/usr/local/cuda/lib64"
+    site = tmp_path / "site"
+    dtk = build_shared(tmp_path / "dtk.so", (GALAXYHIP,), runpath=cuda_dir).read_bytes()
+    both = build_shared(tmp_path / "cuda.so", (CUDART,), runpath=cuda_dir).read_bytes()
+    add_dist(site, "dtk-rp", "1.0", files={"dtk_rp/_C.so": dtk})
+    add_dist(site, "cuda-rp", "1.0", files={"cuda_rp/_C.so": both})
+    proc = dtkguard("check", "--path", str(site), "--format", "json")
+    [found] = json.loads(proc.stdout)["findings"]
+    assert found["subject"] == "cuda-rp" and found["rule"] == "cuda-binary"
+    assert found["evidence"]["runpath"] == cuda_dir.split(":")
+
+
+@pytest.mark.parametrize("kind", ["truncated-dynamic", "looping-dynamic", "huge-dynamic",
+                                  "phoff-past-eof", "unterminated-name"])  # fmt: skip
+def test_a_hostile_member_is_a_warning_through_the_hook(g, tmp_path, kind):
+    """Real pip, a wheel whose .so is hostile: one warning line, never a traceback or a hang."""
+    dist = "hostile" + kind.replace("-", "")
+    wheel = build_wheel(
+        tmp_path, dist, "1.0", tag=TAG, files={f"{dist}/_C.so": hostile_elves()[kind]}
+    )
+    proc = g.pip("install", "--no-index", "--no-deps", str(wheel))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if "could not be judged" in x]
+    assert f"{dist}/_C.so of {dist}" in line
+    g.pip("uninstall", "-y", dist)
 
 
 @pytest.mark.parametrize("case", sorted(NAMES))
