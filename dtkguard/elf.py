@@ -272,8 +272,12 @@ def _stored_start(zf, info):
     return info.header_offset + 30 + name_len + extra_len
 
 
-#: a compressed member is inflated at most this far: whole up to its dynamic segment when that
-#: ends within it (exact), else only its head, where linkers put the dynamic string table
+#: a compressed member is inflated whole up to its dynamic segment when that ends within this
+#: (exact); a library's dynamic segment follows its code, so past it inflating that far would
+#: cost what pip's own unpacking does (a wheel of ten 12 MB libraries: as long again)
+EXACT_LIMIT = 1 << 20
+#: past `EXACT_LIMIT` only its head is inflated, where linkers put the dynamic string table,
+#: at most this far
 HEAD_LIMIT = 16 << 20
 _LIBRARY_NAME = None
 
@@ -282,8 +286,8 @@ def read_member(zf, info):
     """The `Linkage` of a zip member; `ElfError` for a member that is not acceptable ELF.
 
     A stored member is read in place (a few KB). A compressed one is inflated as a stream, and
-    only as far as needed: to the end of its ``PT_DYNAMIC`` when that lies within `HEAD_LIMIT`
-    bytes (the exact answer); otherwise (a large library, whose dynamic segment follows its
+    only as far as needed: to the end of its ``PT_DYNAMIC`` when that lies within `EXACT_LIMIT`
+    bytes (the exact answer); otherwise (a larger library, whose dynamic segment follows its
     code) only the part before its first executable segment, at most `HEAD_LIMIT` bytes, where
     ``.dynstr`` lies, and ``needed`` are the library names written there (``exact`` False: a
     superset of DT_NEEDED that also holds the SONAME and versioned library names)."""
@@ -320,8 +324,8 @@ def _read_stream(stream, size):
     dynamic = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
     if dynamic is not None and dynamic[1] + dynamic[3] > size:
         raise ElfError(f"the dynamic segment: reaches past the end of the file ({size} bytes)")
-    if dynamic is None or dynamic[1] + dynamic[3] <= HEAD_LIMIT:
-        want = min(size, HEAD_LIMIT) if dynamic is None else dynamic[1] + dynamic[3]
+    if dynamic is None or dynamic[1] + dynamic[3] <= EXACT_LIMIT:
+        want = len(head) if dynamic is None else dynamic[1] + dynamic[3]
         data = head + _read_upto(stream, want - len(head)) if want > len(head) else head
         return parse(lambda offset, n: data[offset : offset + n], size)
     code = [s[1] for s in segments if s[0] == _PT_LOAD and s[4] & 1 and s[1] > 0]
