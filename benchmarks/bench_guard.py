@@ -22,11 +22,12 @@
    records and compares (size, inode, ctime) of the protected set and the vendor files around
    the build.
 7. Native code: ``pip install`` of a wheel holding ``--native-libs`` real shared objects of
-   ``--native-mb`` MB in all (gcc-built, its bulk real machine code in a read-only section before ``.dynamic``, as
-   in libtorch; deflated) into the unguarded venv, the guarded venv with its ELF reader
-   (``_dtkguard_elf.py``: every ``.so`` member judged by what it links before pip unpacks) and
-   the same guarded venv without it. The ELF judgement's added cost is the median over the
-   rounds of the difference of the last two (adjacent in every round), as a share of plain pip's own install time (goal: <= 10 %). The judgement alone
+   ``--native-mb`` MB in all (gcc-built, their bulk real machine code in a read-only section
+   before ``.dynamic``, as in libtorch; deflated) into the unguarded venv, the guarded venv with
+   its ELF reader (``_dtkguard_elf.py``: every ``.so`` member judged by what it links before pip
+   unpacks) and the same guarded venv without it. The ELF judgement's added cost is the median
+   over the rounds of the difference of the last two (adjacent in every round), as a share of
+   plain pip's own install time (goal: <= 10 %). The judgement alone
    (in this process, stored and deflated copies of the wheel) is timed too.
 
 ``--smoke`` runs every step at its smallest size (CI checks the benchmark still runs).
@@ -39,7 +40,8 @@ script beside this interpreter when it runs this checkout, else ``python -m dtkg
 
 Run (needs the offline wheel cache of ``python tests/prepare.py``)::
 
-    PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5] [--native-mb 300] [--native-libs 1]
+    PYTHONPATH=. python benchmarks/bench_guard.py [--runs 200] [--pip-runs 5] [--native-mb 300]
+        [--native-libs 1]
         [--only start|satisfied|uv|pipset|files|sdist|native ...]
     PYTHONPATH=. python benchmarks/bench_guard.py --smoke     # smallest sizes, one round
 """
