@@ -11,9 +11,9 @@ read or is not acceptable ELF is kept with the reason, so the rule can say so.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from dtkguard.elf import ElfError, Linkage, is_elf, native_name, parse
+from dtkguard.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _candidate_lines(text: str) -> list[str]:
     return [text[start:end].strip("\r") for start, end in sorted(spans)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Binary:
     """One ELF file of a dist: its path as the target sees it, and what it links."""
 
