@@ -272,8 +272,12 @@ def _stored_start(zf, info):
     return info.header_offset + 30 + name_len + extra_len
 
 
-#: a compressed member is inflated at most this far: whole up to its dynamic segment when that
-#: ends within it (exact), else only its head, where linkers put the dynamic string table
+#: a compressed member is inflated whole up to its dynamic segment when that ends within this
+#: (exact); a library's dynamic segment follows its code, so past it inflating that far would
+#: cost what pip's own unpacking does (a wheel of ten 12 MB libraries: as long again)
+EXACT_LIMIT = 1 << 20
+#: past `EXACT_LIMIT` only its head is inflated, where linkers put the dynamic string table,
+#: at most this far
 HEAD_LIMIT = 16 << 20
 _LIBRARY_NAME = None
 
@@ -282,8 +286,8 @@ def read_member(zf, info):
     """The `Linkage` of a zip member; `ElfError` for a member that is not acceptable ELF.
 
     A stored member is read in place (a few KB). A compressed one is inflated as a stream, and
-    only as far as needed: to the end of its ``PT_DYNAMIC`` when that lies within `HEAD_LIMIT`
-    bytes (the exact answer); otherwise (a large library, whose dynamic segment follows its
+    only as far as needed: to the end of its ``PT_DYNAMIC`` when that lies within `EXACT_LIMIT`
+    bytes (the exact answer); otherwise (a larger library, whose dynamic segment follows its
     code) only the part before its first executable segment, at most `HEAD_LIMIT` bytes, where
     ``.dynstr`` lies, and ``needed`` are the library names written there (``exact`` False: a
     superset of DT_NEEDED that also holds the SONAME and versioned library names)."""
@@ -313,23 +317,40 @@ def _read_stream(stream, size):
     head = stream.read(min(size, 4096))
     if head[:4] != MAGIC:
         raise NotElf("not an ELF file")
+    want = _headers_end(head)
+    if len(head) < want <= min(size, MAX_READ):  # program headers placed past the first 4 KiB
+        head += _read_upto(stream, want - len(head))
     segments = _segments_of(head, size)
     dynamic = next((s for s in segments if s[0] == _PT_DYNAMIC), None)
     if dynamic is not None and dynamic[1] + dynamic[3] > size:
         raise ElfError(f"the dynamic segment: reaches past the end of the file ({size} bytes)")
-    if dynamic is None or dynamic[1] + dynamic[3] <= HEAD_LIMIT:
-        want = min(size, HEAD_LIMIT) if dynamic is None else dynamic[1] + dynamic[3]
+    if dynamic is None or dynamic[1] + dynamic[3] <= EXACT_LIMIT:
+        want = len(head) if dynamic is None else dynamic[1] + dynamic[3]
         data = head + _read_upto(stream, want - len(head)) if want > len(head) else head
         return parse(lambda offset, n: data[offset : offset + n], size)
     code = [s[1] for s in segments if s[0] == _PT_LOAD and s[4] & 1 and s[1] > 0]
     end = min([*code, HEAD_LIMIT, size])
-    data = head + _read_upto(stream, end - len(head)) if end > len(head) else head[:end]
+    data = head + _read_upto(stream, end - len(head)) if end > len(head) else head
     bits, endian = {1: 32, 2: 64}[data[4]], {1: "<", 2: ">"}[data[5]]
     e_type, machine = struct.unpack_from(endian + "HH", data, 16)
     names = _library_names(data[:end])
     linkage = Linkage(bits, _ENDIAN[endian], _TYPES.get(e_type, f"type {e_type}"), machine, names)
     linkage.exact = False
     return linkage
+
+
+def _headers_end(head):
+    """Where the program headers end, from the ELF header in ``head`` (0 when unreadable)."""
+    if len(head) < 64 or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return 0
+    endian = "<" if head[5] == 1 else ">"
+    if head[4] == 1:  # 32-bit
+        (phoff,) = struct.unpack_from(endian + "I", head, 28)
+        phentsize, phnum = struct.unpack_from(endian + "HH", head, 42)
+    else:
+        (phoff,) = struct.unpack_from(endian + "Q", head, 32)
+        phentsize, phnum = struct.unpack_from(endian + "HH", head, 54)
+    return phoff + phentsize * min(phnum, MAX_PHNUM)
 
 
 def _read_upto(stream, n):
@@ -379,19 +400,43 @@ def _library_names(data):
     return sorted(names)
 
 
-def shared_member(name):
-    """Is the wheel member ``name`` named like a shared object (``*.so``, ``*.so.N``)?"""
-    base = name.rsplit("/", 1)[-1]
-    head, dot, tail = base.partition(".so")
-    return bool(head and dot) and (not tail or (tail[0] == "." and tail[1:2].isdigit()))
+#: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``,
+#: ``libgalaxyhip.so.5.2.25484.1857-0f32e4f0`` (a ``.so`` that ends the name or a dot-part)
+_SHARED_NAME = None
+
+
+def shared_name(name):
+    """Is the file ``name`` (a path) named like a shared object (``*.so``, ``*.so.N...``)?"""
+    global _SHARED_NAME
+    if _SHARED_NAME is None:
+        import re
+
+        _SHARED_NAME = re.compile(r"[^/]\.so(?:\.[0-9][^/]*)?$")
+    return _SHARED_NAME.search(name) is not None
+
+
+#: folders whose files without a dot in their name are judged too: executables
+EXECUTABLE_FOLDERS = ("bin", "scripts")
+
+
+def native_name(name):
+    """Might the file ``name`` (a path) be native code that is judged by what it links: named
+    like a shared object (`shared_name`), or without a dot in its base name in a folder of
+    `EXECUTABLE_FOLDERS` (an executable: ``bin/``, a wheel's ``.data/scripts/``)? Its first
+    bytes decide: only a file that starts with the ELF magic is read further."""
+    folder, _, base = name.rpartition("/")
+    if not base or shared_name(base):
+        return bool(base)
+    return "." not in base and folder.rpartition("/")[2] in EXECUTABLE_FOLDERS
 
 
 def wheel_linkages(zf):
-    """(member name, `Linkage` or None, why not) for each shared-object member of the open
-    wheel ``zf`` that starts with the ELF magic; a member that is not ELF is skipped."""
+    """(member name, `Linkage` or None, why not) for each member of the open wheel ``zf``
+    named like native code (`native_name`) that starts with the ELF magic; a member that is
+    not ELF is skipped."""
     out = []
     for info in zf.infolist():
-        if info.is_dir() or not shared_member(info.filename):
+        if info.is_dir() or not native_name(info.filename) or ".dist-info/" in info.filename:
             continue
         try:
             out.append((info.filename, read_member(zf, info), ""))

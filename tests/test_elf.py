@@ -5,6 +5,7 @@ never a traceback, a hang or a large read."""
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tests.support.elf import (
     AMDHIP,
     CUDART,
     GALAXYHIP,
+    build_large_shared,
     build_shared,
     hostile_elves,
     write_elf,
@@ -125,9 +127,9 @@ def test_wheel_members_stored_and_deflated(built):
 
 
 def test_a_large_deflated_member_is_judged_by_its_head(built, monkeypatch):
-    """Past HEAD_LIMIT the dynamic segment is not inflated: the library names of the part
+    """Past EXACT_LIMIT the dynamic segment is not inflated: the library names of the part
     before the code (where .dynstr is) stand in for DT_NEEDED."""
-    monkeypatch.setattr(elf, "HEAD_LIMIT", 4096)
+    monkeypatch.setattr(elf, "EXACT_LIMIT", 4096)
     big = built["cuda"].read_bytes()
     zf = _zip({"pkg/_C.so": (big, zipfile.ZIP_DEFLATED)})
     [(_, link, err)] = elf.wheel_linkages(zf)
@@ -151,3 +153,59 @@ def test_a_corrupt_deflated_member_is_reported(built):
     raw[60:200] = b"\xff" * 140  # the deflate stream, past the local header
     [(_, link, err)] = elf.wheel_linkages(zipfile.ZipFile(io.BytesIO(bytes(raw))))
     assert link is None and "cannot be read" in err
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_program_headers_past_the_first_4_kib_are_read_in_every_member(method):
+    """A loader follows e_phoff wherever it points: so does the reader of a deflated member
+    (it once read only the first 4 KiB, and called such a CUDA library unreadable)."""
+    data = bytearray(write_elf((CUDART,), pad=6000))
+    data[5000 : 5000 + 2 * 56] = data[64 : 64 + 2 * 56]
+    struct.pack_into("<Q", data, 32, 5000)
+    [(_, link, err)] = elf.wheel_linkages(_zip({"pkg/_C.so": (bytes(data), method)}))
+    assert err == "" and link.needed == (CUDART,)
+
+
+def test_a_code_segment_at_the_start_leaves_the_header_readable(monkeypatch):
+    """Past EXACT_LIMIT, an executable PT_LOAD at offset 1 must not cut the ELF header off the
+    bytes the names are read from (it gave an IndexError as the reason)."""
+    monkeypatch.setattr(elf, "EXACT_LIMIT", 200)
+    data = bytearray(write_elf((CUDART,), pad=400))
+    struct.pack_into("<IQ", data, 64 + 4, 5, 1)  # PT_LOAD: flags R+X, offset 1
+    struct.pack_into("<Q", data, 64 + 56 + 8, 300)  # PT_DYNAMIC past EXACT_LIMIT
+    [(_, link, err)] = elf.wheel_linkages(_zip({"pkg/_C.so": (bytes(data), zipfile.ZIP_DEFLATED)}))
+    assert err == "" and not link.exact
+
+
+@pytest.mark.parametrize(
+    ("name", "shared", "native"),
+    [
+        ("pkg/_C.cpython-310-x86_64-linux-gnu.so", True, True),
+        ("pkg/lib.solver.so", True, True),
+        ("pkg/libgalaxyhip.so.5.2.25484.1857-0f32e4f0", True, True),
+        ("pkg.libs/libcudart-1a2b3c4d.so.12", True, True),
+        ("pkg/libcudart.so", True, True),
+        ("x-1.0.data/scripts/tool", False, True),
+        ("../../../bin/tool", False, True),
+        ("pkg/bin/kernels", False, True),
+        ("pkg/kernels", False, False),
+        ("x-1.0.dist-info/RECORD", False, False),
+        ("pkg/notes.so.txt", False, False),
+        ("pkg/module.py", False, False),
+        ("pkg/.so", False, False),
+        ("pkg/", False, False),
+    ],
+)
+def test_which_names_may_be_native_code(name, shared, native):
+    assert elf.shared_name(name) is shared
+    assert elf.native_name(name) is native
+
+
+def test_a_deflated_library_of_a_few_mb_is_judged_by_its_head_not_inflated(tmp_path):
+    """A 4 MB library has its dynamic segment after its code: inflating that far would cost
+    what pip's unpacking does (a wheel of ten such libraries took as long again), so its head
+    answers (``exact`` False) and still names the CUDA runtime."""
+    so = build_large_shared(tmp_path / "libk.so", 4 << 20, (CUDART,))
+    zf = _zip({"pkg/libk.so": (so.read_bytes(), zipfile.ZIP_DEFLATED)})
+    [(_, link, err)] = elf.wheel_linkages(zf)
+    assert err == "" and not link.exact and CUDART in link.needed

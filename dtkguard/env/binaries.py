@@ -1,8 +1,9 @@
 """The native code of an environment: every ELF file its distributions ship, and what it links.
 
 A dist's binaries are the RECORD rows that look like shared objects (``*.so``, ``*.so.N``;
-extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) and start with
-the ELF magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
+extension modules and the libraries a wheel bundles in ``<name>.libs/`` alike) or have no dot
+in their base name in a ``bin/`` or ``scripts/`` folder (executables), and start with the ELF
+magic. Each is read with `dtkguard.elf` (a few KB: header, program headers, dynamic
 segment, names), inside the target's root, a final symlink not followed. A file that cannot be
 read or is not acceptable ELF is kept with the reason, so the rule can say so.
 """
@@ -10,9 +11,8 @@ read or is not acceptable ELF is kept with the reason, so the rule can say so.
 from __future__ import annotations
 
 import os
-import re
 
-from dtkguard.elf import ElfError, Linkage, is_elf, parse
+from dtkguard.elf import ElfError, Linkage, is_elf, native_name, parse
 from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
@@ -21,15 +21,35 @@ if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
 
-#: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``
-_SHARED = r"\.so(?:\.[0-9][0-9.]*)?$"  # compiled on first use
-#: RECORD rows read for one dist at most (torch has about 20,000)
+#: RECORD rows that can name native code parsed for one dist at most (torch has about 20,000
+#: rows in all)
 MAX_ROWS = 200_000
 
 
 def looks_shared(path: str) -> bool:
-    """Is ``path`` named like a shared object (an extension module or a library)?"""
-    return bool(re.search(_SHARED, path.rsplit("/", 1)[-1]))
+    """Might ``path`` be native code: named like a shared object (an extension module or a
+    library, ``*.so``, ``*.so.N...``) or an executable (no dot, in ``bin/``)?
+    (`dtkguard.elf.native_name`; only a file that starts with the ELF magic is judged.)"""
+    return native_name(path)
+
+
+#: every RECORD row that can name native code (`looks_shared`) holds one of these
+_NEEDLES = (".so", "bin/", "scripts/")
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """The lines of ``text`` that can name native code (at most `MAX_ROWS`), in order, each
+    once: found with ``str.find`` from one needle to the next, never by walking every line of
+    torch's 20,000 in Python."""
+    spans: set[tuple[int, int]] = set()
+    for needle in _NEEDLES:
+        pos = text.find(needle)
+        while pos >= 0:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            spans.add((text.rfind("\n", 0, pos) + 1, end))
+            pos = -1 if len(spans) >= MAX_ROWS else text.find(needle, end)
+    return [text[start:end].strip("\r") for start, end in sorted(spans)]
 
 
 @record(frozen=True)
@@ -62,17 +82,9 @@ def shared_rows(dist: Dist) -> list[str]:
     except OSError:
         return []
     out: list[str] = []
-    if ".so" not in text:  # no row can name a shared object: none is parsed
-        return out
-    n = 0
-    for line in text.replace("\0", "").splitlines():
-        if not line.strip():
-            continue
-        if n >= MAX_ROWS:
-            break
-        n += 1
-        if ".so" not in line:  # a row's path is in its line: only these are parsed
-            continue
+    if "\0" in text:
+        text = text.replace("\0", "")
+    for line in _candidate_lines(text):  # only these rows are parsed
         for row in rows_of(line):
             if row and row[0] and looks_shared(row[0]) and ".dist-info/" not in row[0]:
                 out.append(row[0])
@@ -176,4 +188,27 @@ def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> li
             )
             continue
         out += judge_binary(policy, name, member, linkage.needed, linkage.soname)
+    return out
+
+
+def file_problems(policy: dict, name: str, paths: list[str]) -> list:
+    """`dtkguard.decision.Problem` s of the installed files ``paths`` (host paths) of dist
+    ``name``, each that may be native code judged by what it links, as `wheel_problems` judges
+    a wheel's members: what uv's real run wrote, judged before its transaction commits."""
+    from dtkguard.decision import Problem, canonical, judge_binary
+
+    out = []
+    for path in paths:
+        if not looks_shared(path):
+            continue
+        try:
+            linkage = read_binary(path)
+        except FileNotFoundError:
+            continue
+        except (OSError, ElfError) as exc:
+            why = f"{path} of {name} could not be judged: {getattr(exc, 'strerror', None) or exc}"
+            out.append(Problem("binary-unreadable", "medium", canonical(name), why, {"file": path}))
+            continue
+        if linkage is not None:
+            out += judge_binary(policy, name, path, linkage.needed, linkage.soname)
     return out

@@ -297,7 +297,7 @@ class _Run:
     def locate(self, planned: Planned) -> list[Path] | None:
         """The wheels of a planned dist uv would install: its direct URL or path, else the
         wheels of that name and version given on the command line or in its find-links
-        folders; None when none is local (from an index: judged by `check` once installed)."""
+        folders; None when none is local (from an index: judged in the real run, `Watch`)."""
         from dtkguard.resolve.binaries import fetch_wheel, local_wheels
 
         if planned.url.endswith(".whl") and not planned.url.startswith(("http:", "https:")):

@@ -168,9 +168,11 @@ class Watch:
             if path.endswith(".pth") and os.path.dirname(path) == site:
                 with contextlib.suppress(OSError), open(path, "rb") as fh:
                     contents[path] = fh.read(65536).decode("utf-8", "replace")
+        from dtkguard.env.binaries import file_problems
+
         return decision.judge_files(
             self.policy, key, version, paths, self.facts.facts, contents, members
-        )
+        ) + file_problems(self.policy, key, paths)
 
 
 def _built_problem(first: str, count: int) -> decision.Problem:

@@ -175,6 +175,6 @@ def say_unjudged(tool: str, verdict: Verdict) -> str:
         return ""
     names = ", ".join(verdict.unjudged)
     return (
-        f"{tool}: warning: the native code of {names} could not be read before the install "
-        "(no local wheel); `dtkguard check` judges it once installed\n"
+        f"{tool}: note: the native code of {names} is not at hand before the install (no local "
+        "wheel): it is judged as it is installed, before the install is kept\n"
     )

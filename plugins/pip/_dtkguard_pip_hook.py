@@ -485,14 +485,21 @@ def _wheel_dist(zf):
 
 
 def _judge_shared_member(zf, info, dest, effect):
-    """A shared-object member judged by what it links (the decision's ``judge_binary``), read
-    from the wheel pip is about to unpack: stored members in place, compressed ones inflated
-    only as far as needed (``_dtkguard_elf.read_member``); waived problems are dropped."""
+    """A member that may be native code (a shared object, or an executable: no dot in its
+    name, in a ``bin/`` or ``.data/scripts/`` folder) judged by what it links (the decision's
+    ``judge_binary``), read from the wheel pip is about to unpack: stored members in place,
+    compressed ones inflated only as far as needed (``_dtkguard_elf.read_member``); waived
+    problems are dropped."""
     decision, elf = _state["decision"], _state.get("elf")
-    if elf is None or not elf.shared_member(info.filename):
-        if elf is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
+    native = getattr(elf, "native_name", None)
+    if native is None or ".dist-info/" in info.filename or not native(info.filename):
+        if native is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
             effect["elf_warned"] = True
-            why = _state.get("elf_error") or "no ELF reader beside the hook"
+            why = _state.get("elf_error") or (
+                "no ELF reader beside the hook"
+                if elf is None
+                else "the ELF reader beside the hook is older than it (run guard install again)"
+            )
             sys.stderr.write(f"dtkguard: warning: native code not judged: {why}\n")
         return
     name = _wheel_dist(zf)

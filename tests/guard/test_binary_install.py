@@ -93,7 +93,8 @@ def test_dtkpip_refuses_before_pip_runs(g, wheels):
 
 def test_dtkpip_refuses_a_stored_wheel_given_by_path(g, wheels):
     before = g.venv.snapshot()
-    _refused(g, g.dtkpip("install", "--no-deps", str(wheels["stored"])), before)
+    text = _refused(g, g.dtkpip("install", "--no-deps", str(wheels["stored"])), before)
+    assert "dtkpip: stopped" in text and "refusing to install" not in text  # no pip ran
 
 
 @pytest.mark.parametrize("how", ["find-links", "path"])
@@ -107,6 +108,7 @@ def test_dtkuv_refuses_before_uv_runs(g, wheels, tmp_path, how):
     )
     text = _refused(g, proc, before)
     assert "dtkuv: stopped" in text
+    assert "Installed " not in text  # uv's real run never started (it would be judged after)
 
 
 def test_a_dtk_build_installs_and_a_rocm_build_installs_with_a_warning(g, wheels):
