@@ -392,7 +392,7 @@ def _snapshot(txn: Transaction) -> None:
     unknown, every path of the roots with every file linked (scope "all"), each with its kind
     (and of a file not kept, its inode, size and mtime), to know later what was added or
     changed."""
-    txn.pre.mkdir(parents=True, exist_ok=True)
+    txn.pre.mkdir(mode=0o700, parents=True, exist_ok=True)
     mine = _owned_now(txn)
     if mine is None:
         entries = _snapshot_all(txn)
@@ -817,8 +817,8 @@ def _locked(journal: Path) -> Iterator[None]:
     import fcntl
 
     try:
-        journal.mkdir(parents=True, exist_ok=True)
-        fh = open(journal / "lock", "a+")  # noqa: SIM115 (held for the whole block)
+        journal.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fh = os.fdopen(os.open(journal / "lock", os.O_RDWR | os.O_CREAT, 0o600), "a+")
     except OSError as exc:
         raise JournalError(f"cannot write the journal in {journal}: {exc}") from None
     with fh:
@@ -838,7 +838,7 @@ def _run(
         recover_open(lay)
         tid = _next_id(lay.journal)
         tdir = lay.journal / f"{tid:04d}"
-        tdir.mkdir()
+        tdir.mkdir(mode=0o700)
     except OSError as exc:
         raise JournalError(f"cannot write the journal in {lay.journal}: {exc}") from None
     before, names = installed_versions(lay.roots)

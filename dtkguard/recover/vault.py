@@ -91,7 +91,7 @@ def create(
     env = from_python(python)
     lay = layout(python)
     vault = open_vault(lay.prefix)
-    vault.dir.mkdir(parents=True, exist_ok=True)
+    vault.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     refused: list[str] = []
     for dist in _unvaulted_vendor_builds(env, lay, vendor, vault):
         try:
@@ -147,6 +147,7 @@ def _vault_one(
         shutil.rmtree(stage, ignore_errors=True)
         return "not the build the baseline recorded"
     final = vault.dir / wheel.name
+    os.chmod(wheel, 0o600)
     os.replace(wheel, final)
     shutil.rmtree(stage, ignore_errors=True)
     vault.entries[final.name] = {

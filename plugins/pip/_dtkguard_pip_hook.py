@@ -767,7 +767,8 @@ def _chain_append(path, entry):
     import json
     import os
 
-    with open(path + ".lock", "a+") as lock:
+    private = os.O_CREAT  # with mode 0o600: the store's files are the owner's, whatever the umask
+    with os.fdopen(os.open(path + ".lock", os.O_RDWR | private, 0o600), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             with open(path, encoding="utf-8") as fh:
@@ -780,10 +781,12 @@ def _chain_append(path, entry):
             else ""
         )
         line = json.dumps({**entry, "prev": prev}, sort_keys=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | private, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
         tmp = f"{path}.head.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | private, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             last = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
             fh.write(f"{len(lines) + 1} {last}\n")
         os.replace(tmp, path + ".head")
