@@ -194,7 +194,9 @@ class Transaction:
 
     @classmethod
     def load(cls, path: Path) -> Transaction:
-        data = json.loads((path / "txn.json").read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(path / "txn.json", what="journal transaction")
         return cls(
             dir=path,
             id=int(data["id"]),

@@ -60,7 +60,9 @@ def open_vault(prefix: Path) -> Vault:
     """The vault of an environment (empty when there is none)."""
     path = vault_dir(prefix)
     try:
-        data = json.loads((path / INDEX).read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(path / INDEX, what="vault index")
     except (OSError, ValueError):
         data = {}
     entries = data.get("wheels") if isinstance(data, dict) else None
