@@ -105,3 +105,29 @@ def test_umask_000_store_cache_and_guarded_list_stay_private(
     assert list((g.store.dir / "journal").iterdir())  # the journal was written
     loose = {**_loose(store / "envs"), **_loose(cache), **_loose(state / "dtkguard")}
     assert loose == {}
+
+
+@pytest.mark.parametrize("what", ["policy.json", "baseline.json"])
+@pytest.mark.parametrize("kind", ["fifo", "deep", "list"])
+def test_a_hostile_state_file_stops_plain_pip_without_a_hang_or_a_traceback(
+    tmp_path: Path, build_guarded: Callable[..., Guarded], what: str, kind: str
+) -> None:
+    """The hook's own reads of the compiled policy copy (in the env) and the store's baseline:
+    a FIFO there blocked pip forever, 100,000-deep nesting was a RecursionError inside pip."""
+    g = build_guarded(tmp_path / "venv", with_vllm=False)
+    path = (g.venv.path / "dtkguard" if what == "policy.json" else g.store.dir) / what
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path, 0o644)
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000 if kind == "deep" else "[]")
+    import subprocess
+
+    proc = subprocess.run(
+        [str(g.venv.bin / "pip"), "install", "--no-index", "-f", str(g.extra),
+         "--no-deps", "pins-torch==1.0"],
+        env=hermetic_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, proc.stderr
+    if what == "policy.json":
+        assert proc.returncode != 0 and "pins-torch" not in g.venv.installed(), proc.stderr
