@@ -96,3 +96,48 @@ def test_dtkpip_and_history_on_a_read_only_env(disk: Path, wheels: Path) -> None
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
     assert _tree(venv) == before
+
+
+@pytest.mark.parametrize("leave", [4 << 20, 1 << 20], ids=["4MiB", "1MiB"])
+def test_dtkuv_on_a_full_disk_rolls_back(
+    disk: Path, wheels: Path, leave: int, tmp_path: Path
+) -> None:
+    """uv's install as the disk fills: one line, the env exactly as before, history readable."""
+    venv = make_venv(disk / "venv", with_pip=False)
+    py = str(venv.python)
+    env = hermetic_env(DTKGUARD_STORE=str(disk / "store"), UV_CACHE_DIR=str(tmp_path / "uv"))
+    assert dtkguard_in(env, "history", "--python", py).returncode == 0
+    before = _tree(venv)
+    _fill(disk, leave)
+    proc = dtkguard_in(env, "uv", "--python", py, "pip", "install", "--no-index", "-f",
+                       str(wheels), "small-pkg", "big-pkg")  # fmt: skip
+    assert proc.returncode != 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert _tree(venv) == before
+    hist = dtkguard_in(env, "history", "--python", py)
+    assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+
+
+def test_undo_on_a_full_disk_changes_nothing_or_all(disk: Path, wheels: Path) -> None:
+    """`undo` of an uninstall (the files come back from the journal) on a full disk: either
+    the whole undo or nothing, one line, history readable."""
+    venv = make_venv(disk / "venv", pip_version="26.3")
+    py = str(venv.python)
+    args = ["--no-index", "-f", str(wheels)]
+    assert _run(disk, "pip", "--python", py, "install", *args, "big-pkg").returncode == 0
+    installed = _tree(venv)
+    proc = _run(disk, "pip", "--python", py, "uninstall", "-y", "big-pkg")
+    assert proc.returncode == 0, proc.stderr
+    removed = _tree(venv)
+    _fill(disk, 0)
+    proc = _run(disk, "undo", "-y", "--python", py)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    now = _tree(venv)
+    if proc.returncode == 0:
+        assert {k for k in installed if "__pycache__" not in k} <= set(now), proc.stderr
+    else:
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("dtkguard")]
+        assert len(errors) == 1, proc.stderr
+        assert now == removed
+    hist = _run(disk, "history", "--python", py)
+    assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
