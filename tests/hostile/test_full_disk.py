@@ -5,6 +5,7 @@ it: the worst case, nothing left for the journal either)."""
 from __future__ import annotations
 
 import os
+import sys
 import subprocess
 from pathlib import Path
 
@@ -141,3 +142,32 @@ def test_undo_on_a_full_disk_changes_nothing_or_all(disk: Path, wheels: Path) ->
         assert now == removed
     hist = _run(disk, "history", "--python", py)
     assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+
+
+def test_a_rollback_that_cannot_finish_yet_is_finished_later(disk: Path, wheels: Path) -> None:
+    """A killed dtkpip, then the env's file system read-only: `history` says in one line that
+    the rollback cannot finish yet and still lists the journal (exit 0); once writable again,
+    the next `history` rolls the env back."""
+    from tests.guard.test_journal_faults import _KILLED, REPO
+
+    venv = make_venv(disk / "venv", pip_version="26.3")
+    py = str(venv.python)
+    env = hermetic_env(DTKGUARD_STORE=str(disk.parent / "store"))
+    before = _tree(venv)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED, py, "small-pkg", "-f", str(wheels), "small-pkg"],
+        env=hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_STORE=env["DTKGUARD_STORE"]),
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == -9, proc.stderr
+    assert _tree(venv) != before
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        hist = dtkguard_in(env, "history", "--python", py)
+        assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+        assert "cannot finish rolling back" in hist.stderr, hist.stderr
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    hist = dtkguard_in(env, "history", "--python", py)
+    assert hist.returncode == 0 and "rolling the environment back" in hist.stderr, hist.stderr
+    assert _tree(venv) == before
