@@ -5,8 +5,8 @@ it: the worst case, nothing left for the journal either)."""
 from __future__ import annotations
 
 import os
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
