@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.env.environment import Environment
+from dtkguard.lightclass import field, record
 from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -13,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass
+@record
 class CheckContext:
     env: Environment
     policy: CompiledPolicy
