@@ -44,7 +44,6 @@ records it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -214,8 +213,10 @@ def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
     from dtkguard.util.safe_read import read_capped
 
     try:
+        from dtkguard.util.text import json_loads
+
         text = read_capped(host.parent / "manifest.json", 16 << 20, root=root)
-        entry = json.loads(text.decode("utf-8"))["files"][inner]
+        entry = json_loads(text.decode("utf-8"))["files"][inner]
         data = read_capped(host, MAX_BASELINE_BYTES, root=root)
         return hashlib.sha256(data).hexdigest() != entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError):

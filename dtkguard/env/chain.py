@@ -43,8 +43,9 @@ def _lines(path: Path) -> list[str]:
 def _locked(path: Path) -> Iterator[None]:
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a+") as fh:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(lock, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
@@ -55,7 +56,8 @@ def append(path: Path, entry: dict) -> dict:
         lines = _lines(path)
         entry = {**entry, "prev": line_digest(lines[-1]) if lines else ""}
         line = json.dumps(entry, sort_keys=True)
-        with open(path, "a", encoding="utf-8") as fh:  # one write per record
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:  # one write per record
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -64,7 +64,11 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
     not the sys.path of `dtkguard.env.environment.describe_python` (one file per question)."""
     now = stamp(python)
     path = _file(python, question)
+    from dtkguard.util.cache_dir import private_dir, trusted
+
     try:
+        if not trusted(path.parent):
+            raise OSError("the cache folder is writable by others")
         entry = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
         if (
             isinstance(entry, dict)
@@ -81,7 +85,7 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
         with contextlib.suppress(OSError, ValueError, UnicodeError):
             from dtkguard.util.atomic import atomic_write_text
 
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             text = json.dumps({"format": FORMAT, "stamp": now, "facts": facts})
             atomic_write_text(path, text, 0o600, through=False)
     return facts

@@ -10,7 +10,6 @@ the install roots the store recorded for the env, and its ``txn.json`` is one th
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -24,10 +23,12 @@ def txn_digest(text: str) -> str:
 def untrusted(txn_dir: Path, roots: list[str]) -> str | None:
     """Why the journal may not act on the transaction in ``txn_dir`` (None: it may)."""
     from dtkguard.env.chain import records
+    from dtkguard.util.safe_read import MAX_STATE_JSON, read_capped
+    from dtkguard.util.text import json_loads
 
-    try:
-        text = (txn_dir / "txn.json").read_text(encoding="utf-8")
-        data = json.loads(text)
+    try:  # non-blocking, regular files only, capped: a FIFO there must not hang check
+        text = read_capped(txn_dir / "txn.json", MAX_STATE_JSON, what="txn.json").decode()
+        data = json_loads(text)
         named, tid = list(data.get("roots") or []), int(data["id"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "its txn.json cannot be read"

@@ -56,7 +56,9 @@ def _entry(path: str) -> dict | None:
 def load(es: EnvStore) -> dict[str, dict]:
     """``protected.json`` of the env ({} when there is none or it does not read)."""
     try:
-        data = json.loads(es.protected.read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(es.protected, what="protected list")
     except (OSError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None

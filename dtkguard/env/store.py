@@ -308,8 +308,10 @@ class Record:
 
 
 def read_record(path: Path) -> Record | None:
+    from dtkguard.util.safe_read import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, what="store record")
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -400,8 +402,10 @@ def pointer_text(es: EnvStore) -> str:
 
 def load_stat_cache(path: Path) -> dict[str, list]:
     """The stat cache at ``path`` (see `EnvStore.stat_cache`); {} when absent or unreadable."""
+    from dtkguard.util.safe_read import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, what="stat cache")
     except (OSError, ValueError):
         return {}
     return (

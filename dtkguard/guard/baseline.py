@@ -304,7 +304,13 @@ def _origin(top: str, files: dict[str, Any]) -> str | None:
 
 def tripwire_modules(baseline: dict[str, Any]) -> list[str]:
     """The top-level modules of the baseline's vendor builds, for the tripwire's .pth line."""
-    return sorted({top for e in baseline.get("vendor", {}).values() for top in e["top_level"]})
+    vendor = baseline.get("vendor")
+    tops: set[str] = set()
+    for entry in vendor.values() if isinstance(vendor, dict) else ():
+        listed = entry.get("top_level") if isinstance(entry, dict) else None
+        if isinstance(listed, list):
+            tops.update(t for t in listed if isinstance(t, str))
+    return sorted(tops)
 
 
 # --- following approved changes ------------------------------------------------------------
@@ -376,7 +382,9 @@ def _write_guard_file(interp: Interpreter, path: Any, text: str, mode: int | Non
     atomic_write_text(path, text, mode)
     manifest = env_store(interp.prefix).manifest
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(manifest, what="manifest")
         entry = data["files"][str(path)]
     except (OSError, ValueError, KeyError, TypeError):
         return  # not listed: a baseline without a manifest stands on its own

@@ -23,7 +23,7 @@ from dtkguard.env.store import overrides_log
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
 from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
 from dtkguard.guard.plan import Plan, Planned, dry_run, run_pip
-from dtkguard.guard.target import choose_python, say_target
+from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
@@ -75,6 +75,7 @@ def main(argv: list[str]) -> int:
             print_own_help(DTKPIP)
         python = opts.python or active_python() or sys.executable
         return run_pip(python, opts.pip_args, capture=False).returncode
+    refuse_empty_places(cmd, "dtkpip")
     told = PipCommand([], None, [*cmd.global_args, *cmd.args]).option_values("--python")
     python = choose_python(opts.python, "dtkpip", given=told[-1] if told else None)
     say_target("dtkpip", python)

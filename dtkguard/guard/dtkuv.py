@@ -23,7 +23,7 @@ from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan, Planned
-from dtkguard.guard.target import choose_python, say_target
+from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.guard.tools import DTKUV
 from dtkguard.guard.uvplan import (
     UV_VALUE_OPTIONS,
@@ -91,6 +91,7 @@ def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
             "instead of --system",
             field="--system",
         )
+    refuse_empty_places(sub, "dtkuv")
     return choose_python(own, "dtkuv", fallback=shim_of, given=given[-1])
 
 

@@ -194,7 +194,9 @@ class Transaction:
 
     @classmethod
     def load(cls, path: Path) -> Transaction:
-        data = json.loads((path / "txn.json").read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(path / "txn.json", what="journal transaction")
         return cls(
             dir=path,
             id=int(data["id"]),
@@ -392,7 +394,7 @@ def _snapshot(txn: Transaction) -> None:
     unknown, every path of the roots with every file linked (scope "all"), each with its kind
     (and of a file not kept, its inode, size and mtime), to know later what was added or
     changed."""
-    txn.pre.mkdir(parents=True, exist_ok=True)
+    txn.pre.mkdir(mode=0o700, parents=True, exist_ok=True)
     mine = _owned_now(txn)
     if mine is None:
         entries = _snapshot_all(txn)
@@ -512,6 +514,15 @@ def _same(a: str, b: str) -> bool:
     return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
 
 
+def _same_bytes(a: str, b: str) -> bool:
+    import filecmp
+
+    try:
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         if os.path.isdir(path) and not os.path.islink(path):
@@ -541,6 +552,17 @@ class _Rollback:
 
     def during(self, st: os.stat_result) -> bool:
         return self.txn.started_ns <= st.st_ctime_ns <= self.until_ns
+
+    def since(self, path: str, saved: str | None) -> bool:
+        """Was ``path`` written after the change's window (by someone else: a later pip, uv,
+        an editor), holding other bytes than ``saved`` (the copy a rollback put back)?"""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        if self.until_ns < 0 or st.st_ctime_ns <= self.until_ns:
+            return False
+        return saved is None or not _same_bytes(saved, path)
 
     def made(self, i: int, rel: str, full: str, st: os.stat_result, known: dict) -> bool:
         """A path ``pre.list`` of scope "plan" does not name: the change's when it wrote it
@@ -598,7 +620,9 @@ def _drop_added(rb: _Rollback, i: int, raw: str, known: dict[tuple[int, str], En
                 rb.unaccounted.append(full)  # made since, not by it (inside what was there
                 # before, a file is not listed: the pip hook's build journal watches those)
             continue
-        if rb.ours(full, st) or (e is not None and e.kind in ("f", "d", "l")):
+        if e is not None and rb.since(full, None):
+            rb.unaccounted.append(full)  # made something else after the change ended
+        elif rb.ours(full, st) or (e is not None and e.kind in ("f", "d", "l")):
             _remove(full)
             rb.fixed += 1
         else:
@@ -627,6 +651,9 @@ def _put_back(rb: _Rollback, e: Entry, path: str) -> None:
     saved = os.path.join(str(rb.txn.pre), str(e.n))
     if e.kind == "f" and (_same(saved, path) or not os.path.lexists(saved)):
         return  # in place (or its link was never made: the file was not touched)
+    if rb.since(path, saved if e.kind == "f" else None):
+        rb.unaccounted.append(path)  # written after the change ended: not its doing
+        return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = os.path.join(os.path.dirname(path), f".{e.rel.rsplit('/', 1)[-1]}.dtkguard-rb")
     _remove(tmp)
@@ -792,8 +819,8 @@ def _locked(journal: Path) -> Iterator[None]:
     import fcntl
 
     try:
-        journal.mkdir(parents=True, exist_ok=True)
-        fh = open(journal / "lock", "a+")  # noqa: SIM115 (held for the whole block)
+        journal.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fh = os.fdopen(os.open(journal / "lock", os.O_RDWR | os.O_CREAT, 0o600), "a+")
     except OSError as exc:
         raise JournalError(f"cannot write the journal in {journal}: {exc}") from None
     with fh:
@@ -813,7 +840,7 @@ def _run(
         recover_open(lay)
         tid = _next_id(lay.journal)
         tdir = lay.journal / f"{tid:04d}"
-        tdir.mkdir()
+        tdir.mkdir(mode=0o700)
     except OSError as exc:
         raise JournalError(f"cannot write the journal in {lay.journal}: {exc}") from None
     before, names = installed_versions(lay.roots)

@@ -252,12 +252,18 @@ def _sha(text: str) -> str:
 
 
 def _read(path: Path) -> str | None:
+    """A layer's text; None when there is none, "" when it is not the guard's (a binary, a
+    FIFO or a device: read non-blocking, regular files only, capped)."""
+    from dtkguard.util.safe_read import NotRegularFile, read_capped
+
     try:
-        return path.read_text(encoding="utf-8")
+        return read_capped(path, 64 << 20, what="guard layer").decode("utf-8")
+    except NotRegularFile:
+        return None if path.is_dir() else ""  # a folder is refused by `require_writable`
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None  # a folder in a layer's place is refused by `require_writable`
-    except UnicodeDecodeError:
-        return ""  # a binary (a real uv where the shim was): never the guard's file
+        return None
+    except (UnicodeDecodeError, OSError):
+        return ""  # a binary (a real uv where the shim was), too large: never the guard's file
 
 
 class Manifest:
@@ -265,11 +271,13 @@ class Manifest:
 
     def __init__(self, interp: Interpreter, path: Path | None = None) -> None:
         self.path = path or store.env_store(interp.prefix).manifest
+        from dtkguard.util.safe_read import read_json
+
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_json(self.path, what="manifest")
             self.files: dict[str, dict] = dict(data.get("files", {}))
             self.options: dict = dict(data.get("options", {}))
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, TypeError):
             self.files, self.options = {}, {}
 
     @property
@@ -600,8 +608,13 @@ def status(interp: Interpreter, policy: CompiledPolicy) -> list[tuple[str, Path,
     bpath = baseline_path(interp.prefix)
     text = _read(bpath)
     entry = manifest.files.get(str(bpath)) or {}
+    from dtkguard.env.baseline import validate
+    from dtkguard.util.text import json_loads
+
     try:
-        baseline = json.loads(text) if text is not None else None
+        baseline = json_loads(text) if text is not None else None
+        if baseline is not None and (not isinstance(baseline, dict) or validate(baseline)):
+            baseline = None  # not a baseline `guard install` wrote: its layers are "tampered"
     except ValueError:
         baseline = None
     layers = planned_layers(

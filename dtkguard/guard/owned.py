@@ -88,8 +88,7 @@ def owned(roots: Iterable[str], names: Iterable[str]) -> Owned:
 def beat(path: str) -> None:
     """Stamp the heartbeat file (its mtime is the transaction's last sign of life)."""
     try:
-        with open(path, "a"):
-            pass
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         os.utime(path)
     except OSError:
         pass

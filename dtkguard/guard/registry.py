@@ -42,7 +42,9 @@ def _load(path: Path) -> dict[str, str]:
 
 
 def _save(path: Path, entries: dict[str, str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from dtkguard.env.store import ensure_dir
+
+    ensure_dir(path.parent)
     text = json.dumps({"interpreters": dict(sorted(entries.items()))}, indent=1) + "\n"
     atomic_write_text(path, text)
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dtkguard.guard.pipargs import PipCommand
 
 
 def interpreter_path(value: str) -> str:
@@ -31,6 +35,24 @@ def _same_env(a: str, b: str) -> bool:
     return os.path.realpath(os.path.dirname(os.path.abspath(a))) == os.path.realpath(
         os.path.dirname(os.path.abspath(b))
     )
+
+
+#: pip's and uv's options that name a place or a source: given empty (an unset variable) pip
+#: reads ``--target ''`` as no target (it installs into the environment itself) and uv reads
+#: ``--index-url ''`` as its default index, never what was meant
+PLACE_OPTIONS = (
+    *("-t", "--target", "--prefix", "--root", "--src", "-r", "--requirement", "--requirements"),
+    *("-c", "--constraint", "--constraints", "--overrides", "-e", "--editable", "--report"),
+    *("-f", "--find-links", "-i", "--index-url", "--extra-index-url", "--index"),
+    "--default-index",
+)
+
+
+def refuse_empty_places(cmd: PipCommand, tool: str) -> None:
+    """`InputError` (exit 2) for a `PLACE_OPTIONS` option of pip's/uv's given an empty value."""
+    from dtkguard.errors import refuse_empty
+
+    refuse_empty({f"{tool[3:]} {o}": cmd.option_values(o) for o in PLACE_OPTIONS})
 
 
 def choose_python(

@@ -81,10 +81,13 @@ def _read_cache(path: Path) -> CompiledPolicy | None:
     """The cached policy of ``path`` when the entry is for exactly this path and every file of
     its ``extends`` chain still has the content it was compiled from; None (a miss) otherwise,
     including for an entry that is corrupt, hostile or typed wrong."""
+    from dtkguard.util.cache_dir import trusted
     from dtkguard.util.safe_read import read_capped
     from dtkguard.util.text import json_loads
 
     try:
+        if not trusted(_cache_dir()):
+            return None  # another user could have written the entry
         data = json_loads(read_capped(_cache_file(path), MAX_CACHE_BYTES))
         if not isinstance(data, dict) or data.get("tool") != __version__:
             return None
@@ -122,7 +125,9 @@ def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, st
         }
         data["policy-sha256"] = _policy_digest(json.loads(json.dumps(data["policy"])))
         target = _cache_file(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, json.dumps(data), through=False)
+        from dtkguard.util.cache_dir import private_dir
+
+        private_dir(target.parent)
+        atomic_write_text(target, json.dumps(data), 0o600, through=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from dtkguard.env import store
 from dtkguard.errors import DtkguardError, TargetError
+from dtkguard.util.safe_read import read_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -134,10 +135,9 @@ def _drop_foreign_state(interp: Interpreter, es: store.EnvStore) -> list[str]:
     """Remove a baseline or manifest from the env's state folder: the guard keeps them in the
     store only, so one there now was written by someone else, and the pip hook would judge
     vendor wheels by it (a forged one refuses the restore's own reinstall)."""
-    import json
 
     try:
-        listed = set(json.loads(es.manifest.read_text(encoding="utf-8"))["files"])
+        listed = set(read_json(es.manifest, what="manifest")["files"])
     except (OSError, ValueError, KeyError, TypeError):
         listed = set()
     out = []
@@ -192,12 +192,11 @@ def _install(
 ) -> list[str]:
     """`guard install` again with the options the store's manifest recorded (``lock``: the
     baseline is recorded, with the lock; else the store's baseline is kept)."""
-    import json
 
     from dtkguard.guard import layers
 
     try:
-        options = json.loads(es.manifest.read_text(encoding="utf-8")).get("options", {})
+        options = read_json(es.manifest, what="manifest").get("options", {})
     except (OSError, ValueError, AttributeError):
         options = {}
     uv = options.get("uv_config")
@@ -223,7 +222,6 @@ def baseline_from_lock(interp: Interpreter, lock_path: str) -> list[str]:
     baseline, with the lock, as `guard install --lock` would. A baseline the manifest lists
     (present, deleted or changed) is never replaced here: that takes `guard install
     --rebaseline`. Returns one line per file written ([] when nothing was to do)."""
-    import json
 
     from dtkguard.env.baseline import baseline_path
     from dtkguard.guard.hook_policy import read_policy_json
@@ -235,7 +233,7 @@ def baseline_from_lock(interp: Interpreter, lock_path: str) -> list[str]:
         return []
     bpath = baseline_path(interp.prefix)
     try:
-        listed = str(bpath) in json.loads(es.manifest.read_text(encoding="utf-8"))["files"]
+        listed = str(bpath) in read_json(es.manifest, what="manifest")["files"]
     except (OSError, ValueError, KeyError, TypeError):
         listed = False
     if listed or bpath.exists():

@@ -110,7 +110,7 @@ def repack(
     stem = info_name[: -len(DIST_INFO)]
     layout = _Layout(inst, f"{stem}.data", _console_scripts(info_file))
     entries, execs = _wheel_files(layout, source, record, python, check_record)
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     wheel = dest / f"{stem}-{_tag(wheel_meta.decode('utf-8', 'replace'))}.whl"
     _add_record(entries, info_name)
     _write_zip(wheel, entries, execs, info_name)

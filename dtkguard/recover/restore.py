@@ -217,7 +217,8 @@ def archive_overrides(overrides_file: Path, txn: Transaction) -> int:
     count = sum(1 for line in text.splitlines() if line.strip())
     if count:
         dest = txn.dir / ARCHIVED_OVERRIDES
-        with open(dest, "a", encoding="utf-8") as fh:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(text)
         txn.note = (txn.note + f"; {count} override record(s) archived").lstrip("; ")
         txn.save()

@@ -60,7 +60,9 @@ def open_vault(prefix: Path) -> Vault:
     """The vault of an environment (empty when there is none)."""
     path = vault_dir(prefix)
     try:
-        data = json.loads((path / INDEX).read_text(encoding="utf-8"))
+        from dtkguard.util.safe_read import read_json
+
+        data = read_json(path / INDEX, what="vault index")
     except (OSError, ValueError):
         data = {}
     entries = data.get("wheels") if isinstance(data, dict) else None
@@ -91,7 +93,7 @@ def create(
     env = from_python(python)
     lay = layout(python)
     vault = open_vault(lay.prefix)
-    vault.dir.mkdir(parents=True, exist_ok=True)
+    vault.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     refused: list[str] = []
     for dist in _unvaulted_vendor_builds(env, lay, vendor, vault):
         try:
@@ -147,6 +149,7 @@ def _vault_one(
         shutil.rmtree(stage, ignore_errors=True)
         return "not the build the baseline recorded"
     final = vault.dir / wheel.name
+    os.chmod(wheel, 0o600)
     os.replace(wheel, final)
     shutil.rmtree(stage, ignore_errors=True)
     vault.entries[final.name] = {

@@ -105,7 +105,9 @@ class MetadataCache:
 
     def _prepare(self) -> bool:
         try:
-            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            from dtkguard.util.cache_dir import private_dir
+
+            private_dir(self.dir)
             st = os.lstat(self.dir)
         except OSError:
             return False

@@ -128,12 +128,19 @@ def _replaced(ctx: CheckContext, rec: Record, fix: str, layers_intact: bool) -> 
         )
 
 
+#: the guard's manifest lists a few dozen files
+MAX_MANIFEST = 4 << 20
+
+
 def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
     """Each guard layer inside the env (from the store's manifest) that is gone or differs."""
-    import json
+    from dtkguard.util.safe_read import read_capped
+    from dtkguard.util.text import json_loads
 
-    try:
-        files = json.loads(es.manifest.read_text(encoding="utf-8"))["files"]
+    try:  # capped, regular files only (a FIFO there must not hang check), no RecursionError
+        files = json_loads(read_capped(es.manifest, MAX_MANIFEST, what="manifest"))["files"]
+        if not isinstance(files, dict) or not all(isinstance(e, dict) for e in files.values()):
+            raise TypeError("files is not a table of tables")
     except (OSError, ValueError, KeyError, TypeError):
         yield GUARD_MISSING.finding(
             "guard", f"the store has no readable manifest of the guard ({es.manifest})", fix
@@ -157,21 +164,20 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
 
 def _layer(path: str, entry: dict) -> str | None:
     """ "missing" or "modified" when a guard layer is not what install wrote; None when it is
-    (a missing ``.pyc`` is none: Python compiles the source again)."""
-    import hashlib
-
-    from dtkguard.env.baseline import pyc_body_sha256
+    (a missing ``.pyc`` is none: Python compiles the source again). Read as a regular file
+    only: a FIFO or a device put in a layer's place is "modified", never a hang."""
+    from dtkguard.env.baseline import pyc_body_sha256, sha256_file
 
     if entry.get("code_sha256"):
         if not os.path.exists(path):
             return None
         return None if pyc_body_sha256(path) == entry["code_sha256"] else "modified"
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
+    if not os.path.lexists(path):
         return "missing"
     want = entry.get("sha256")
-    return None if not want or hashlib.sha256(data).hexdigest() == want else "modified"
+    if not want:
+        return None
+    return None if sha256_file(path) == want else "modified"
 
 
 def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:

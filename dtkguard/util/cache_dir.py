@@ -13,3 +13,26 @@ def cache_root() -> Path:
         return Path(override)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "dtkguard"
+
+
+def private_dir(path: Path) -> None:
+    """Make the cache folder ``path`` (and the cache root) mode 0700 whatever the umask: an
+    entry another user could write would be believed (a compiled policy, an interpreter's
+    paths). A folder that is there already keeps its mode: one others could write is not
+    believed (`trusted`), and setting it 0700 now would not make what is in it ours."""
+    missing = []
+    head = path
+    while not head.is_dir() and head != head.parent:
+        missing.append(head)
+        head = head.parent
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in missing:
+        os.chmod(folder, 0o700)  # mkdir's parents follow the umask
+
+
+def trusted(path: Path) -> bool:
+    """May entries in the cache folder ``path`` be believed (it and its parent are ours and
+    writable by no one else)? A missing folder is (nothing to read)."""
+    from dtkguard.util.trust import untrusted
+
+    return all(untrusted(p, os.geteuid()) is None for p in (path, path.parent))

@@ -36,13 +36,13 @@ def _code_stamp(sources: Iterable[str]) -> list:
 def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Iterable[str]) -> Any:
     """``compute()`` (a JSON value) for ``inputs`` (JSON-able), from the cache when an entry
     for these inputs and this code is there; else computed and stored."""
-    from dtkguard.util.cache_dir import cache_root
+    from dtkguard.util.cache_dir import cache_root, private_dir, trusted
 
     text = json.dumps([inputs, _code_stamp(sources)], sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     path = cache_root() / namespace / f"{digest}.json"
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry = json.loads(path.read_text(encoding="utf-8")) if trusted(path.parent) else None
         if isinstance(entry, dict) and entry.get("digest") == digest and "value" in entry:
             return entry["value"]
     except (OSError, ValueError):
@@ -51,6 +51,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
     with contextlib.suppress(OSError, ValueError, TypeError):
         from dtkguard.util.atomic import atomic_write_text
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"digest": digest, "value": value}), through=False)
+        private_dir(path.parent)
+        entry = {"digest": digest, "value": value}
+        atomic_write_text(path, json.dumps(entry), 0o600, through=False)
     return value

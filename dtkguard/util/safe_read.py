@@ -204,3 +204,17 @@ class CountingReader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
+
+
+#: the guard's JSON state files (manifest, record, txn.json, protected list, vault index, stat
+#: cache) hold at most a few MiB; the baseline has its own limit
+MAX_STATE_JSON = 16 << 20
+
+
+def read_json(path: str | os.PathLike[str], limit: int = MAX_STATE_JSON, what: str = "file") -> Any:
+    """A JSON state file read as `read_capped` reads (a regular file, never blocking, at most
+    ``limit`` bytes) and parsed without RecursionError: `OSError` when it cannot be read (a
+    FIFO, a folder, too large), `ValueError` when it is not JSON (nesting, huge integers)."""
+    from dtkguard.util.text import json_loads
+
+    return json_loads(read_capped(path, limit, what=what))

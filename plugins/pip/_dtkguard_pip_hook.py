@@ -190,6 +190,34 @@ def _load_copy(filename, entry, what):
     return module
 
 
+#: the guard's JSON files the hook reads (policy, baseline, manifest): the baseline's limit
+MAX_STATE = 64 << 20
+
+
+def _read_json(path):
+    """A state file as JSON: a regular file only, opened non-blocking (a FIFO there must not
+    hang pip), at most `MAX_STATE` bytes, nesting refused as `ValueError` (never a
+    RecursionError): `OSError` or `ValueError` when it cannot be read."""
+    import json
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_size > MAX_STATE:
+            raise ValueError(f"over {MAX_STATE >> 20} MiB")
+        data = fh.read(MAX_STATE + 1)
+    if len(data) > MAX_STATE:
+        raise ValueError(f"over {MAX_STATE >> 20} MiB")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _untrusted(path, folder=True):
     """Why ``path`` (or, with ``folder``, its folder) could have been written by someone other
     than the environment's owner or root (`dtkguard.util.trust.untrusted`); None if not."""
@@ -265,7 +293,6 @@ def _load_elf():
 def _load_policy():
     if _state["policy"] is not None or _state["error"] is not None:
         return _state["policy"]
-    import json
 
     path = _state["policy_path"]
     unsafe = _untrusted(path)
@@ -273,8 +300,7 @@ def _load_policy():
         _changed(f"the guard policy {path} cannot be trusted: {unsafe}")
         return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = _read_json(path)
         if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("deny"), list):
             raise ValueError("no 'vendor' table or 'deny' list")
         _state["policy"] = data
@@ -586,12 +612,10 @@ def _note_member(zf, info, dest, effect):
 def _manifest_lists(store, path):
     """Does the store's manifest list ``path`` as a layer `guard install` wrote? (True when
     the manifest cannot be read: unknown is not "never written".)"""
-    import json
     import os
 
     try:
-        with open(os.path.join(store, "manifest.json"), encoding="utf-8") as fh:
-            files = json.load(fh)["files"]
+        files = _read_json(os.path.join(store, "manifest.json"))["files"]
         return path in files
     except (OSError, ValueError, KeyError, TypeError):
         return True
@@ -601,7 +625,6 @@ def _baseline():
     """The baseline `guard install` recorded: the store's copy (the reference) when the env
     points to a store, else the one beside the policy ({} when there is none)."""
     if "baseline" not in _state:
-        import json
         import os
 
         here = os.path.dirname(_state["policy_path"] or ".")
@@ -620,8 +643,9 @@ def _baseline():
             _state["baseline"] = {}
             return _state["baseline"]
         try:
-            with open(path, encoding="utf-8") as fh:
-                _state["baseline"] = json.load(fh)
+            _state["baseline"] = _read_json(path)
+            if not isinstance(_state["baseline"], dict):
+                raise ValueError("not a JSON object")
         except FileNotFoundError:
             _state["baseline"] = {}
             if store is not None and _manifest_lists(store, path):
@@ -790,7 +814,8 @@ def _chain_append(path, entry):
     import json
     import os
 
-    with open(path + ".lock", "a+") as lock:
+    private = os.O_CREAT  # with mode 0o600: the store's files are the owner's, whatever the umask
+    with os.fdopen(os.open(path + ".lock", os.O_RDWR | private, 0o600), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             with open(path, encoding="utf-8") as fh:
@@ -803,10 +828,12 @@ def _chain_append(path, entry):
             else ""
         )
         line = json.dumps({**entry, "prev": prev}, sort_keys=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | private, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
         tmp = f"{path}.head.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | private, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             last = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
             fh.write(f"{len(lines) + 1} {last}\n")
         os.replace(tmp, path + ".head")

@@ -47,3 +47,38 @@ def test_guard_install_vault_on_a_full_disk(
             entries = json.loads(index.read_text())["wheels"] if index.exists() else {}
             for name, entry in entries.items():
                 assert hashlib.sha256((vault / name).read_bytes()).hexdigest() == entry["sha256"]
+
+
+@pytest.mark.parametrize("command", ["guard-remove", "restore"])
+def test_guard_remove_and_restore_on_a_full_disk(
+    tmp_path: Path, mounts: list[Path], build_guarded, command: str
+) -> None:
+    """`guard remove` and `restore` (after a vendor build was replaced) when nothing is left
+    on the disk: no traceback, one line when refused, the guard either whole or gone (never
+    half), `history` readable."""
+    from tests.hostile.test_full_disk import _tree
+
+    point = tmp_path / "disk"
+    point.mkdir()
+    mount(mounts, "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(point))
+    with store_env(point / "store"):
+        g = build_guarded(point / "venv", with_vllm=False)
+        py = str(g.venv.python)
+        if command == "restore":
+            torch = next(g.venv.site_packages.glob("torch/__init__.py"))
+            torch.write_text(torch.read_text() + "# changed\n")
+        before = _tree(g.venv)
+        _fill(point, 0)
+        argv = ["guard", "remove"] if command == "guard-remove" else ["restore", "-y"]
+        proc = g.dtkguard(*argv, "--python", py)
+        assert "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        if proc.returncode:
+            errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("dtkguard")]
+            assert errors and len(errors) <= 2, proc.stderr
+        status = g.dtkguard("guard", "status", "--python", py)
+        assert "Traceback" not in status.stderr, status.stderr
+        if command == "guard-remove" and proc.returncode:
+            assert _tree(g.venv) == before  # refused: nothing removed
+            assert status.returncode == 0, status.stdout
+        hist = g.dtkguard("history", "--python", py)
+        assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr

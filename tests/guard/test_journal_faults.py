@@ -121,3 +121,45 @@ def test_snapshot_holds_only_the_touched_distributions(tmp_path: Path, wheels: P
     assert any(e[2] == "d" and e[3] == "pip" for e in entries)  # pip: its folder only
     assert not any(e[3].startswith("pip/") for e in entries)
     assert json.loads((txn_dir / "txn.json").read_text())["scope"] == "plan"
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` as an editor or an installer does: a new file renamed over it."""
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@pytest.mark.parametrize("touches", ["first-pkg", "-"], ids=["plan-known", "plan-unknown"])
+def test_rollback_keeps_what_other_writers_did_after_the_kill(
+    tmp_path: Path, wheels: Path, touches: str
+) -> None:
+    """Neighbours of the case above: uv installs a package after the kill, a ``.pth`` is
+    dropped, a file that existed before (another package's, or the touched one's) is
+    rewritten after the transaction's window: none of it is the change's, all of it stays."""
+    venv = _venv(tmp_path, wheels)
+    (venv.site_packages / "site_conf.py").write_text("MINE = 0\n")
+    (venv.site_packages / "old.pth").write_text("# before\n")
+    txn_dir = _killed(venv, wheels, touches, "first-pkg==2.0")
+    _after_the_window(txn_dir)
+    venv.uv_pip("install", "--no-index", "-f", str(wheels), "later-pkg==1.0")
+    (venv.site_packages / "zz-user.pth").write_text(str(tmp_path) + "\n")
+    _replace(venv.site_packages / "site_conf.py", "MINE = 1\n")
+    _replace(venv.site_packages / "old.pth", "# after\n")
+    touched = venv.site_packages / "first_pkg" / "__init__.py"
+    _replace(touched, "EDITED = True\n")
+
+    proc = dtkguard_in(hermetic_env(), "history", "--python", str(venv.python), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "did not finish; rolling the environment back" in proc.stderr
+    assert venv.installed().get("later-pkg") == "1.0"
+    assert list((venv.site_packages / "later_pkg").iterdir())
+    assert (venv.site_packages / "zz-user.pth").read_text() == str(tmp_path) + "\n"
+    assert (venv.site_packages / "site_conf.py").read_text() == "MINE = 1\n"
+    assert (venv.site_packages / "old.pth").read_text() == "# after\n"
+    assert touched.read_text() == "EDITED = True\n"  # rewritten since: not the change's
+    assert not (venv.site_packages / "first_pkg" / "new_in_2.py").exists()
+    [txn] = json.loads(proc.stdout)
+    kept = txn["unaccounted"]
+    for name in ("site_conf.py", "old.pth", "__init__.py", "zz-user.pth"):
+        assert any(p.endswith(name) for p in kept), (name, kept)

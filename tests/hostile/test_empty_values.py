@@ -62,3 +62,33 @@ def test_empty_target_or_installer_python_is_exit_2(argv: list[str]) -> None:
     res = run_in_process(*argv)
     assert res.code == 2, (res.code, res.out, res.err)
     assert "empty value" in res.err, res.err
+
+
+#: pip's and uv's options naming a place or a source: pip reads ``--target ''`` as no target
+#: (it installs into the environment, while dtkpip took it for an install elsewhere and ran it
+#: outside the journal); uv reads ``--index-url ''`` as the default index
+INSTALLER_CASES = [
+    *(
+        ["pip", "install", *given, "six"]
+        for opt in ("-t", "--target", "--prefix", "--root", "--src", "-f", "--find-links",
+                    "-i", "--index-url", "--extra-index-url", "-c", "--constraint", "--report")
+        for given in ([opt, ""], [f"{opt}="] if opt.startswith("--") else [opt, " "])
+    ),
+    ["pip", "install", "-r", ""],
+    ["pip", "install", "-e", ""],
+    *(
+        ["uv", "pip", "install", opt, "", "six"]
+        for opt in ("--target", "--prefix", "-f", "--find-links", "-i", "--index-url",
+                    "--extra-index-url", "--index", "--default-index", "-c", "--constraint")
+    ),
+    ["uv", "pip", "sync", "-i", "", "reqs.txt"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", INSTALLER_CASES, ids=lambda a: " ".join(a[:4]))
+def test_an_empty_place_or_source_of_pip_or_uv_is_exit_2(argv: list[str], tmp_path) -> None:
+    python = str(tmp_path / "no-such-python")  # refused before any interpreter is asked
+    res = run_in_process(argv[0], "--python", python, *argv[1:])
+    assert res.code == 2, (res.code, res.out, res.err)
+    assert "empty value" in res.err, res.err
+    assert "Traceback" not in res.err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,4 +96,78 @@ def test_dtkpip_and_history_on_a_read_only_env(disk: Path, wheels: Path) -> None
         assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    assert _tree(venv) == before
+
+
+@pytest.mark.parametrize("leave", [4 << 20, 1 << 20], ids=["4MiB", "1MiB"])
+def test_dtkuv_on_a_full_disk_rolls_back(
+    disk: Path, wheels: Path, leave: int, tmp_path: Path
+) -> None:
+    """uv's install as the disk fills: one line, the env exactly as before, history readable."""
+    venv = make_venv(disk / "venv", with_pip=False)
+    py = str(venv.python)
+    env = hermetic_env(DTKGUARD_STORE=str(disk / "store"), UV_CACHE_DIR=str(tmp_path / "uv"))
+    assert dtkguard_in(env, "history", "--python", py).returncode == 0
+    before = _tree(venv)
+    _fill(disk, leave)
+    proc = dtkguard_in(env, "uv", "--python", py, "pip", "install", "--no-index", "-f",
+                       str(wheels), "small-pkg", "big-pkg")  # fmt: skip
+    assert proc.returncode != 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert _tree(venv) == before
+    hist = dtkguard_in(env, "history", "--python", py)
+    assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+
+
+def test_undo_on_a_full_disk_changes_nothing_or_all(disk: Path, wheels: Path) -> None:
+    """`undo` of an uninstall (the files come back from the journal) on a full disk: either
+    the whole undo or nothing, one line, history readable."""
+    venv = make_venv(disk / "venv", pip_version="26.3")
+    py = str(venv.python)
+    args = ["--no-index", "-f", str(wheels)]
+    assert _run(disk, "pip", "--python", py, "install", *args, "big-pkg").returncode == 0
+    installed = _tree(venv)
+    proc = _run(disk, "pip", "--python", py, "uninstall", "-y", "big-pkg")
+    assert proc.returncode == 0, proc.stderr
+    removed = _tree(venv)
+    _fill(disk, 0)
+    proc = _run(disk, "undo", "-y", "--python", py)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    now = _tree(venv)
+    if proc.returncode == 0:
+        assert {k for k in installed if "__pycache__" not in k} <= set(now), proc.stderr
+    else:
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("dtkguard")]
+        assert len(errors) == 1, proc.stderr
+        assert now == removed
+    hist = _run(disk, "history", "--python", py)
+    assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+
+
+def test_a_rollback_that_cannot_finish_yet_is_finished_later(disk: Path, wheels: Path) -> None:
+    """A killed dtkpip, then the env's file system read-only: `history` says in one line that
+    the rollback cannot finish yet and still lists the journal (exit 0); once writable again,
+    the next `history` rolls the env back."""
+    from tests.guard.test_journal_faults import _KILLED, REPO
+
+    venv = make_venv(disk / "venv", pip_version="26.3")
+    py = str(venv.python)
+    env = hermetic_env(DTKGUARD_STORE=str(disk.parent / "store"))
+    before = _tree(venv)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED, py, "small-pkg", "-f", str(wheels), "small-pkg"],
+        env=hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_STORE=env["DTKGUARD_STORE"]),
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == -9, proc.stderr
+    assert _tree(venv) != before
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        hist = dtkguard_in(env, "history", "--python", py)
+        assert hist.returncode == 0 and "Traceback" not in hist.stderr, hist.stderr
+        assert "cannot finish rolling back" in hist.stderr, hist.stderr
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    hist = dtkguard_in(env, "history", "--python", py)
+    assert hist.returncode == 0 and "rolling the environment back" in hist.stderr, hist.stderr
     assert _tree(venv) == before

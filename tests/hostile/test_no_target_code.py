@@ -25,6 +25,9 @@ COMMANDS = [
     ["restore", "--dry-run"],
     ["history"],
     ["undo"],
+    ["guard", "install", "--policy", "dtk-25.04.1"],
+    ["guard", "remove"],
+    ["check", "--policy", "dtk-25.04.1"],
 ]
 
 
