@@ -193,11 +193,9 @@ def table_lines(text: str) -> dict[str, str]:
     return out
 
 
-def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:
-    """(text, `table_lines`) of the baseline at ``path`` when the guard's manifest beside it
-    vouches for these very bytes (their sha256: the guard wrote them, whole and valid) and
-    they are one table a line; None otherwise (read it whole with `load`)."""
-    global _split
+def _vouched(path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes of the baseline at ``path`` when the guard's manifest beside it vouches for
+    them (their sha256: the guard wrote them, whole and valid); None otherwise."""
     from dtkguard.util.safe_read import read_capped
 
     try:
@@ -205,11 +203,24 @@ def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | 
         listed = read_capped(Path(path).parent / "manifest.json", 16 << 20)
         if _sha256_of(raw) != json.loads(listed.decode("utf-8"))["files"][str(path)]["sha256"]:
             return None
-        if _split is None or _split[0] != raw:
-            text = raw.decode("utf-8")
-            _split = (raw, text, table_lines(text))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return raw
+
+
+def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:
+    """(text, `table_lines`) of the baseline at ``path`` when the manifest vouches for its
+    bytes (`_vouched`) and they are one table a line; None otherwise (`load` it whole)."""
+    global _split
+    raw = _vouched(path)
+    if raw is None:
+        return None
+    if _split is None or _split[0] != raw:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        _split = (raw, text, table_lines(text))
     _, text, lines = _split
     if lines.get("format") != f'"format": {json.dumps(FORMAT)}' or "vendor" not in lines:
         return None
@@ -227,14 +238,32 @@ def line_value(lines: dict[str, str], key: str) -> Any:
     return json_loads(lines[key][len(json.dumps(key)) + 2 :], parse_int=parse_int_checked_after())
 
 
+def _one_line(raw: bytes, key: str) -> str | None:
+    """The line of top-level table ``key`` in a baseline written one table a line, found
+    without reading the others (a raw newline is never inside a JSON value); None when it
+    is not there exactly once."""
+    head = f"\n{json.dumps(key)}: ".encode()
+    start = raw.find(head)
+    if start < 0 or raw.find(head, start + 1) >= 0:
+        return None
+    end = raw.find(b"\n", start + 1)
+    line = raw[start + 1 : end if end >= 0 else len(raw)]
+    try:
+        return line.removesuffix(b",").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def load_dists(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``dists`` table of the baseline at ``path`` (None: no baseline), validated as
-    `load` validates it; only that line is parsed when the manifest vouches for the file
-    (`vouched_lines`), else the file is `load`ed whole (`InputError` as there)."""
-    found = vouched_lines(path)
-    if found is not None and "dists" in found[1]:
+    `load` validates it; only that line is read when the manifest vouches for the file's
+    bytes (`_vouched`) and it is one table a line, else the file is `load`ed whole
+    (`InputError` as there)."""
+    raw = _vouched(path)
+    lines = {k: _one_line(raw, k) for k in ("format", "dists")} if raw is not None else {}
+    if lines.get("format") == f'"format": {json.dumps(FORMAT)}' and lines.get("dists"):
         try:
-            dists = line_value(found[1], "dists")
+            dists = line_value(lines, "dists")  # type: ignore[arg-type]
         except ValueError:
             dists = None
         if isinstance(dists, dict) and validate({"dists": dists, "vendor": {}}) is None:

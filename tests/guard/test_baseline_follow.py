@@ -88,3 +88,29 @@ def test_load_parses_once_and_never_serves_other_bytes(fresh: Guarded, tmp_path:
     path.write_text(text, encoding="utf-8")
     again = load(path)
     assert again == first
+
+
+def test_the_dists_line_alone_only_for_bytes_the_manifest_vouches_for(
+    fresh: Guarded, tmp_path: Path
+) -> None:
+    """`load_dists` reads the store's baseline by its ``dists`` line; a copy no manifest
+    vouches for, or a store baseline whose bytes changed, is read (and refused) whole."""
+    from dtkguard.env.baseline import load, load_dists
+    from dtkguard.errors import InputError
+
+    stored = fresh.store.baseline
+    data = load(stored)
+    assert data is not None and load_dists(stored) == data["dists"]
+    text = stored.read_text(encoding="utf-8")
+    copy = tmp_path / "baseline.json"
+    copy.write_text(text.replace('"format": "dtkguard-baseline/1"', '"format": "other"'))
+    with pytest.raises(InputError, match="format"):
+        load_dists(copy)  # no manifest: the whole file, refused by its format
+    original = stored.read_bytes()
+    try:
+        stored.write_text(text.replace('"size": ', '"size": "x", "y": ', 1), encoding="utf-8")
+        with pytest.raises(InputError):
+            load_dists(stored)  # the manifest no longer vouches: validated whole, refused
+    finally:
+        stored.write_bytes(original)
+    assert load_dists(stored) == data["dists"]
