@@ -185,7 +185,7 @@ def table_lines(text: str) -> dict[str, str]:
     for line in text[2:-3].split("\n"):
         try:
             key, end = decoder.raw_decode(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         if not isinstance(key, str) or line[end : end + 2] != ": " or (out and key <= max(out)):
             return {}
