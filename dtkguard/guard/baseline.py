@@ -215,6 +215,8 @@ def dumps(data: dict[str, Any], previous: tuple[dict[str, Any], str] | None = No
     still that very object keeps its line of that text (a change that moves ``dists`` does
     not encode the vendor builds' 10,000 files again)."""
     lines = table_lines(previous[1]) if previous is not None else {}
+    if previous is not None and set(lines) != set(previous[0]):
+        lines = {}  # not one line per table of that data
     parts = [
         lines[k] if k in lines and data[k] is previous[0][k]  # type: ignore[index]
         else f"{json.dumps(k)}: {json.dumps(data[k], sort_keys=True)}"

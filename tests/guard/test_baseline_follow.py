@@ -114,3 +114,32 @@ def test_the_dists_line_alone_only_for_bytes_the_manifest_vouches_for(
     finally:
         stored.write_bytes(original)
     assert load_dists(stored) == data["dists"]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ('{\n"a": 1,\n"b": {"x": [1]}\n}\n', ["a", "b"]),
+        ('{\n"b": 1,\n"a": 2\n}\n', []),  # not sorted: not what dumps writes
+        ('{\n"a": 1,\n"a": 2\n}\n', []),  # a key twice (json would keep the last one)
+        ('{\n  "a": 1\n}\n', []),  # indented
+        ('{\n"a": 1, "b": 2\n}\n', ["a"]),  # a line of two tables: its value is no JSON
+        ('{"a": 1}', []),
+        ("{\n" + "[" * 100_000 + "\n}\n", []),  # nested past the recursion limit
+    ],
+)
+def test_table_lines_takes_only_the_layout_dumps_writes(text: str, keys: list[str]) -> None:
+    from dtkguard.env.baseline import table_lines
+
+    assert sorted(table_lines(text)) == keys
+
+
+def test_dumps_keeps_a_line_only_where_the_text_has_one_per_table() -> None:
+    from dtkguard.guard.baseline import dumps
+
+    data = {"a": 1, "b": {"x": 2}}
+    assert dumps({**data, "a": 3}, (data, '{\n"a": 1,\n"b": {"x":   2}\n}\n')) == (
+        '{\n"a": 3,\n"b": {"x":   2}\n}\n'  # b is the same object: its line is kept
+    )
+    one_line = '{\n"a": 1, "b": {"x": 2}\n}\n'
+    assert dumps(data, (data, one_line)) == '{\n"a": 1,\n"b": {"x": 2}\n}\n'
