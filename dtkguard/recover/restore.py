@@ -1,10 +1,10 @@
 """Carry out a restore plan with the target's own pip, inside one journalled transaction.
 
 Order: uninstall what goes (one pip run), packages only an index has, then the staged,
-hash-checked wheels (``--no-index --find-links STAGE --no-deps --force-reinstall
---require-hashes``: pip checks the hashes again). A failing pip run rolls the environment back
-to where the restore started. The guard's pip hook is passed legitimately: reinstalling a
-vendor build is what it allows; removing a pinned name or installing something the policy
+hash-checked wheels in one run (``--no-index --find-links STAGE --no-deps --force-reinstall
+--require-hashes``: pip checks the hashes again). A failing pip run rolls the environment
+back to where the restore started. The guard's pip hook is passed legitimately: reinstalling
+a vendor build is what it allows; removing a pinned name or installing something the policy
 forbids carries an override: each such pip run is recorded in the overrides log with its own
 one-time token, its reason naming the restore and its journal transaction, and the log moves
 into that transaction when the environment matches again.
@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import ONE_SOURCE_ENV
 from dtkguard.recover.wanted import Wanted
+from dtkguard.util.console import info
 
 ARCHIVED_OVERRIDES = "overrides.jsonl"
 
@@ -66,6 +68,7 @@ def _pip(
     if ovr is not None:
         token = overrides.record_with_token(ovr.log, ovr.reason, ["pip", *args], [what], ovr.tool)
         env.update({overrides.ENV_VAR: ovr.reason, overrides.TOKEN_VAR: token})
+    info(f"{what}: pip {' '.join(args)}")
     try:
         proc = run_pip(python, args, env)
     finally:
@@ -88,8 +91,6 @@ class Build:
     requested: bool | None
     #: install by the wheel's own path (pip writes the same direct_url.json again)
     by_path: bool = False
-    #: a copy of that name is installed now (it goes first when installed as a dependency)
-    installed: bool = False
 
 
 def _requested(item: Install) -> bool | None:
@@ -115,13 +116,12 @@ def execute(
             i.found.wheel,
             _requested(i),
             i.found.by_path,
-            i.current is not None,
         )
         for i in plan.installs
         if i.found is not None
     ]
     ovr = None
-    if _needs_override(plan, policy) or any(b.installed and b.requested is False for b in builds):
+    if _needs_override(plan, policy):
         reason = f"dtkguard restore (journal transaction {txn.id})"
         ovr = Override(overrides_file, reason, "dtkguard restore")
         txn.reason = reason
@@ -141,43 +141,68 @@ def put_back(
     ovr: Override | None = None,
 ) -> None:
     """The pip runs of a restore or an undo (``ovr``: past the guard, recorded): uninstall
-    ``remove`` (and the installed copies of builds that come back as dependencies), install
-    ``indexed`` from pip's own configuration,
-    then the checked wheels: ``--no-index --find-links STAGE --no-deps --force-reinstall
-    --require-hashes`` for requested ones, through a carrier wheel for the dependencies (so
-    pip writes no REQUESTED marker for them, as at baseline)."""
-    from dtkguard.recover.wheels import CARRIER, carrier_wheel, sha256_of
+    ``remove``, install ``indexed`` from pip's own configuration, then every checked wheel in
+    one run: ``--no-index --find-links STAGE --no-deps --force-reinstall --require-hashes``.
+    pip marks each named build ``REQUESTED``; for the builds that were installed as a
+    dependency at baseline that marker and its RECORD row are taken out again (`unrequest`),
+    which leaves the RECORD pip writes for a dependency (it sorts its rows)."""
+    from dtkguard.recover.wheels import sha256_of
 
-    as_dep = [b for b in builds if b.requested is False]
-    direct = [b for b in builds if b.requested is not False]
-    names = set(remove) | {b.name for b in as_dep if b.installed}
-    if names:
-        _pip(python, ["uninstall", "-y", *sorted(names)], env, "pip uninstall", ovr)
+    if remove:
+        _pip(python, ["uninstall", "-y", *sorted(set(remove))], env, "pip uninstall", ovr)
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
         _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index", ovr)
     if not builds:
         return
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
+    lines = []
     for b in builds:
         shutil.copyfile(b.wheel, flat / b.wheel.name)
-    one_source = {**env, **ONE_SOURCE_ENV}
-    if direct:
-        lines = []
-        for b in direct:
-            spec = str(b.wheel) if b.by_path else f"{b.name}=={b.version}"
-            lines.append(f"{spec} --hash=sha256:{sha256_of(flat / b.wheel.name)}")
-        req = flat / "restore-requirements.txt"
-        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
-        args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
-        _pip(python, args, one_source, "pip install of the checked wheels", ovr)
+        spec = str(b.wheel) if b.by_path else f"{b.name}=={b.version}"
+        lines.append(f"{spec} --hash=sha256:{sha256_of(flat / b.wheel.name)}")
+    req = flat / "restore-requirements.txt"
+    req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
+    args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
+    _pip(python, args, {**env, **ONE_SOURCE_ENV}, "pip install of the checked wheels", ovr)
+    as_dep = [b for b in builds if b.requested is False]
     if as_dep:
-        carrier = carrier_wheel(flat, [f"{b.name}=={b.version}" for b in as_dep])
-        args = ["install", "--no-index", "--find-links", str(flat), str(carrier)]
-        what = "pip install of the checked wheels (as dependencies)"
-        _pip(python, args, one_source, what, ovr)
-        _pip(python, ["uninstall", "-y", CARRIER], env, "pip uninstall of the carrier")
+        from dtkguard.env.interpreter import interpreter
+
+        interp = interpreter(python)
+        roots = [interp.purelib, *([interp.platlib] if interp.platlib else [])]
+        for b in as_dep:
+            unrequest(roots, b.wheel)
+
+
+def unrequest(roots: list[Path], wheel: Path) -> None:
+    """Take pip's ``REQUESTED`` marker, and its RECORD row, out of the dist-info that ``wheel``
+    installed: what pip writes for a build it installs as a dependency."""
+    from dtkguard.recover.wheels import dist_info_name
+
+    try:
+        info = dist_info_name(wheel)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise TransactionFailed(f"{wheel.name}: {exc}") from exc
+    for root in roots:
+        folder = root / info
+        marker = folder / "REQUESTED"
+        if marker.is_symlink() or not marker.is_file():
+            continue
+        record = folder / "RECORD"
+        row = f"{info}/REQUESTED,"
+        try:
+            data = record.read_bytes()
+            kept = [ln for ln in data.splitlines(keepends=True) if not ln.startswith(row.encode())]
+            tmp = record.with_name("RECORD.dtkguard-tmp")
+            tmp.write_bytes(b"".join(kept))
+            shutil.copymode(record, tmp)
+            os.replace(tmp, record)
+            marker.unlink()
+        except OSError as exc:
+            raise TransactionFailed(f"{record}: {exc.strerror or exc}") from exc
+        return
 
 
 def archive_overrides(overrides_file: Path, txn: Transaction) -> int:

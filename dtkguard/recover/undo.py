@@ -144,7 +144,7 @@ def _builds(lay: Layout, txn: Transaction, now: dict[str, str], tmp: Path) -> li
             )
             return None
         requested = was_requested(txn, key, before)
-        builds.append(Build(want.name, before, wheel, requested, False, key in now))
+        builds.append(Build(want.name, before, wheel, requested, False))
     return builds
 
 

@@ -67,33 +67,12 @@ def matches_lock(hashes: dict[str, str], wheel: Path) -> bool:
     return sha256_of(wheel) == want.lower()
 
 
-#: the throw-away project whose dependencies are the builds to install as dependencies
-CARRIER = "dtkguard-restore-carrier"
-
-
-def carrier_wheel(dest: Path, requires: list[str]) -> Path:
-    """A wheel with no files whose only purpose is to require ``requires``: pip installs what
-    a requirement pulls in without a ``REQUESTED`` marker, as those builds had at baseline."""
-    import base64
-    import zipfile
-
-    stem = CARRIER.replace("-", "_") + "-0"
-    info = f"{stem}.dist-info"
-    files = {
-        f"{info}/METADATA": (
-            f"Metadata-Version: 2.1\nName: {CARRIER}\nVersion: 0\n"
-            + "".join(f"Requires-Dist: {r}\n" for r in requires)
-        ).encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: dtkguard\nRoot-Is-Purelib: true\n"
-        b"Tag: py3-none-any\n",
-    }
-    rows = []
-    for arc, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        rows.append(f"{arc},sha256={digest},{len(data)}")
-    files[f"{info}/RECORD"] = ("\n".join([*rows, f"{info}/RECORD,,"]) + "\n").encode()
-    wheel = dest / f"{stem}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for arc, data in files.items():
-            zf.writestr(zipfile.ZipInfo(arc, (1980, 1, 1, 0, 0, 0)), data)
-    return wheel
+def dist_info_name(wheel: Path) -> str:
+    """The ``NAME-VERSION.dist-info`` folder a wheel holds (the one pip installs as is);
+    ``ValueError`` when it holds none or several."""
+    with zipfile.ZipFile(wheel) as zf:
+        found = {n.split("/", 1)[0] for n in zf.namelist() if n.count("/") == 1}
+    infos = [n for n in found if n.endswith(".dist-info")]
+    if len(infos) != 1:
+        raise ValueError(f"{wheel.name}: {len(infos)} .dist-info folders")
+    return infos[0]

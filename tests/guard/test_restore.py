@@ -48,6 +48,12 @@ def verify_clean(g: Guarded) -> None:
     assert bad == [], bad
 
 
+def pip_runs(proc) -> list[str]:
+    """The pip runs a restore made, as its ``-v`` names them (``WHAT: pip ARGS``)."""
+    lines = [ln.removeprefix("dtkguard: ") for ln in proc.stderr.splitlines()]
+    return [ln.split(": pip ", 1)[0] for ln in lines if ": pip " in ln]
+
+
 def assert_back(g: Guarded, before: dict[str, str], before_set: dict[str, str]) -> None:
     assert g.venv.installed() == before_set
     after = files(g)
@@ -79,10 +85,12 @@ def test_vllm_092_clobber_is_restored(env: Guarded) -> None:
     # exactly the command the baseline (and so check and the tripwire) names
     named = json.loads(g.store.baseline.read_text())["restore"]
     assert named == f"dtkguard restore --python {g.venv.python}"
-    proc = g.dtkguard(*named.split()[1:], "--yes")  # a script: no terminal to ask on
+    proc = g.dtkguard(*named.split()[1:], "--yes", "-v")  # a script: no terminal to ask on
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matches its baseline again" in proc.stdout
     assert_back(g, before, before_set)
+    # two pip runs: what came in goes, every checked wheel comes back in one
+    assert pip_runs(proc) == ["pip uninstall", "pip install of the checked wheels"], proc.stderr
     # the override records that let the clobber in were archived with the restore
     assert not g.store.overrides.exists()
     check = g.dtkguard("check", "--python", str(g.venv.python), "--policy", str(g.policy))
@@ -358,9 +366,36 @@ def test_a_build_installed_as_a_dependency_comes_back_as_one(
     before, before_set = files(g), venv.installed()
     assert g.pip("install", *index, "triton==3.3.0", "--no-deps", env=OVERRIDE).returncode == 0
     assert venv.installed()["triton"] == "3.3.0"
-    proc = restore(g)
+    proc = restore(g, "-v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (triton_info / "REQUESTED").exists()
+    assert_back(g, before, before_set)
+    # one pip run: triton named like torch (pip replaces 3.3.0), its REQUESTED marker and
+    # that marker's RECORD row taken out again
+    assert pip_runs(proc) == ["pip install of the checked wheels"], proc.stderr
+
+
+def test_a_build_whose_requirements_were_not_installed_comes_back_with_no_deps(
+    tmp_path: Path, guard_policy: Path, vendor_wheelhouse: Path, public_dir: Path
+) -> None:
+    """torch installed with ``--no-deps`` (its requirements never were there) comes back in
+    one ``--no-deps`` run, byte for byte, nothing else installed."""
+    from tests.support.venvs import make_venv
+
+    venv = make_venv(tmp_path / "venv", pip_version=PIP_VERSIONS[-1])
+    vendor = ["--no-index", "-f", str(vendor_wheelhouse)]
+    assert venv.pip("install", *vendor, "--no-deps", f"torch=={TORCH}").returncode == 0
+    g = Guarded(venv, guard_policy, ["--no-index", "-f", str(public_dir)], tmp_path)
+    proc = g.dtkguard(
+        "guard", "install", "--python", str(venv.python), "--policy", str(guard_policy)
+    )
+    assert proc.returncode == 0, proc.stderr
+    before, before_set = files(g), venv.installed()
+    clobber = ["--no-index", "-f", str(public_dir), "--no-deps", "torch==2.7.0"]
+    assert g.pip("install", *clobber, env=OVERRIDE).returncode == 0
+    proc = restore(g, "-v")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert pip_runs(proc) == ["pip install of the checked wheels"], proc.stderr
     assert_back(g, before, before_set)
 
 
