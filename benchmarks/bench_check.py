@@ -15,7 +15,8 @@ prints the modules the check path imports that tests/test_imports.py keeps out o
 ``--against CHECKOUT``: also the guarded check of another checkout of dtkguard (the one
 before a change), run the same way in the same rounds (``python -c`` with that checkout first
 on ``sys.path``; this checkout's row beside it is run that way too).
-``--smoke``: one round, to show the benchmark still works.
+The commands run without ``PYTHONDONTWRITEBYTECODE`` (their warm-up writes the byte code an
+install would have compiled). ``--smoke``: one round, to show the benchmark still works.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def main() -> int:
     args = parser.parse_args()
     runs = 1 if args.smoke else max(args.runs, 5)
     env = bench_env()
+    # an installed dtkguard has its byte code (pip compiles it): with PYTHONDONTWRITEBYTECODE
+    # set, a checkout whose .pyc files are stale would compile its changed modules on every run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     plain = das_venv(f"das150-pip{PIP}", pip_version=PIP)
     guarded = _guarded(env)
     uv = _uv()

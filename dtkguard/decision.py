@@ -47,20 +47,20 @@ def canonical(name):
     return re.sub(r"[-_.]+", "-", (name or "").strip()).lower()
 
 
-_VERSION = re.compile(
-    r"^\s*v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
+#: compiled on first use (by `re`'s cache): a check that needs no version key compiles none
+_VERSION = (
+    r"(?i)^\s*v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
     r"(?:[-_.]?(?P<pre_l>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d+)?)?"
     r"(?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?"
     r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?"
-    r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$",
-    re.IGNORECASE,
+    r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$"
 )
 _PRE = {"alpha": "a", "beta": "b", "c": "rc", "pre": "rc", "preview": "rc"}
 
 
 def version_key(text):
     """A comparable key of a PEP 440 version (local label included); None if not PEP 440."""
-    m = _VERSION.match(str(text or ""))
+    m = re.match(_VERSION, str(text or ""))
     if m is None:
         return None
     release = [int(p) for p in m.group("release").split(".")]
@@ -92,7 +92,7 @@ def same_version(a, b):
     return ka is not None and ka == kb
 
 
-_DTK = re.compile(r"dtk(\d{2})(\d{2})(\d?)")
+_DTK = r"dtk(\d{2})(\d{2})(\d?)"  # compiled on first use
 
 
 def local_parts(version):
@@ -103,13 +103,13 @@ def local_parts(version):
 
 def is_vendor_label(version):
     """True for a DAS or DTK build (``+das...`` or ``+dtkYYMM...``), not ``+cu121``/``+rocm``."""
-    return any(p == "das" or _DTK.fullmatch(p) for p in local_parts(version))
+    return any(p == "das" or re.fullmatch(_DTK, p) for p in local_parts(version))
 
 
 def release_of_label(version):
     """The DTK release a label names as (year, month, patch or None), or None."""
     for part in local_parts(version):
-        m = _DTK.fullmatch(part)
+        m = re.fullmatch(_DTK, part)
         if m:
             return (int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
     return None
@@ -590,14 +590,14 @@ def judge_vendor_deps(requires, after, requirement, before=None, environment=Non
 # -- native code: what a binary links -------------------------------------------------------
 
 #: auditwheel renames a library it bundles ``libcudart-3f8a1c2b.so.12``; judged as its own name
-_MANGLED = re.compile(r"^(?P<stem>.+?)-[0-9a-f]{8}(?P<so>\.so(?:\.[0-9][^/]*)?)$")
+_MANGLED = r"^(?P<stem>.+?)-[0-9a-f]{8}(?P<so>\.so(?:\.[0-9][^/]*)?)$"  # compiled on first use
 
 
 def library_names(name):
     """The names ``name`` (a DT_NEEDED or SONAME entry) is judged by: its base name, and the
     name auditwheel started from when it is a mangled copy."""
     base = str(name or "").rsplit("/", 1)[-1]
-    m = _MANGLED.match(base)
+    m = re.match(_MANGLED, base)
     return (base, m.group("stem") + m.group("so")) if m else (base,)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dtkguard.record import record
 
 
 class DtkguardError(Exception):
@@ -14,7 +14,7 @@ class DtkguardError(Exception):
         return str(self)
 
 
-@dataclass
+@record
 class InputError(DtkguardError):
     """Bad input: a policy, lock, requirement or argument. Exit 2.
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+
+from dtkguard.record import asdict, field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Severity(str, enum.Enum):
 _RANKS = {s: i for i, s in enumerate(Severity)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One result of one rule.
 

@@ -43,10 +43,9 @@ def check_all_guarded(request: Request) -> list[Report]:
     """One `Report` per env the guard's store knows as guarded, by prefix (``request``'s
     target is replaced by each env's interpreter). An env whose interpreter is gone is reported
     `env-replaced` without being read."""
-    from dataclasses import replace
-
     from dtkguard.env.open import TargetSpec
     from dtkguard.env.store import known_envs
+    from dtkguard.record import replace
 
     reports = []
     for _, rec in known_envs():

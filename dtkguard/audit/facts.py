@@ -22,7 +22,7 @@ VERSION_FILES = (
     "opt/dtk/.info/version",
     "opt/dtk/.info/version-dev",
 )
-_RELEASE = re.compile(r"(\d{2}\.\d{2}(?:\.\d+)?(?:[-.]\w+)*)")
+_RELEASE = r"(\d{2}\.\d{2}(?:\.\d+)?(?:[-.]\w+)*)"  # compiled on first use
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 DEVICE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 
@@ -40,7 +40,7 @@ def dtk_release(root: Root) -> dict[str, Any]:
     """``{"release": "25.04.1", "source": ...}`` or ``{"release": None}``."""
     for inner in VERSION_FILES:
         line = _first_line(root, inner)
-        if line and (m := _RELEASE.search(line)):
+        if line and (m := re.search(_RELEASE, line)):
             return {"release": m.group(1), "source": "/" + inner, "raw": line}
     try:
         link = root.readlink(root.resolve("/opt") / "dtk")  # the link itself, folder confined

@@ -10,9 +10,9 @@ with `evaluate`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from dtkguard.env.open import TargetSpec
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from dtkguard.report import Report
 
 
-@dataclass
+@record
 class Request:
     """Which target, under which policy, compared with which lock (the options every target
     command takes)."""
@@ -35,7 +35,7 @@ class Request:
     expect_devices: bool = False  # the target should reach DCUs
 
 
-@dataclass
+@record
 class Opened:
     """The inputs of a request, read."""
 

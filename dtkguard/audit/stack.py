@@ -26,7 +26,7 @@ HIP_VERSION_FILES = (
 )
 #: kernel modules of the DCU driver, newest name first
 DRIVER_MODULES = ("hycu", "hydcu")
-_HIP_FIELD = re.compile(r"HIP_VERSION_(MAJOR|MINOR|PATCH)\s*=?\s*(\d+)")
+_HIP_FIELD = r"HIP_VERSION_(MAJOR|MINOR|PATCH)\s*=?\s*(\d+)"  # compiled on first use
 
 
 def _read_text(root: Root, inner: str, limit: int = 1 << 16) -> str | None:
@@ -44,7 +44,7 @@ def dtk_hip(root: Root) -> tuple[str, str] | None:
         text = _read_text(root, inner)
         if not text:
             continue
-        fields = dict(_HIP_FIELD.findall(text))
+        fields = dict(re.findall(_HIP_FIELD, text))
         if "MAJOR" in fields and "MINOR" in fields:
             parts = [fields["MAJOR"], fields["MINOR"]] + (
                 [fields["PATCH"]] if "PATCH" in fields else []

@@ -46,11 +46,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.root import Root
 from dtkguard.errors import InputError
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -413,7 +413,7 @@ def is_baseline_build(
 # --- comparing -------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class Change:
     """What happened to one vendor build of the baseline."""
 
@@ -428,7 +428,7 @@ class Change:
     files: list[tuple[str, str]] = field(default_factory=list)
 
 
-@dataclass
+@record
 class CompareStats:
     """How much work a comparison did: files stat'ed and files hashed; ``seen``: the
     ``[ino, ctime_ns, sha256]`` of files a hash found equal to the recorded digest since the

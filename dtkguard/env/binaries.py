@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from dtkguard.elf import ElfError, Linkage, is_elf, parse
+from dtkguard.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,17 +22,17 @@ if TYPE_CHECKING:
     from dtkguard.env.root import Root
 
 #: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``
-_SHARED = re.compile(r"\.so(?:\.[0-9][0-9.]*)?$")
+_SHARED = r"\.so(?:\.[0-9][0-9.]*)?$"  # compiled on first use
 #: RECORD rows read for one dist at most (torch has about 20,000)
 MAX_ROWS = 200_000
 
 
 def looks_shared(path: str) -> bool:
     """Is ``path`` named like a shared object (an extension module or a library)?"""
-    return bool(_SHARED.search(path.rsplit("/", 1)[-1]))
+    return bool(re.search(_SHARED, path.rsplit("/", 1)[-1]))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Binary:
     """One ELF file of a dist: its path as the target sees it, and what it links."""
 

@@ -59,9 +59,8 @@ def container_pid(name: str) -> tuple[int, str]:
 
 def from_container(name: str, proc_root: str = "/proc"):
     """The Environment of a running container, through its main process."""
-    from dataclasses import replace
-
     from dtkguard.env.process_target import from_pid
+    from dtkguard.record import replace
 
     pid, runtime = container_pid(name)
     env = from_pid(pid, proc_root)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from dtkguard.decision import canonical
 from dtkguard.env.root import Root, child
+from dtkguard.record import field, record
 from dtkguard.util.safe_read import read_head
 
 #: METADATA larger than this is read only this far (headers come first)
@@ -20,7 +20,7 @@ METADATA_LIMIT = 1 << 20
 SMALL_FILE_LIMIT = 1 << 16
 
 
-@dataclass
+@record
 class Dist:
     """One installed distribution."""
 

@@ -10,13 +10,13 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.dist import Dist, read_egg, scan_site
 from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ _VENV_HOMES = ("opt", "root", "home", "srv", "app", "workspace", "venv", "usr/lo
 _VENV_DEPTH = 3
 
 
-@dataclass
+@record
 class Environment:
     """The distributions of a target, in sys.path order, plus what could not be read."""
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from dtkguard.record import record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
     from typing import Any
 
-_SITE_PYTHON = re.compile(r"/lib(?:64)?/python(\d\.\d+)/(?:site|dist)-packages$")
+_SITE_PYTHON = r"/lib(?:64)?/python(\d\.\d+)/(?:site|dist)-packages$"  # compiled on first use
 
 #: the keys a report prints for each kind, in order, after ``kind`` (what `check` shows)
 _PRINTED: dict[str, tuple[str, ...]] = {
@@ -26,7 +27,7 @@ _PRINTED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetIdentity:
     """Which target was read (``kind``: python, path, root, pid, container) and what is known of
     its interpreter; None is unknown."""
@@ -92,7 +93,7 @@ class TargetIdentity:
 def site_pythons(sites: Iterable[Any]) -> list[str]:
     """The ``X.Y`` of each ``lib/pythonX.Y/{site,dist}-packages`` among ``sites``, first seen
     first, each once."""
-    found = (m.group(1) for site in sites if (m := _SITE_PYTHON.search(str(site))))
+    found = (m.group(1) for site in sites if (m := re.search(_SITE_PYTHON, str(site))))
     return list(dict.fromkeys(found))
 
 

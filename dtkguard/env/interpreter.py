@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from dtkguard.record import record
 
 #: the fields :func:`interpreter` asks for, in this order
 _FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version", "platlib")
@@ -17,7 +18,7 @@ _CODE = (
 STATE_DIR = "dtkguard"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Interpreter:
     python: str
     prefix: Path

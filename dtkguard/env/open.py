@@ -3,14 +3,14 @@ site-packages folders, an image root, a running process or a container."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dtkguard.record import record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
     from dtkguard.env.environment import Environment
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetSpec:
     """At most one of the fields; none is the active environment."""
 

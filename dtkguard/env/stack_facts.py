@@ -4,7 +4,8 @@ judges them): DTK release and HIP, torch's HIP, cards, driver, devices."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 _NUMBERS = re.compile(r"\d+(?:\.\d+)*")
 
 
-@dataclass
+@record
 class StackFacts:
     """What the stack below Python says; ``None`` is "could not be read", never "fine"."""
 

@@ -28,10 +28,10 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dtkguard.errors import InputError
+from dtkguard.record import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
 
 TYPE_CHECKING = False
@@ -79,7 +79,7 @@ def env_key(prefix: str | os.PathLike[str]) -> str:
     return f"{name[:40]}-{digest}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Identity:
     """What makes an env the one that was guarded (see `differences`)."""
 
@@ -213,7 +213,7 @@ def _python_mark(python: str | os.PathLike[str]) -> str:
     return mark if os.path.islink(python) else mark.partition(":")[0]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvStore:
     """One env's folder in the store, and the paths of what it holds (nothing is created)."""
 
@@ -287,7 +287,7 @@ class EnvStore:
         return self
 
 
-@dataclass
+@record
 class Record:
     """``env.json``: the env's identity when it was recorded, and whether it is guarded."""
 
@@ -318,7 +318,7 @@ def read_record(path: Path) -> Record | None:
         if data.get("format") != FORMAT:
             raise ValueError(f"format is not {FORMAT}")
         ident = data["identity"]
-        identity = Identity(**{k: ident[k] for k in Identity.__dataclass_fields__ if k in ident})
+        identity = Identity(**{f.name: ident[f.name] for f in fields(Identity) if f.name in ident})
         return Record(
             identity, bool(data.get("guarded")), str(data["created"]), str(data["updated"])
         )

@@ -102,7 +102,10 @@ def _vendor_pins(
     tool: Tool,
 ) -> list[str]:
     """For each requested package: its vendor build, and which of its requirements the
-    installed vendor builds do not meet."""
+    installed vendor builds do not meet (only when the policy allows the package itself: a
+    pinned or denied name has no other release to pick)."""
+    from dtkguard.guard.baseline import allowed
+
     out: list[str] = []
     hint = _source_hint(policy)
     vendor_names = {canonical(n) for n, _old in replaced_vendor}
@@ -119,9 +122,14 @@ def _vendor_pins(
             have = ", ".join(
                 f"{n} {o}" for n, o in replaced_vendor if canonical(n) in {_req_key(s) for s in own}
             )
+            pick = (  # only where another release may be allowed
+                f": pick a {p.name} release whose requirements they satisfy"
+                if allowed(policy, p.name, p.version)
+                else ""
+            )
             out.append(
                 f"{p.name} {p.version} needs {'; '.join(own)}; the installed vendor builds are "
-                f"{have}: pick a {p.name} release whose requirements they satisfy"
+                f"{have}{pick}"
             )
     return out
 
@@ -139,8 +147,13 @@ def _probed(
     with the vendor pins, or why none works."""
     out: list[str] = []
     probes = 0
+    denied: dict[str, list[str]] = {}  # reason -> names no release of which is allowed
     for p in requested:
         if policy.vendor_build(p.name) or probes >= _MAX_PROBES:
+            continue
+        reason = _denied_outright(policy, p.name, p.version)
+        if reason is not None:
+            denied.setdefault(reason, []).append(p.name)
             continue
         needs = [
             f"{who} requires {spec}"
@@ -170,7 +183,23 @@ def _probed(
                 f"{'; '.join(needs[:4])}. Ask for a vendor build of {p.name}, or one made for "
                 f"DTK {policy.dtk or '?'}"
             )
+    for why, names in denied.items():
+        more = f" and {len(names) - 6} more" if len(names) > 6 else ""
+        out.append(f"do not install {', '.join(names[:6])}{more}: denied by the policy ({why})")
     return out
+
+
+def _denied_outright(policy: CompiledPolicy, name: str, version: str) -> str | None:
+    """The deny rule's reason when the decision core refuses ``name`` and no build of it is
+    allowed (no vendor build either): no other release or build is worth suggesting."""
+    from dtkguard.guard.baseline import refused
+
+    rule = policy.deny_rule(name)
+    if rule is None or rule.vendor_builds_ok:
+        return None
+    if not any(r == "denied-package" for r, _msg in refused(policy, name, version)):
+        return None  # an exception of the policy lets it in
+    return rule.reason
 
 
 def _policy_allows(policy: CompiledPolicy, alt: Plan, name: str, version: str) -> bool:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import asdict, dataclass, field
 
 from dtkguard.decision import canonical
 from dtkguard.findings import Severity
+from dtkguard.record import MISSING, asdict, field, fields, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ FP8_ACTIONS = ("deny", "warn", "allow")
 FP8_SEVERITY = {"deny": Severity.HIGH, "warn": Severity.MEDIUM}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DenyRule:
     """Packages matching ``pattern`` (fnmatch on the canonical name) must never be installed."""
 
@@ -38,7 +38,7 @@ class DenyRule:
         return fnmatch.fnmatchcase(key, self.pattern)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PolicyException:
     """A waiver of one rule for one package (pattern), with a reason and an expiry date."""
 
@@ -66,7 +66,7 @@ class PolicyException:
         return exception_active(asdict(self), today.isoformat())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fp8Rule:
     """What to do with FP8/FP4 weights, FP8 KV cache and FP8 serving flags, optionally per card."""
 
@@ -96,7 +96,7 @@ def series_key(series: str) -> str:
     return re.sub(r"[\s-]+", "_", series.strip()).upper()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SupportRow:
     """The oldest driver and DTK release that support a card series (a published table)."""
 
@@ -106,7 +106,7 @@ class SupportRow:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StackRule:
     """What the stack below Python must satisfy: the support table and which series not to mix."""
 
@@ -140,7 +140,7 @@ DTK_RUNTIME = ("libgalaxyhip.so*",)
 HIP_RUNTIMES = ("libamdhip64.so*", "libhip_hcc.so*")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BinaryRule:
     """What native code may link: ``[binary]`` as library name patterns (fnmatch)."""
 
@@ -149,7 +149,7 @@ class BinaryRule:
     hip_runtime: tuple[str, ...] = HIP_RUNTIMES
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """The image a policy describes, for locking: Python version and platform tags."""
 
@@ -158,7 +158,7 @@ class Target:
     implementation: str = "cp"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CompiledPolicy:
     """A validated, flattened policy (``extends`` already merged)."""
 
@@ -195,13 +195,14 @@ class CompiledPolicy:
         return next((rule for rule in self.deny if rule.matches(key)), None)
 
     def _any_denied(self, key: str) -> bool:
-        """Does any deny pattern match ``key``? One regex of them all (fnmatch's translations
-        joined by ``|``), compiled once: a name no pattern matches is not tried one by one."""
-        union = self.__dict__.get("_deny_union")
-        if union is None:
-            union = re.compile("|".join(fnmatch.translate(r.pattern) for r in self.deny) or "(?!)")
-            object.__setattr__(self, "_deny_union", union)
-        return union.match(key) is not None
+        """Can any deny pattern match ``key``? Only one whose literal head (what comes before
+        its first ``*``, ``?`` or ``[``) starts it: a name no head starts is not tried one by
+        one, and nothing is compiled (a regex of them all cost a check more than it saved)."""
+        heads = self.__dict__.get("_deny_heads")
+        if heads is None:
+            heads = tuple(_literal_head(r.pattern) for r in self.deny)
+            object.__setattr__(self, "_deny_heads", heads)
+        return key.startswith(heads)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -343,24 +344,27 @@ _SEVERITIES = ("critical", "high", "medium", "low", "info")
 _ON_IMPORT = ("warn", "error", "off")
 
 
-def _names(cls: type) -> set[str]:
-    import dataclasses
+def _literal_head(pattern: str) -> str:
+    """The part of an fnmatch pattern before its first wildcard: every name it matches
+    starts so."""
+    cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
+    return pattern[:cut]
 
-    return {f.name for f in dataclasses.fields(cls)}
+
+def _names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}
 
 
 def _plain_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     """Fields `from_json` has no own check for, typed like their defaults (str, bool, tuple of
     str, dict of str); a field of another kind cannot come from JSON (`TypeError`: a miss)."""
-    import dataclasses
-
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
+    for f in fields(cls):
         if f.name in _CHECKED or f.name not in data:
             continue
-        if f.default is not dataclasses.MISSING:
+        if f.default is not MISSING:
             default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
+        elif f.default_factory is not MISSING:
             default = f.default_factory()
         else:
             raise TypeError(f"{f.name}: no default to type it by")

@@ -7,19 +7,21 @@ bare ``+das``. Releases compare as numbers: ``dtk2504 < dtk25041 < dtk2604``; ``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import total_ordering
+
+from dtkguard.record import field, record
 
 _DTK = re.compile(r"dtk(\d{2})(\d{2})(\d?)")
 _OPT = re.compile(r"opt(\d+)")
-_TORCH = re.compile(r"torch(\d)(\d+)(\d)")
-_STAMP = re.compile(r"\d{8}|\d{10}|\d{12}")
-_GIT = re.compile(r"g[0-9a-f]{6,40}")
-_SHA = re.compile(r"[0-9a-f]{6,40}")
+#: compiled on first use (by `re`'s cache): most labels carry no torch, stamp or git part
+_TORCH = r"torch(\d)(\d+)(\d)"
+_STAMP = r"\d{8}|\d{10}|\d{12}"
+_GIT = r"g[0-9a-f]{6,40}"
+_SHA = r"[0-9a-f]{6,40}"
 
 
 @total_ordering
-@dataclass(frozen=True)
+@record(frozen=True)
 class DtkRelease:
     """A DTK release such as 25.04.1 (``dtk25041``) or 26.04 (``dtk2604``)."""
 
@@ -58,7 +60,7 @@ class DtkRelease:
         return base if self.patch is None else f"{base}.{self.patch}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TorchAbi:
     """The torch an extension was built against: ``torch271`` is 2.7.1, ``torch2100`` 2.10.0."""
 
@@ -75,7 +77,7 @@ class TorchAbi:
         return padded == (self.major, self.minor, self.patch)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DtkLabel:
     """What a PEP 440 local label says about a vendor build."""
 
@@ -110,13 +112,13 @@ def parse_label(local: str | None) -> DtkLabel | None:
             )
         elif (m := _OPT.fullmatch(part)) and opt is None:
             opt = int(m.group(1))
-        elif (m := _TORCH.fullmatch(part)) and torch is None:
+        elif (m := re.fullmatch(_TORCH, part)) and torch is None:
             torch = TorchAbi(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        elif _STAMP.fullmatch(part) and stamp is None:
+        elif re.fullmatch(_STAMP, part) and stamp is None:
             stamp = part
-        elif _GIT.fullmatch(part) and git is None:
+        elif re.fullmatch(_GIT, part) and git is None:
             git = part[1:]
-        elif _SHA.fullmatch(part) and git is None and not part.isdigit():
+        elif re.fullmatch(_SHA, part) and git is None and not part.isdigit():
             git = part
         else:
             tags.append(part)

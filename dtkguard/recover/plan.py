@@ -74,6 +74,9 @@ def _why_removed(dist: Dist, policy: CompiledPolicy, wanted: Wanted) -> str:
     rule = policy.deny_rule(dist.name)
     if rule is not None:
         return f"denied: {rule.reason}"
+    pin = policy.vendor_build(dist.name)
+    if pin is not None:  # even when an override let it in (approved changes never keep it)
+        return f"the policy allows {dist.name} only as {pin}"
     if wanted.source == GUARD_INSTALL:
         return "added after `guard install`"
     if wanted.kind == "baseline":

@@ -30,6 +30,8 @@ from dtkguard.recover.wanted import Wanted
 from dtkguard.util.console import info
 
 ARCHIVED_OVERRIDES = "overrides.jsonl"
+#: the note of a `restore --to guard-install` that took the baseline back there
+BASELINE_BACK = "the baseline moved back to `guard install`"
 
 
 def _needs_override(plan: RestorePlan, policy: CompiledPolicy) -> bool:
@@ -325,7 +327,10 @@ def _follow(python: str, wanted: Wanted, txn: Transaction | None) -> None:
     from dtkguard.recover.wanted import GUARD_INSTALL
 
     back = wanted.source == GUARD_INSTALL and txn is not None
-    follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
+    moved = follow(interpreter(python), txn.changes() if back and txn else (), approved=back)
+    if back and txn is not None and [m for m in moved if m != "refreshed"]:
+        txn.note = (txn.note + f"; {BASELINE_BACK}").lstrip("; ")  # its undo moves it again
+        txn.save()
 
 
 def _canonical_name(loss: str) -> str:

@@ -70,13 +70,21 @@ def forbidden(txn: Transaction, policy: CompiledPolicy) -> list[str]:
     """What undoing ``txn`` would do that the guard forbids (so it needs ``--override``):
     put back what the decision core refuses, or remove a vendor build the policy pins."""
     from dtkguard.guard.baseline import refused
+    from dtkguard.rules.vendor import same_version
 
     out: list[tuple[bool, str]] = []  # (not a vendor build, line): the vendor builds first
     for key, before, after in txn.changes():
         name = txn.names.get(key, key)
-        pinned = policy.vendor_build(name) is not None
-        if before is None and pinned:
-            out.append((False, f"it would remove the vendor build {name} {after}"))
+        pin = policy.vendor_build(name)
+        pinned = pin is not None
+        if before is None and pin is not None and after is not None:
+            what = (
+                f"the vendor build {name} {after}"
+                if same_version(pin, after)
+                else f"{name} {after} (the guard refuses removing {name}, a name the policy "
+                f"pins to {pin})"
+            )
+            out.append((False, f"it would remove {what}"))
         elif before is not None:
             out += [
                 (
@@ -203,30 +211,48 @@ def _do(
     tmp: Path,
 ) -> Transaction:
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.recover.restore import Override, put_back, unarchive_overrides
+    from dtkguard.recover.restore import Override, archive_overrides, put_back, unarchive_overrides
 
     remove = [txn.names.get(k, k) for k, before, _ in txn.changes() if before is None]
     log = overrides_log(interpreter(python))
     ovr = Override(log, reason, "dtkguard undo") if reason else None
+    redo = _redoes_restore(lay, txn)
     with journal.transaction(
         python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
     ) as new:
         put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
         unarchive_overrides(txn, log)  # a restore archived them: they describe the state back
+        if redo:  # the restore again: the records of what it removes go with it, as then
+            archive_overrides(log, new)
     txn.note = (txn.note + f"; undone by transaction {new.id}").lstrip("; ")
     txn.state = "undone"
     txn.save()
     return new
 
 
+def _redoes_restore(lay: Layout, txn: Transaction) -> bool:
+    """Undoing ``txn`` does a restore again: ``txn`` is the undo of a restore, or of an undo
+    of an undo of one (an odd number of undos down to it)."""
+    by_id = {t.id: t for t in journal.transactions(lay.journal)}
+    depth, first = 0, txn
+    while first.tool == "dtkguard undo" and first.undoes in by_id:
+        depth, first = depth + 1, by_id[first.undoes]
+    return depth % 2 == 1 and first.tool == "dtkguard restore"
+
+
 def _follow(lay: Layout, interp: Interpreter, new: Transaction, txn: Transaction) -> None:
-    """The baseline follows the undo of an approved change (dtkpip, dtkuv, or an undo of one);
-    the undo of a restore puts back what nobody approved, so it moves nothing."""
+    """The baseline follows the undo of an approved change (dtkpip, dtkuv, a `restore --to
+    guard-install` that took the baseline back, or an undo of one); the undo of any other
+    restore puts back what nobody approved, so it moves nothing."""
     from dtkguard.guard.baseline import APPROVING_TOOLS, follow
+    from dtkguard.recover.restore import BASELINE_BACK
 
     by_id = {t.id: t for t in journal.transactions(lay.journal)}
     first: Transaction | None = txn
     while first is not None and first.tool == "dtkguard undo":
         first = by_id.get(first.undoes) if first.undoes is not None else None
-    approved = first is not None and first.tool in APPROVING_TOOLS
+    approved = first is not None and (
+        first.tool in APPROVING_TOOLS
+        or (first.tool == "dtkguard restore" and BASELINE_BACK in first.note)
+    )
     follow(interp, new.changes(), approved=approved)

@@ -7,9 +7,8 @@ the json report carries it as ``headline`` (its ``summary`` has held the counts 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.findings import Finding, Severity
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ RESTORED = frozenset(
 )
 
 
-@dataclass
+@record
 class Group:
     """Findings of one rule with one reason."""
 
@@ -44,11 +43,14 @@ class Group:
     severity: Severity
     reason: str
     subjects: list[str] = field(default_factory=list)
+    #: how many findings (several override records share the subject ``guard``)
+    count: int = 0
 
     def heading(self) -> str:
         shown = ", ".join(self.subjects[:SHOWN])
         more = f" and {len(self.subjects) - SHOWN} more" if len(self.subjects) > SHOWN else ""
-        count = f" x{len(self.subjects)}" if len(self.subjects) > 1 else ""
+        many = max(self.count, len(self.subjects))
+        count = f" x{many}" if many > 1 else ""
         return f"{self.rule}{count} [{shown}{more}]: {self.reason}"
 
     def to_dict(self) -> GroupDict:
@@ -60,7 +62,7 @@ class Group:
         }
 
 
-@dataclass
+@record
 class Headline:
     """What happened (phrases), the command that fixes it ("" none), and the groups."""
 
@@ -86,6 +88,9 @@ def _reason(f: Finding) -> str:
     if f.rule == "denied-package" and ": " in f.message:
         reason = f.message.split(": ", 1)[1]
         return reason.split("; required by ", 1)[0]
+    if f.rule == "override-used":  # the record's reason, never the list of all it let in
+        why = f.evidence.get("reason")
+        return info(f.rule).title.lower() + (f" ({why})" if why else "")
     return info(f.rule).title.lower() if f.rule in _BY_TITLE else f.message
 
 
@@ -118,20 +123,29 @@ def groups(findings: list[Finding]) -> list[Group]:
         key = (f.rule, _reason(f))
         group = out.setdefault(key, Group(f.rule, f.severity, key[1]))
         group.severity = max(group.severity, f.severity, key=lambda s: s.rank)
+        group.count += 1
         if f.subject not in group.subjects:
             group.subjects.append(f.subject)
     return sorted(out.values(), key=lambda g: -g.severity.rank)
+
+
+#: baseline rules whose finding says the vendor build was there at `guard install`
+_WAS_THERE = frozenset({"vendor-missing", "vendor-not-baseline", "vendor-files-changed"})
 
 
 def _happened(findings: list[Finding]) -> list[str]:
     """``torch 2.4.1+das… replaced by community 2.7.0``, ``14 nvidia-* wheels added``, ..."""
     out: list[str] = []
     replaced = {f.subject for f in findings if f.rule == "vendor-replaced"}
+    recorded = {f.subject for f in findings if f.rule in _WAS_THERE}
     for f in findings:
         ev = f.evidence
         if f.rule == "vendor-replaced" and ev.get("policy") and ev.get("installed"):
             kind = "a community CUDA build" if "+cu" in str(ev["installed"]) else "community"
-            out.append(f"{f.subject} {ev['policy']} replaced by {kind} {ev['installed']}")
+            if f.subject in recorded:  # the baseline had the vendor build: it was replaced
+                out.append(f"{f.subject} {ev['policy']} replaced by {kind} {ev['installed']}")
+            else:  # it may never have been there (nothing recorded says it was)
+                out.append(f"{f.subject} is {kind} {ev['installed']}, not {ev['policy']}")
         elif f.rule == "vendor-replaced":
             out.append(f"{f.subject} replaced by a community build")
         elif f.rule == "vendor-mismatch":

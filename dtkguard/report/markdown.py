@@ -28,7 +28,7 @@ def group_table(findings: list) -> list[str]:
     for g in groups(findings):
         shown = ", ".join(g.subjects[:8]) + (" …" if len(g.subjects) > 8 else "")
         rows.append(
-            f"| {g.severity.value} | `{g.rule}` | {len(g.subjects)} | {_cell(shown)} "
+            f"| {g.severity.value} | `{g.rule}` | {max(g.count, len(g.subjects))} | {_cell(shown)} "
             f"| {_cell(g.reason)} |"
         )
     return rows

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
 from dtkguard.findings import Finding, Severity, sort_key
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass
+@record
 class Report:
     """What one run found, about which target, under which policy."""
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.env.environment import Environment
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.record import field, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -13,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass
+@record
 class CheckContext:
     env: Environment
     policy: CompiledPolicy

@@ -23,7 +23,7 @@ RULES = (
     ),
 )
 
-_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_NAME = r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)"  # compiled on first use
 
 
 def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
@@ -31,7 +31,7 @@ def _required_by(ctx: CheckContext) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for dist in ctx.env:
         for line in dist.requires_dist:
-            if m := _NAME.match(line):
+            if m := re.match(_NAME, line):
                 out.setdefault(canonical(m.group(1)), []).append(f"{dist.name} {dist.version}")
     return {name: list(dict.fromkeys(parents)) for name, parents in out.items()}
 

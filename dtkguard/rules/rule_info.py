@@ -5,16 +5,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dtkguard.findings import Finding, Severity
+from dtkguard.record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuleInfo:
     """One rule, declared once in the module that reports it."""
 

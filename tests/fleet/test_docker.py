@@ -126,8 +126,8 @@ def test_gate_fails_the_build_with_one_line_a_finding(image_root):
     lines = proc.stdout.splitlines()
     # the answer first (what happened), then the findings grouped, then one line a finding
     assert lines[0] == (
-        "What happened: torch 2.4.1+das.opt1.dtk25041 replaced by community 2.4.1; "
-        "2 nvidia-* wheel(s) added"
+        "What happened: torch is community 2.4.1, not 2.4.1+das.opt1.dtk25041; "
+        "2 nvidia-* wheel(s) added"  # no baseline in the image: nothing says it was replaced
     )
     details = lines[lines.index("Details:") + 1 : -1]
     assert [line.split()[:3] for line in details] == [

@@ -148,8 +148,12 @@ def test_the_readme_recovery_recipe_top_to_bottom(env: Guarded, tmp_path: Path) 
     assert head[1].startswith(f"What happened: torch {TORCH} replaced by community 2.7.0; ")
     assert "14 nvidia-* wheel(s) added" in head[1]
     assert head[2].startswith(f"Fix: dtkguard restore --python {py}")
+    assert f"vllm is community 0.9.2, not {DAS_25041['vllm']}" in head[1]  # never held it
     groups = out[out.index("Findings by rule") : out.index("Details:")]
     assert groups.count("denied-package x14 [nvidia-") == 1, groups
+    # the override's record is one short heading, not the list of all it let in again
+    assert "HIGH override-used [guard]: guard override used (test: clobber on purpose)" in groups
+    assert max(map(len, groups.splitlines())) < 400, groups
 
     # the plan keeps what dtkpip installed with the guard's approval
     code, out = run_line(dry)
@@ -190,6 +194,19 @@ def test_the_readme_recovery_recipe_top_to_bottom(env: Guarded, tmp_path: Path) 
     assert f'dtkguard undo 2 --python {py} --override "reason"' in out
     assert "DTKGUARD_OVERRIDE" not in out and "  - remove" not in out  # no plan, no pip
     assert files(g) == state and history(g) == journal  # no history entry for a refusal
+
+    # the way it names works; undoing that undo does the restore again, and ends as it did
+    code, out = run_line(f'{undo} --override "look at it again"')
+    assert code == 0 and g.venv.installed()["vllm"] == "0.9.2", out
+    code, out = run_line(undo)  # removing vllm 0.9.2 is not removing a vendor build
+    assert code == 1 and "the vendor build vllm" not in out, out
+    assert "it would remove vllm 0.9.2 (the guard refuses removing vllm, a name" in out, out
+    code, out = run_line(f'{undo} --override "restore again"')
+    assert code == 0 and g.venv.installed() == approved, out
+    assert import_torch(g) == ""
+    proc = g.dtkguard("check", "--python", py, "--policy", str(g.policy))
+    assert proc.returncode == 0, proc.stdout  # no override record left behind: archived again
+    assert "override record(s) archived" in history(g)[-1]["note"]
 
 
 def test_the_baseline_follows_approved_changes_and_undo(env: Guarded, tmp_path: Path) -> None:
@@ -232,14 +249,23 @@ def test_a_denied_suggestion_is_never_printed(env: Guarded) -> None:
     from dtkguard.rules.catalog import is_known
 
     policy = load_policy(str(env.policy), known_rule=is_known)
-    for request in ("nvidia-nccl-cu12==2.21.5", "vllm==0.9.2", "pins-torch==2.0"):
+    requests = ("nvidia-nccl-cu12==2.20.5", "nvidia-nccl-cu12==2.21.5", "vllm==0.9.2")
+    for request in (*requests, "pins-torch==2.0", "torch==2.7.0", "xformers"):
         proc = env.dtkpip("install", *env.index_args, request)
         assert proc.returncode == 1, proc.stderr
         instead = proc.stderr.split("What to do instead:", 1)[-1]
         for name, version in re.findall(r"'([A-Za-z0-9_.-]+)==([^']+)'", instead):
             assert allowed(policy, name, version), (name, version, proc.stderr)
+        # "pick another release": only of a name the policy neither pins nor denies
+        for name in re.findall(r"pick an? ([A-Za-z0-9_.-]+) release", instead):
+            assert not policy.vendor_build(name) and not policy.deny_rule(name), instead
+        # "ask for a vendor build": only where the policy would take one
+        for name in re.findall(r"Ask for a vendor build of ([A-Za-z0-9_.-]+)", instead):
+            rule = policy.deny_rule(name)
+            assert rule is None or rule.vendor_builds_ok, (name, instead)
         if request.startswith("nvidia"):
             assert "'nvidia-nccl-cu12==" not in proc.stderr, proc.stderr
+            assert "do not install nvidia-nccl-cu12: denied by the policy (" in instead
 
 
 def test_check_judges_the_env_dtkpip_would(env: Guarded, tmp_path: Path) -> None:
@@ -282,3 +308,53 @@ def test_true_words(env: Guarded) -> None:
     assert proc.returncode == 1
     assert "this environment keeps vllm" not in proc.stderr
     assert f"the policy allows vllm only as {DAS_25041['vllm']}" in proc.stderr, proc.stderr
+
+
+def test_an_approved_override_keeps_only_what_the_policy_allows(env: Guarded) -> None:
+    """`dtkpip --override` is an approved transaction: the baseline takes in what the decision
+    core allows of it (vllm's plain dependencies), never the community vllm, torch or the
+    nvidia-* wheels; restore says why each of those goes, and keeps the rest."""
+    g, py = env, str(env.venv.python)
+    proc = g.dtkpip("--override", "hotfix INC-2", "install", *g.index_args, "vllm==0.9.2")
+    assert proc.returncode == 0, proc.stderr
+    clobbered = g.venv.installed()
+    assert clobbered["vllm"] == "0.9.2" and clobbered["torch"] == "2.7.0"
+    dists = baseline_of(g)["dists"]
+    assert "fastapi" in dists and "vllm" not in dists and dists["torch"]["version"] == TORCH
+    assert not [k for k in dists if k.startswith("nvidia-")]
+
+    plan = g.dtkguard("restore", "--python", py, "--dry-run").stdout
+    [vllm] = [line for line in plan.splitlines() if line.startswith("  - vllm ")]
+    assert vllm == (
+        f"  - vllm 0.9.2 (a community build): the policy allows vllm only as {DAS_25041['vllm']}"
+    )  # it came through dtkpip: never "not through dtkpip or dtkuv"
+    assert "fastapi" not in plan and "not through dtkpip or dtkuv" not in plan, plan
+
+    proc = g.dtkguard("restore", "--python", py, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    have = g.venv.installed()
+    assert "vllm" not in have and have["torch"] == TORCH
+    assert have["fastapi"] == clobbered["fastapi"]  # approved, allowed: kept
+    assert import_torch(g) == ""
+
+
+def test_undo_of_a_restore_to_guard_install_gives_the_approved_baseline_back(
+    env: Guarded, tmp_path: Path
+) -> None:
+    """`restore --to guard-install` takes the baseline back there; its undo puts back what
+    dtkuv installed with the guard's approval and the baseline with it: a later `restore`
+    keeps it (and never says it came "not through dtkpip or dtkuv")."""
+    g, py = env, str(env.venv.python)
+    uv = hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    proc = g.dtkguard("uv", "--python", py, "pip", "install", *g.index_args, "accelerate", env=uv)
+    assert proc.returncode == 0, proc.stderr
+    approved = g.venv.installed()
+    proc = g.dtkguard("restore", "--python", py, "--to", "guard-install", "--yes")
+    assert proc.returncode == 0 and "accelerate" not in g.venv.installed(), proc.stdout
+    assert "accelerate" not in baseline_of(g)["dists"]
+    proc = g.dtkguard("undo", "--python", py, "--yes")
+    assert proc.returncode == 0 and g.venv.installed() == approved, proc.stdout + proc.stderr
+    assert "accelerate" in baseline_of(g)["dists"]
+    plan = g.dtkguard("restore", "--python", py, "--dry-run").stdout
+    assert "nothing to do" in plan and "not through dtkpip or dtkuv" not in plan, plan
+    assert import_torch(g) == ""

@@ -1,5 +1,5 @@
 """`CompiledPolicy.deny_rule` tries the deny patterns one by one only for a name one of them
-matches (one regex of them all first): it must answer exactly as trying each pattern does."""
+may match (one whose literal head starts it): it must answer exactly as trying each pattern does."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ from dtkguard.policy.compiled import CompiledPolicy, DenyRule
 from dtkguard.policy.load import load_policy
 from dtkguard.rules.catalog import is_known
 
-PATTERNS = ("nvidia-*-cu12", "torch", "cupy-cuda*", "a?c", "x[0-9]*y*z", "*-gpu", "[!q]ueue", "*")
+PATTERNS = (
+    "nvidia-*-cu12", "torch", "cupy-cuda*", "a?c", "x[0-9]*y*z", "*-gpu", "[!q]ueue", "b[c", "",
+    "*",
+)  # fmt: skip
 NAMES = (
     "nvidia-cublas-cu12", "nvidia-cublas-cu11", "torch", "torchvision", "cupy-cuda12x", "abc",
-    "ab", "x1yz", "x1y2z3", "xay", "onnxruntime-gpu", "gpu", "queue", "aueue", "", "-",
+    "ab", "x1yz", "x1y2z3", "xay", "onnxruntime-gpu", "gpu", "queue", "aueue", "", "-", "b[c",
+    "b", "bc", "nvidia-",
 )  # fmt: skip
 
 

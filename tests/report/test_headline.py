@@ -12,6 +12,7 @@ import pytest
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.report import Report, render
+from dtkguard.report.headline import headline
 from tests.fleet.factory import node_report, write
 
 TORCH = "2.4.1+das.opt1.dtk25041"
@@ -130,3 +131,42 @@ def test_fleet_markdown_leads_with_what_happened(tmp_path: Path) -> None:
     denied = [line for line in lines if line.startswith("- denied-package (critical) ")]
     assert len(denied) == 1 and "on 3 node(s)" in denied[0] and "nvidia-cublas-cu12" in denied[0]
     assert md.index("### What happened") < md.index("### Most common findings")
+
+
+def test_a_vendor_build_never_recorded_is_not_called_replaced() -> None:
+    """`pip install vllm==0.9.2` on an env that never held the vendor vllm: the baseline's
+    findings name torch (it was there and is gone), none names vllm; the headline says what
+    vllm is, not that a vendor build was replaced."""
+    vllm = Finding(
+        "vendor-replaced",
+        Severity.CRITICAL,
+        "vllm",
+        "vllm 0.9.2 (a community build) replaced the vendor build 0.8.5.post1+das.opt1.dtk25041",
+        evidence={"installed": "0.9.2", "policy": "0.8.5.post1+das.opt1.dtk25041"},
+    )
+    head = headline(report([*clobbered(), vllm])).happened
+    assert head[0] == f"torch {TORCH} replaced by community 2.7.0"
+    assert "vllm is community 0.9.2, not 0.8.5.post1+das.opt1.dtk25041" in head
+    assert not [h for h in head if h.startswith("vllm") and "replaced" in h]
+
+
+def test_override_records_share_one_short_heading() -> None:
+    """Each override record lists everything it let in: its group heading carries the record's
+    reason, never that list; records of one reason are one group, counted."""
+    let_in = "; ".join(f"{n} 12.6 is denied by policy site: {REASON}" for n in NVIDIA)
+    records = [
+        Finding(
+            "override-used",
+            Severity.HIGH,
+            "guard",
+            f"root overrode the guard on 2026-12-01T10:0{i}:00Z (hotfix): {let_in}",
+            evidence={"reason": "hotfix", "time": f"2026-12-01T10:0{i}:00Z"},
+        )
+        for i in range(3)
+    ]
+    lines = render(report([*clobbered(), *records]), "table", color=False).splitlines()
+    groups = lines[lines.index(f"Findings by rule ({len(clobbered()) + 3}):") + 1 :]
+    [override] = [g for g in groups[: groups.index("Details:")] if "override-used" in g]
+    assert override == "  HIGH override-used x3 [guard]: guard override used (hotfix)"
+    md = render(report([*clobbered(), *records]), "markdown")
+    assert "| high | `override-used` | 3 | guard | guard override used (hotfix) |" in md
