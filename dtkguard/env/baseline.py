@@ -136,15 +136,27 @@ def pyc_body_sha256(path: str | os.PathLike[str], root: Root | None = None) -> s
 MAX_BASELINE_BYTES = 64 << 20
 
 
+#: the last baseline `load` parsed and validated in this process: (its bytes, its data)
+_parsed: tuple[bytes, dict[str, Any]] | None = None
+
+
 def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, Any] | None:
     """A baseline file; None when there is none; `InputError` when it is not a baseline: not
     a regular file, past `MAX_BASELINE_BYTES`, not JSON (nesting, huge integers), or a field
-    of the wrong type (`validate`)."""
+    of the wrong type (`validate`).
+
+    The file is read on every call; the same bytes as the last call's are not parsed and
+    validated again (a dtkpip or dtkuv run reads the baseline in its verdict and once more to
+    follow the change): that data is shared, so callers read it and never change it in place
+    (`dtkguard.guard.baseline.follow_baseline` copies what it changes)."""
+    global _parsed
     from dtkguard.util.safe_read import read_capped, reason
     from dtkguard.util.text import json_loads, parse_int_checked_after
 
     try:
         raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline", root=root)
+        if _parsed is not None and _parsed[0] == raw:
+            return _parsed[1]
         # `validate` checks every integer's type; the interpreter bounds their digits
         data = json_loads(raw, parse_int=parse_int_checked_after())
     except FileNotFoundError:
@@ -158,7 +170,115 @@ def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, An
     problem = validate(data)
     if problem:
         raise InputError(f"not a dtkguard baseline: {problem}", file=str(path))
+    _parsed = (raw, data)
     return data
+
+
+def table_lines(text: str) -> dict[str, str]:
+    """{top-level key: its line, without the comma} of a baseline text written one table a
+    line in sorted order (`dtkguard.guard.baseline.dumps`); {} for any other layout."""
+    if not (text.startswith("{\n") and text.endswith("\n}\n")):
+        return {}
+    decoder = json.JSONDecoder()
+    out: dict[str, str] = {}
+    for line in text[2:-3].split("\n"):
+        try:
+            key, end = decoder.raw_decode(line)
+        except (ValueError, RecursionError):
+            return {}
+        if not isinstance(key, str) or line[end : end + 2] != ": " or (out and key <= max(out)):
+            return {}
+        out[key] = line[:-1] if line.endswith(",") else line
+    return out
+
+
+def _vouched(path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes of the baseline at ``path`` when the guard's manifest beside it vouches for
+    them (their sha256: the guard wrote them, whole and valid); None otherwise."""
+    from dtkguard.util.safe_read import read_capped
+
+    try:
+        raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline")
+        listed = read_capped(Path(path).parent / "manifest.json", 16 << 20)
+        if _sha256_of(raw) != json.loads(listed.decode("utf-8"))["files"][str(path)]["sha256"]:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return raw
+
+
+def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:
+    """(text, `table_lines`) of the baseline at ``path`` when the manifest vouches for its
+    bytes (`_vouched`) and they are one table a line; None otherwise (`load` it whole)."""
+    global _split
+    raw = _vouched(path)
+    if raw is None:
+        return None
+    if _split is None or _split[0] != raw:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        _split = (raw, text, table_lines(text))
+    _, text, lines = _split
+    if lines.get("format") != f'"format": {json.dumps(FORMAT)}' or "vendor" not in lines:
+        return None
+    return text, dict(lines)
+
+
+#: the last bytes `vouched_lines` split: (bytes, text, `table_lines`)
+_split: tuple[bytes, str, dict[str, str]] | None = None
+
+
+def line_value(lines: dict[str, str], key: str) -> Any:
+    """The value of table ``key``'s line (`table_lines`); `ValueError` when it is no JSON."""
+    from dtkguard.util.text import json_loads, parse_int_checked_after
+
+    return json_loads(lines[key][len(json.dumps(key)) + 2 :], parse_int=parse_int_checked_after())
+
+
+def _one_line(raw: bytes, key: str) -> str | None:
+    """The line of top-level table ``key`` in a baseline written one table a line, found
+    without reading the others (a raw newline is never inside a JSON value); None when it
+    is not there exactly once."""
+    head = f"\n{json.dumps(key)}: ".encode()
+    start = raw.find(head)
+    if start < 0 or raw.find(head, start + 1) >= 0:
+        return None
+    end = raw.find(b"\n", start + 1)
+    line = raw[start + 1 : end if end >= 0 else len(raw)]
+    try:
+        return line.removesuffix(b",").decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def load_dists(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``dists`` table of the baseline at ``path`` (None: no baseline), validated as
+    `load` validates it; only that line is read when the manifest vouches for the file's
+    bytes (`_vouched`) and it is one table a line, else the file is `load`ed whole
+    (`InputError` as there)."""
+    raw = _vouched(path)
+    lines = {k: _one_line(raw, k) for k in ("format", "dists")} if raw is not None else {}
+    if lines.get("format") == f'"format": {json.dumps(FORMAT)}' and lines.get("dists"):
+        try:
+            dists = line_value(lines, "dists")  # type: ignore[arg-type]
+        except ValueError:
+            dists = None
+        if isinstance(dists, dict) and validate({"dists": dists, "vendor": {}}) is None:
+            return dists
+    data = load(path)
+    return data["dists"] if data is not None else None
+
+
+def loaded_text(data: dict[str, Any]) -> str | None:
+    """The text `load` parsed ``data`` from (the very object it returned), else None."""
+    if _parsed is None or _parsed[1] is not data:
+        return None
+    try:
+        return _parsed[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _wrong(value: Any, fields: Mapping[str, type | tuple[type, ...]], where: str) -> str | None:
@@ -206,6 +326,18 @@ def validate(data: dict[str, Any]) -> str | None:
     return None
 
 
+#: the last bytes `_sha256_of` hashed and their hex digest
+_hashed: tuple[bytes, str] | None = None
+
+
+def _sha256_of(data: bytes) -> str:
+    """Hex sha256 of ``data``; the same bytes as the last call's are not hashed again."""
+    global _hashed
+    if _hashed is None or _hashed[0] != data:
+        _hashed = (data, hashlib.sha256(data).hexdigest())
+    return _hashed[1]
+
+
 def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
     """The baseline's digest differs from the one the guard's manifest holds (its paths are
     the ones the guarded interpreter sees, so an image's own manifest is read by inner path);
@@ -218,7 +350,7 @@ def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
         text = read_capped(host.parent / "manifest.json", 16 << 20, root=root)
         entry = json_loads(text.decode("utf-8"))["files"][inner]
         data = read_capped(host, MAX_BASELINE_BYTES, root=root)
-        return hashlib.sha256(data).hexdigest() != entry["sha256"]
+        return _sha256_of(data) != entry["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         return False  # no manifest (a copied baseline): it stands on its own
 

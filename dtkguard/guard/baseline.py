@@ -12,6 +12,7 @@ import json
 import os
 import time
 
+from dtkguard.decision import canonical
 from dtkguard.env.baseline import (
     FORMAT,
     comparable,
@@ -21,13 +22,14 @@ from dtkguard.env.baseline import (
     record_digest,
     restore_command,
     sha256_file,
+    table_lines,
 )
 from dtkguard.env.root import Root
 from dtkguard.errors import DtkguardError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from dtkguard.env.dist import Dist
@@ -206,10 +208,20 @@ def record(interp: Interpreter, policy: CompiledPolicy, lock: Lock | None = None
     }
 
 
-def dumps(data: dict[str, Any]) -> str:
+def dumps(data: dict[str, Any], previous: tuple[dict[str, Any], str] | None = None) -> str:
     """The baseline's text: one line per top-level table (``indent`` would make json use its
-    pure-Python encoder, 3x slower on a 10,000-file torch, and every change rewrites it)."""
-    parts = [f"{json.dumps(k)}: {json.dumps(data[k], sort_keys=True)}" for k in sorted(data)]
+    pure-Python encoder, 3x slower on a 10,000-file torch, and every change rewrites it).
+    ``previous``: (data as `load` returned it, the text it was parsed from): a table that is
+    still that very object keeps its line of that text (a change that moves ``dists`` does
+    not encode the vendor builds' 10,000 files again)."""
+    lines = table_lines(previous[1]) if previous is not None else {}
+    if previous is not None and set(lines) != set(previous[0]):
+        lines = {}  # not one line per table of that data
+    parts = [
+        lines[k] if k in lines and data[k] is previous[0][k]  # type: ignore[index]
+        else f"{json.dumps(k)}: {json.dumps(data[k], sort_keys=True)}"
+        for k in sorted(data)
+    ]  # fmt: skip
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
@@ -357,6 +369,7 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     for dist in from_python(interp.python):
         installed.setdefault(dist.key, dist)
     moved = []
+    dists = data["dists"] = dict(dists)  # the loaded data is shared (`load`): not changed
     for key, _before, after in changes:
         if key in data["vendor"]:
             continue
@@ -402,35 +415,61 @@ def _tripwire_mode(path: Any) -> str | None:
     return None
 
 
-def follow(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
+def follow(
+    interp: Interpreter,
+    changes: Any = (),
+    *,
+    approved: bool = True,
+    touched: Sequence[str] | None = None,
+) -> list[str]:
     """`follow_baseline`, never failing the change it follows: what could not be written is
     one warning on stderr (the next `check` still compares with the baseline as it was)."""
     import sys
 
     try:
-        return follow_baseline(interp, changes, approved=approved)
+        return follow_baseline(interp, changes, approved=approved, touched=touched)
     except (OSError, DtkguardError) as exc:
         sys.stderr.write(f"dtkguard: warning: the baseline did not follow this change: {exc}\n")
         return []
 
 
-def follow_baseline(interp: Interpreter, changes: Any = (), *, approved: bool = True) -> list[str]:
+def follow_baseline(
+    interp: Interpreter,
+    changes: Any = (),
+    *,
+    approved: bool = True,
+    touched: Sequence[str] | None = None,
+) -> list[str]:
     """After a journalled change (dtkpip, dtkuv, restore, undo) of ``interp``'s environment:
     move the baseline forward by the ``changes`` ([(key, before, after)]) of an ``approved``
     one, and when the vendor builds match the baseline again take in their new size and
     mtime and write the import tripwire's file again (so it is quiet after a restore).
+    ``touched``: the names the change's plan installed or removed, when known: a change of
+    none of the baseline's vendor builds only moves ``dists`` (what else changed a vendor
+    build's files is `check`'s finding, and the tripwire's until a restore).
     Returns what moved, plus ``"refreshed"`` when the snapshot was; [] with no baseline or one
     the manifest does not vouch for."""
-    from dtkguard.env.baseline import baseline_path, load, tampered
+    from dtkguard.env.baseline import baseline_path, load, loaded_text, tampered
 
     path = baseline_path(interp.prefix)
+    if touched is not None:
+        lines = _follow_lines(interp, path, changes, touched, approved)
+        if lines is not None:
+            return lines
     try:
-        data = load(path)
+        loaded = load(path)
     except DtkguardError:
         return []
-    if data is None or tampered(str(path), path):
+    if loaded is None or tampered(str(path), path):
         return []
+    text = loaded_text(loaded)
+    if text is None:
+        text = path.read_text(encoding="utf-8")
+    data = dict(loaded)  # shared with every reader of these bytes (`load`): copied to change
     moved = _move(data, interp, changes) if approved and changes else []
+    if touched is not None and not {canonical(t) for t in touched} & set(data["vendor"]):
+        _write_if_changed(interp, path, dumps(data, (loaded, text)), text)
+        return moved
     stale: dict[str, dict[str, int]] = {}
     left = compare(data, fresh=stale)  # hashes only files whose stat changed
     if stale:  # files with their recorded bytes at a new stat: take that stat in
@@ -440,12 +479,53 @@ def follow_baseline(interp: Interpreter, changes: Any = (), *, approved: bool = 
         fresh, matched = data, not left
     if matched:
         data = fresh
-    text = dumps(data)
-    if text != path.read_text(encoding="utf-8"):
-        _write_guard_file(interp, path, text)
+    _write_if_changed(interp, path, dumps(data, (loaded, text)), text)
     if matched and _write_tripwire(interp, data):
         moved.append("refreshed")
     return moved
+
+
+def _follow_lines(
+    interp: Interpreter, path: Any, changes: Any, touched: Sequence[str], approved: bool
+) -> list[str] | None:
+    """`follow_baseline` of a change that touched no vendor build, on a baseline the manifest
+    vouches for (`vouched_lines`): only its ``dists`` and ``guard_install`` lines are read and
+    written again; the vendor builds' line (their 10,000 files) is kept as it is. None when a
+    name the change touched may be a vendor build's (its key is in that line's text) or the
+    file is not such a baseline: follow it whole."""
+    from dtkguard.env.baseline import line_value, validate, vouched_lines
+
+    found = vouched_lines(path)
+    if found is None:
+        return None
+    text, lines = found
+    names = {canonical(t) for t in touched} | {key for key, _, _ in changes}
+    if any(f"{json.dumps(key)}: {{" in lines["vendor"] for key in names):
+        return None
+    try:
+        data: dict[str, Any] = {
+            k: line_value(lines, k) for k in ("dists", "guard_install", "created") if k in lines
+        }
+    except ValueError:
+        return None
+    if validate({"dists": data.get("dists"), "vendor": {}}) or not isinstance(
+        data.get("guard_install", {}), dict
+    ):
+        return None
+    data["vendor"] = {}  # none of the names is a vendor build's (above)
+    moved = _move(data, interp, changes) if approved and changes else []
+    for key in ("dists", "guard_install"):
+        if key in data:
+            lines[key] = f"{json.dumps(key)}: {json.dumps(data[key], sort_keys=True)}"
+    _write_if_changed(
+        interp, path, "{\n" + ",\n".join(lines[k] for k in sorted(lines)) + "\n}\n", text
+    )
+    return moved
+
+
+def _write_if_changed(interp: Interpreter, path: Any, text: str, was: str) -> None:
+    if text != was:
+        _write_guard_file(interp, path, text)
 
 
 def _write_tripwire(interp: Interpreter, data: dict[str, Any]) -> bool:

@@ -378,7 +378,7 @@ def _journalled(
     from dtkguard.guard.journal import journalled
 
     def then(txn: Transaction) -> None:
-        follow(interp, txn.changes())
+        follow(interp, txn.changes(), touched=touches)
 
     argv = ["dtkpip", *pip_args]
     return journalled(interp.python, "dtkpip", argv, run, then, touches=touches or None)

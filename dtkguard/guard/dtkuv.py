@@ -8,7 +8,9 @@ real uv once with the same arguments. Every other uv command runs unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
+from dtkguard.guard.owned import dist_key
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
@@ -49,6 +52,11 @@ if TYPE_CHECKING:
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
+#: uv's words when the environment already satisfies the request (its dry run's "Audited")
+_CHECKED = re.compile(r"^Checked \d+ packages? in ")
+#: a requirement by name (``torch``, ``torch==2.4.1``, ``rich[jupyter]>=13``), no path or URL
+_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~][^@/\\]*)?$")
+_META = (".dist-info", ".egg-info")
 
 
 def _say(text: str) -> None:
@@ -161,11 +169,42 @@ class _Run:
                 return self._uninstall()
             from dtkguard.guard.run_effects import Refused
 
+            if self.satisfied(pins):
+                return self.untouched(0)
             try:
                 self.start_watch()
                 return self._install(pins)
             except Refused as exc:
                 return self.stop(exc.problems, self.put_back())
+
+    def satisfied(self, pins: list[str]) -> bool:
+        """The environment already holds what ``uv pip install`` asks for: uv's dry run with
+        ``--no-build`` (which runs no code: builds are refused) took uv's satisfied path
+        (``Checked N packages``, no resolution), whose check reads installed metadata only
+        and is the same with builds allowed. Then nothing runs, so nothing is watched; uv's
+        words are said. False (plan and watch as usual) when it did anything else."""
+        if self.sub.command != "install" or self.sub.has("--no-build") or not self.installed():
+            return False
+        probe = uv_dry_run(self.uv, [*self.args, "--dry-run", "--no-build", *pins], self.env, set())
+        lines = probe.stderr.splitlines()
+        audited = any(_CHECKED.match(line) for line in lines)
+        if not probe.ok or probe.install or probe.remove or not audited:
+            return False
+        if any(line.startswith("Resolved ") for line in lines):
+            return False
+        self.same_environment(probe)
+        _say(quiet_output(probe))
+        return True
+
+    def installed(self) -> bool:
+        """Every requirement named on the command line is installed (by name; a path, URL
+        or ``-r`` file counts as maybe): else uv cannot be satisfied and is not asked."""
+        names = set()
+        for site in {self.interp.purelib, self.interp.platlib or self.interp.purelib}:
+            with contextlib.suppress(OSError):
+                names |= {dist_key(e) for e in os.listdir(site) if e.endswith(_META)}
+        plain = [a for a in self.sub.positionals() if _PLAIN.match(a)]
+        return all(requirement_name(a) in names for a in plain)
 
     def start_watch(self) -> None:
         """The environment as it is before uv's first run, and the hook's build journal of
@@ -436,7 +475,7 @@ class _Run:
             return code
 
         def then(txn: Transaction) -> None:
-            follow(self.interp, txn.changes())
+            follow(self.interp, txn.changes(), touched=self.touches)
 
         argv = ["dtkuv", *args]
         code = journalled(

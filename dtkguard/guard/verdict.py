@@ -135,9 +135,11 @@ def judge(
     after = after_install(before, plan.install, site, gone_names)
     # the baseline family compares the files on disk, which a plan has not changed yet: the
     # environment after it has the same findings there, none of them introduced. Its rule ids
-    # are its own, so before the change it matters only to a plan that removes (vendor-missing)
-    families = [f for f in ENVIRONMENT_CHECKS if f != "baseline"]
-    now = ENVIRONMENT_CHECKS if gone_names else families
+    # are its own, so before the change it matters only to a plan that removes (vendor-missing).
+    # The store family judges the guard's own state (its layers, store, journal), which no
+    # plan changes: the same findings before and after, never introduced, so not run at all
+    families = [f for f in ENVIRONMENT_CHECKS if f not in ("baseline", "store")]
+    now = [f for f in ENVIRONMENT_CHECKS if f != "store"] if gone_names else families
     old = {_key(f) for f in run_checks(CheckContext(before, policy), now, housekeeping=False)}
     new = run_checks(CheckContext(after, policy), families, housekeeping=False)
     seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}

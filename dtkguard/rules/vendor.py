@@ -89,17 +89,18 @@ def _baseline_versions(ctx: CheckContext) -> dict[str, str] | None:
     """{name: version} of the guard's baseline (None: none readable). A vendor requirement
     already unmet when the env was guarded is the image's own state, not a change's: only what
     broke since is reported."""
-    from dtkguard.env.baseline import load
+    from dtkguard.env.baseline import load, load_dists
     from dtkguard.errors import InputError
-    from dtkguard.rules.baseline import baseline_files, load_baseline
+    from dtkguard.rules.baseline import baseline_files
 
     for _, host in baseline_files(ctx.env):
         try:
-            data = load_baseline(ctx.env, host) if ctx.env.root.is_host else load(host)
+            # on this host only its `dists` line is read (a dtkpip verdict runs this twice)
+            dists = load_dists(host) if ctx.env.root.is_host else (load(host) or {}).get("dists")
         except InputError:
             return None
-        if data:
-            return {k: str(v.get("version")) for k, v in (data.get("dists") or {}).items()}
+        if dists is not None:
+            return {k: str(v.get("version")) for k, v in (dists or {}).items()}
     return None
 
 

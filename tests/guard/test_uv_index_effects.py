@@ -107,14 +107,16 @@ def _assert_put_back(g: Guarded, before, proc, inodes, targets, plants) -> None:
     assert g.venv.installed()["torch"] == TORCH
 
 
-@pytest.mark.parametrize("source", ["path", "index"])
+@pytest.mark.parametrize("source", ["path", "index", "beside-installed"])
 @pytest.mark.parametrize("late", [False, True], ids=["in-the-plan", "in-the-real-run"])
 def test_a_build_uv_runs_is_refused_and_put_back(
     fresh: Guarded, uv: str, tmp_path: Path, late: bool, source: str
 ) -> None:
     """An sdist whose backend rewrites torch/__init__.py and bin/activate in place (same size,
     same mtime) and plants files, when uv imports it to plan (its dry run) or only while it
-    builds the wheel (the real run): refused, and the guard puts everything back."""
+    builds the wheel (the real run): refused, and the guard puts everything back. Beside an
+    installed name (``torch SDIST``) too: dtkuv asks uv first whether the environment is
+    already satisfied, without builds, and that must not let the build run unwatched."""
     g = fresh
     (tmp_path / "index").mkdir()
     sdist, targets, plants = _evil_sdist(g, tmp_path / "index", late)
@@ -123,6 +125,8 @@ def test_a_build_uv_runs_is_refused_and_put_back(
     cache = tmp_path / "cache"
     if source == "path":
         proc = _dtkuv(g, cache, uv, "install", "--no-deps", "--no-index", str(sdist))
+    elif source == "beside-installed":
+        proc = _dtkuv(g, cache, uv, "install", "--no-deps", "--no-index", "torch", str(sdist))
     else:
         with serve_index(tmp_path / "index") as index:
             proc = _dtkuv(g, cache, uv, "install", "--no-deps", "-i", index.url, "evilbuild")
