@@ -177,6 +177,8 @@ def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, An
 def table_lines(text: str) -> dict[str, str]:
     """{top-level key: its line, without the comma} of a baseline text written one table a
     line in sorted order (`dtkguard.guard.baseline.dumps`); {} for any other layout."""
+    import json  # on use, as elsewhere in this module
+
     if not (text.startswith("{\n") and text.endswith("\n}\n")):
         return {}
     decoder = json.JSONDecoder()
@@ -195,6 +197,8 @@ def table_lines(text: str) -> dict[str, str]:
 def _vouched(path: str | os.PathLike[str]) -> bytes | None:
     """The bytes of the baseline at ``path`` when the guard's manifest beside it vouches for
     them (their sha256: the guard wrote them, whole and valid); None otherwise."""
+    import json  # on use, as elsewhere in this module
+
     from dtkguard.util.safe_read import read_capped
 
     try:
@@ -210,6 +214,8 @@ def _vouched(path: str | os.PathLike[str]) -> bytes | None:
 def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:
     """(text, `table_lines`) of the baseline at ``path`` when the manifest vouches for its
     bytes (`_vouched`) and they are one table a line; None otherwise (`load` it whole)."""
+    import json  # on use, as elsewhere in this module
+
     global _split
     raw = _vouched(path)
     if raw is None:
@@ -232,6 +238,8 @@ _split: tuple[bytes, str, dict[str, str]] | None = None
 
 def line_value(lines: dict[str, str], key: str) -> Any:
     """The value of table ``key``'s line (`table_lines`); `ValueError` when it is no JSON."""
+    import json  # on use, as elsewhere in this module
+
     from dtkguard.util.text import json_loads, parse_int_checked_after
 
     return json_loads(lines[key][len(json.dumps(key)) + 2 :], parse_int=parse_int_checked_after())
@@ -241,6 +249,8 @@ def _one_line(raw: bytes, key: str) -> str | None:
     """The line of top-level table ``key`` in a baseline written one table a line, found
     without reading the others (a raw newline is never inside a JSON value); None when it
     is not there exactly once."""
+    import json  # on use, as elsewhere in this module
+
     head = f"\n{json.dumps(key)}: ".encode()
     start = raw.find(head)
     if start < 0 or raw.find(head, start + 1) >= 0:
@@ -258,6 +268,8 @@ def load_dists(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     `load` validates it; only that line is read when the manifest vouches for the file's
     bytes (`_vouched`) and it is one table a line, else the file is `load`ed whole
     (`InputError` as there)."""
+    import json  # on use, as elsewhere in this module
+
     raw = _vouched(path)
     lines = {k: _one_line(raw, k) for k in ("format", "dists")} if raw is not None else {}
     if lines.get("format") == f'"format": {json.dumps(FORMAT)}' and lines.get("dists"):
