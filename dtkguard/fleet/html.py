@@ -15,7 +15,7 @@ from typing import Any
 from dtkguard import __version__
 from dtkguard.fleet.merge import Fleet
 from dtkguard.fleet.node import FAILING as FAILING_CONTAINER
-from dtkguard.fleet.render import counts_text, drift_text, headline
+from dtkguard.fleet.render import counts_text, drift_text, happened_groups, headline
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#1d232a}
@@ -80,6 +80,18 @@ def render_html(fleet: Fleet) -> str:
         f"<title>dtkguard fleet: {_e(fleet.verdict.upper())}</title>"
         f"<style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
+
+
+def _happened(fleet: Fleet) -> list[str]:
+    """What happened, as the Markdown view says it first: each rule's findings in one line."""
+    items = [
+        f'<li><code>{_e(rule)}</code> (<span class="{_e(severity)}">{_e(severity)}</span>) '
+        f"on {nodes} node(s): {_e(', '.join(subjects))}{' …' if more else ''}</li>"
+        for rule, severity, nodes, subjects, more in happened_groups(fleet)
+    ]
+    if not items:
+        return []
+    return ['<h2 id="happened">What happened</h2>', "<ul>", *items, "</ul>"]
 
 
 def _problems(fleet: Fleet) -> list[str]:
@@ -197,6 +209,7 @@ def _nodes(fleet: Fleet) -> list[str]:
 
 #: the page's sections in order; each gives its html lines, none when it has nothing to show
 _SECTIONS: tuple[Callable[[Fleet], list[str]], ...] = (
+    _happened,
     _problems,
     _duplicates,
     _drift,

@@ -40,18 +40,32 @@ def render_json(fleet: Fleet) -> str:
     return json.dumps(fleet.to_dict(), indent=2, default=str) + "\n"
 
 
-def happened(fleet: Fleet) -> list[str]:
-    """The most common findings grouped by rule: the answer before the tables."""
+def happened_groups(fleet: Fleet) -> list[tuple[str, str, int, list[str], bool]]:
+    """The most common findings grouped by rule and severity, the answer before the tables:
+    (rule, severity, nodes, the first subjects, whether there are more)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in fleet.common:
         groups.setdefault((c["rule"], c["severity"]), []).append(c)
-    out = []
-    for (rule, severity), items in groups.items():
-        subjects = ", ".join(_cell(c["subject"]) for c in items[:DRIFT_SHOWN])
-        more = " …" if len(items) > DRIFT_SHOWN else ""
-        nodes = max(c["nodes"] for c in items)
-        out.append(f"- {_cell(rule)} ({_cell(severity)}) on {nodes} node(s): {subjects}{more}")
-    return out
+    return [
+        (
+            rule,
+            severity,
+            max(c["nodes"] for c in items),
+            [c["subject"] for c in items[:DRIFT_SHOWN]],
+            len(items) > DRIFT_SHOWN,
+        )
+        for (rule, severity), items in groups.items()
+    ]
+
+
+def happened(fleet: Fleet) -> list[str]:
+    """`happened_groups` as Markdown list items."""
+    return [
+        f"- {_cell(rule)} ({_cell(severity)}) on {nodes} node(s): "
+        + ", ".join(_cell(s) for s in subjects)
+        + (" …" if more else "")
+        for rule, severity, nodes, subjects, more in happened_groups(fleet)
+    ]
 
 
 def render_markdown(fleet: Fleet) -> str:

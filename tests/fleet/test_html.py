@@ -65,6 +65,7 @@ def test_html_is_well_formed_with_every_section(tmp_path):
     assert parser.errors == [] and parser.stack == []
     assert html.startswith("<!DOCTYPE html>")
     assert parser.h2 == [
+        "What happened",
         "Reports missing or unreadable",
         "Duplicate reports (the worst of each set is kept)",
         "Drift from the lock",

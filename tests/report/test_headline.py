@@ -133,6 +133,23 @@ def test_fleet_markdown_leads_with_what_happened(tmp_path: Path) -> None:
     assert md.index("### What happened") < md.index("### Most common findings")
 
 
+def test_fleet_html_leads_with_what_happened_too(tmp_path: Path) -> None:
+    """`report merge --format html` says what happened before the tables, grouped by rule as
+    the Markdown view does, escaped like every other cell."""
+    from tests.support.cli import dtkguard
+
+    paths = [write(tmp_path / f"n{i}.json", node_report(f"n{i}", clobbered())) for i in range(3)]
+    out = tmp_path / "fleet.html"
+    proc = dtkguard("report", "merge", *map(str, paths), "--format", "html", "-o", str(out))
+    assert proc.returncode == 1, proc.stderr
+    page = out.read_text()
+    section = page[page.index('<h2 id="happened">') : page.index('<h2 id="common">')]
+    items = [ln for ln in section.splitlines() if ln.startswith("<li>")]
+    head = '<li><code>denied-package</code> (<span class="critical">critical</span>) '
+    denied = [ln for ln in items if ln.startswith(head)]
+    assert len(denied) == 1 and "on 3 node(s)" in denied[0] and "nvidia-cublas-cu12" in denied[0]
+
+
 def test_a_vendor_build_never_recorded_is_not_called_replaced() -> None:
     """`pip install vllm==0.9.2` on an env that never held the vendor vllm: the baseline's
     findings name torch (it was there and is gone), none names vllm; the headline says what
