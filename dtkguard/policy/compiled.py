@@ -131,10 +131,11 @@ class StackRule:
 #: the bundled policy's ``[binary]`` lists (policies/dtk-25.04.1.toml states them too)
 CUDA_LIBRARIES = (
     "libcuda.so*", "libcudart.so*", "libcublas.so*", "libcublasLt.so*", "libcudnn*.so*",
-    "libnvrtc.so*", "libnvrtc-builtins.so*", "libnccl.so*", "libcufft.so*", "libcufftw.so*",
-    "libcurand.so*", "libcusolver.so*", "libcusolverMg.so*", "libcusparse.so*",
-    "libcusparseLt.so*", "libnvToolsExt.so*", "libnvJitLink.so*", "libcupti.so*",
-    "libnvjpeg.so*", "libnvidia-ml.so*", "libcufile.so*", "libnvshmem*.so*", "libnpp*.so*",
+    "libnvrtc*.so*", "libnccl.so*", "libcufft.so*", "libcufftw.so*", "libcurand.so*",
+    "libcusolver.so*", "libcusolverMg.so*", "libcusparse.so*", "libcusparseLt.so*",
+    "libnvToolsExt.so*", "libnvJitLink.so*", "libcupti.so*", "libnvjpeg.so*",
+    "libnvidia-ml.so*", "libcufile.so*", "libnvshmem*.so*", "libnpp*.so*", "libnvblas.so*",
+    "libnvvm.so*", "libcutensor*.so*", "libnvinfer*.so*",
 )  # fmt: skip
 DTK_RUNTIME = ("libgalaxyhip.so*",)
 HIP_RUNTIMES = ("libamdhip64.so*", "libhip_hcc.so*")

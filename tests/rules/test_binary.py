@@ -134,6 +134,30 @@ def test_the_lists_are_policy_data_a_child_policy_replaces(tmp_path, so):
     assert compiled.binary.gpu_runtime == DTK_RUNTIME  # the other keys stay the parent's
 
 
+@pytest.mark.parametrize(
+    "library",
+    [
+        "libnvrtc.alt.so.12",
+        "libnvrtc-builtins.so.12.4",
+        "libnvblas.so.12",
+        "libnvvm.so.4",
+        "libcutensor.so.2",
+        "libcutensorMg.so.2",
+        "libnvinfer.so.10",
+        "libnvinfer_plugin.so.10",
+    ],
+)
+def test_every_cuda_library_of_the_bundled_policy_is_named(tmp_path, library):
+    """CUDA toolkit libraries beyond the runtime (NVRTC's alternative build, NVBLAS, NVVM,
+    cuTENSOR, TensorRT) cannot load on a DCU either: a real ELF that needs one is named."""
+    lib = build_shared(tmp_path / "ext.so", (library,))
+    site = tmp_path / "site"
+    add_dist(site, "needs-it", "1.0", files={f"needs_it/{EXT}": lib.read_bytes()})
+    code, found = _check("--path", site)
+    assert code == 1 and _rules(found) == {("cuda-binary", "needs-it")}
+    assert found[0]["evidence"]["cuda"] == [library]
+
+
 def test_the_bundled_policy_states_the_defaults(tmp_path):
     compiled = compile_policy(bundled_dir() / "dtk-25.04.1.toml")
     assert compiled.binary.deny_needed == CUDA_LIBRARIES
