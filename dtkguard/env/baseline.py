@@ -197,14 +197,12 @@ def table_lines(text: str) -> dict[str, str]:
 def _vouched(path: str | os.PathLike[str]) -> bytes | None:
     """The bytes of the baseline at ``path`` when the guard's manifest beside it vouches for
     them (their sha256: the guard wrote them, whole and valid); None otherwise."""
-    import json  # on use, as elsewhere in this module
-
-    from dtkguard.util.safe_read import read_capped
+    from dtkguard.util.safe_read import read_capped, read_json
 
     try:
         raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline")
-        listed = read_capped(Path(path).parent / "manifest.json", 16 << 20)
-        if _sha256_of(raw) != json.loads(listed.decode("utf-8"))["files"][str(path)]["sha256"]:
+        listed = read_json(Path(path).parent / "manifest.json", 16 << 20)  # no RecursionError
+        if _sha256_of(raw) != listed["files"][str(path)]["sha256"]:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -41,17 +41,21 @@ def _load_hook() -> ModuleType:
     import sys
 
     try:
-        return importlib.import_module("dtkguard.plugins.pip._dtkguard_pip_hook")
+        module = importlib.import_module("dtkguard.plugins.pip._dtkguard_pip_hook")
     except ModuleNotFoundError:
-        pass
-    if "_dtkguard_pip_hook" not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "plugins" / "pip" / "_dtkguard_pip_hook.py"
-        spec = importlib.util.spec_from_file_location("_dtkguard_pip_hook", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["_dtkguard_pip_hook"] = module
-    return sys.modules["_dtkguard_pip_hook"]
+        if "_dtkguard_pip_hook" not in sys.modules:
+            path = Path(__file__).resolve().parents[2] / "plugins" / "pip" / "_dtkguard_pip_hook.py"
+            spec = importlib.util.spec_from_file_location("_dtkguard_pip_hook", path)
+            assert spec is not None and spec.loader is not None
+            loaded = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(loaded)
+            sys.modules["_dtkguard_pip_hook"] = loaded
+        module = sys.modules["_dtkguard_pip_hook"]
+    # loaded from dtkguard itself, the hook has no copies beside it: the RECORD module its
+    # journal functions read is the one the copy is made from
+    if module._state.get("records") is None:
+        module._state["records"] = importlib.import_module("dtkguard.records")
+    return module
 
 
 hook = _load_hook()
