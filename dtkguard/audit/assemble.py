@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dtkguard.report import Report
 
 
-@dataclass
+@record
 class AuditRequest(Request):
     """What to audit besides the installed set (the options of ``dtkguard audit``)."""
 

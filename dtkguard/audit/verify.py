@@ -25,13 +25,13 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dtkguard.env.dist import Dist
 from dtkguard.env.environment import prefix_of
 from dtkguard.env.filehash import hash_file
 from dtkguard.env.root import ConfinementError, Root, child
+from dtkguard.lightclass import field, record
 from dtkguard.records import decode_digest, rows_of
 from dtkguard.util.safe_read import TooLarge, read_capped, read_head, reason
 
@@ -47,7 +47,7 @@ _new = tuple.__new__  # Job(...) without the named tuple's Python-level __new__
 _SIGNATURE_TAILS = tuple(f"/{name}" for name in SIGNATURES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Issue:
     """One verification result that is not "the file matches"."""
 
@@ -62,7 +62,7 @@ class Issue:
     evidence: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
-@dataclass
+@record
 class Verification:
     """Every issue found, and how much was checked."""
 
@@ -542,8 +542,6 @@ def _hash_jobs(
 ) -> None:
     """Hash every job, batch by batch here or on a pool of ``executor``; ``judge(batch number,
     job indices, results)`` runs here as each batch comes back."""
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-
     batches = _batches(jobs, workers)
 
     def work(batch: list[int]) -> list[tuple[str, str, str]]:
@@ -553,7 +551,13 @@ def _hash_jobs(
         for k, batch in enumerate(batches):
             judge(k, batch, _hash_batch(work(batch)))
         return
-    pool_cls = ProcessPoolExecutor if executor == "process" else ThreadPoolExecutor
+    # the process pool only when asked for: its module imports multiprocessing (~10 ms)
+    if executor == "process":
+        from concurrent.futures import ProcessPoolExecutor as pool_cls
+    else:
+        from concurrent.futures import ThreadPoolExecutor as pool_cls  # type: ignore[assignment]
+    from concurrent.futures import as_completed
+
     with pool_cls(max_workers=workers) as pool:
         futures = {pool.submit(_hash_batch, work(b)): k for k, b in enumerate(batches)}
         for future in as_completed(futures):

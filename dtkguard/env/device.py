@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+
+from dtkguard.lightclass import record
 
 DEFAULT_PATHS = ("/opt/hyhal/bin/hy-smi", "/usr/local/hyhal/bin/hy-smi")
 TIMEOUT = 5.0
@@ -26,7 +27,7 @@ _UNIT = {"B": 1 / (1 << 20), "KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
 _JSON_PAIR = re.compile(r'"(card\d+)"\s*:\s*\{|"Card Series"\s*:\s*"([^"]*)"')
 
 
-@dataclass
+@record
 class Card:
     """One card: its index, series (policy form, e.g. ``K100_AI``), driver and VRAM."""
 
