@@ -24,7 +24,7 @@ import posixpath
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from dtkguard.env.dist import Dist
@@ -551,18 +551,97 @@ def _hash_jobs(
         for k, batch in enumerate(batches):
             judge(k, batch, _hash_batch(work(batch)))
         return
-    # the process pool only when asked for: its module imports multiprocessing (~10 ms)
-    if executor == "process":
-        from concurrent.futures import ProcessPoolExecutor as pool_cls
-    else:
-        from concurrent.futures import ThreadPoolExecutor as pool_cls  # type: ignore[assignment]
-    from concurrent.futures import as_completed
+    if executor != "process":
+        for k, results in _on_threads([work(b) for b in batches], workers):
+            judge(k, batches[k], results)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with pool_cls(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_hash_batch, work(b)): k for k, b in enumerate(batches)}
         for future in as_completed(futures):
             k = futures[future]
             judge(k, batches[k], future.result())
+
+
+def _on_threads(
+    batches: list[list[tuple[str, str, str]]], workers: int
+) -> Iterator[tuple[int, list[tuple[str, bytes, int, bytes]]]]:
+    """(batch number, results) of every batch as ``workers`` threads hash them, in the order
+    they finish; a worker's error is raised here once the others have stopped. Plain threads:
+    `concurrent.futures` imports `logging`, `traceback` and `tokenize` (~10 ms)."""
+    import threading
+    from queue import SimpleQueue
+
+    todo = iter(range(len(batches)))
+    take = threading.Lock()
+    done: SimpleQueue = SimpleQueue()
+    stop = threading.Event()
+
+    def worker() -> None:
+        try:
+            while not stop.is_set():
+                with take:
+                    k = next(todo, None)
+                if k is None:
+                    break
+                done.put((k, _hash_batch(batches[k])))
+        except BaseException as exc:
+            stop.set()
+            done.put(exc)
+        finally:
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=worker, name=f"dtkguard-hash-{i}", daemon=True)
+        for i in range(workers)
+    ]
+    for thread in threads:
+        thread.start()
+    error: BaseException | None = None
+    running = len(threads)
+    try:
+        while running:
+            item = done.get()
+            if item is None:
+                running -= 1
+            elif isinstance(item, BaseException):
+                error = error or item
+            elif error is None:
+                yield item
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    if error is not None:
+        raise error
+
+
+class Running:
+    """`verify` on a thread of its own (``audit`` hashes while it gathers its other inputs);
+    `result` waits for it and raises its error, as a future's does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import threading
+
+        self._out: list[Any] = []
+        self._thread = threading.Thread(
+            target=self._run, args=args, kwargs=kwargs, name="dtkguard-verify", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            self._out.append(verify(*args, **kwargs))
+        except BaseException as exc:
+            self._out.append(exc)
+
+    def result(self) -> Verification:
+        self._thread.join()
+        got = self._out[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
 
 
 def _classify(
