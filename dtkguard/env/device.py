@@ -137,11 +137,11 @@ def find_hy_smi() -> str | None:
 
 def run_hy_smi(hy_smi: str | None = None) -> str | None:
     """The output of one live run with :data:`FLAGS` (then ``--json``); None without hy-smi."""
-    import subprocess
-
     exe = hy_smi or find_hy_smi()
     if not exe:
         return None
+    import subprocess  # only to run one: most hosts that audit have no hy-smi
+
     out = []
     for args in (list(FLAGS), ["--showproductname", "--json"]):
         try:
