@@ -45,11 +45,33 @@ from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
+    return timed_cpu(cmd, env)[0]
+
+
+def timed_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the child and its children) of one run."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # 1: findings (community torch, nvidia wheels ...)
         raise SystemExit(f"{cmd[:4]} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
-    return time.perf_counter() - start
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def _in_process(work: Callable[[], object]) -> tuple[float, float]:
+    """(wall, CPU of every thread of this process and of children it waited for) of ``work``."""
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, start = time.process_time(), time.perf_counter()
+    work()
+    wall, used = time.perf_counter() - start, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, used + after.ru_utime - kids.ru_utime + after.ru_stime - kids.ru_stime
 
 
 def metadata_bench(work: Path, count: int) -> None:
@@ -131,7 +153,7 @@ def _write(site: Path, rel: str, data: bytes, rows: list[str]) -> Path:
     return path
 
 
-def hash_limit(files: list[Path], total: int, threads: int) -> Callable[[], float]:
+def hash_limit(files: list[Path], total: int, threads: int) -> Callable[[], tuple[float, float]]:
     """The hashing limit: sha256 over the same bytes, held in memory, split into ``threads``
     equal parts hashed in parallel (hashlib releases the GIL), no file and no per-file work."""
     from concurrent.futures import ThreadPoolExecutor
@@ -146,13 +168,11 @@ def hash_limit(files: list[Path], total: int, threads: int) -> Callable[[], floa
     step = -(-total // threads)
     parts = [view[i : i + step] for i in range(0, total, step)]
 
-    def run() -> float:
-        start = time.perf_counter()
+    def hash_all() -> None:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda part: hashlib.sha256(part).digest(), parts))
-        return time.perf_counter() - start
 
-    return run
+    return lambda: _in_process(hash_all)
 
 
 def verify_bench(work: Path, small: int, large_mb: int, runs: int) -> None:
@@ -172,38 +192,47 @@ def verify_bench(work: Path, small: int, large_mb: int, runs: int) -> None:
     cli = [sys.executable, "-m", "dtkguard", "audit", "--path", str(site), "--verify-files"]
     cli += ["-f", "json"]
 
-    def library(executor: str) -> Callable[[], float]:
-        def run() -> float:
+    def library(executor: str) -> Callable[[], tuple[float, float]]:
+        def run() -> tuple[float, float]:
             envir = from_paths([site])
-            start = time.perf_counter()
-            out = verify(envir.dists, envir.root, executor=executor)
-            took = time.perf_counter() - start
-            assert out.matched == len(files) + 10, (out.matched, out.issues[:3])
+            got: list = []
+            took = _in_process(
+                lambda: got.append(verify(envir.dists, envir.root, executor=executor))
+            )
+            assert got[0].matched == len(files) + 10, (got[0].matched, got[0].issues[:3])
             return took
 
         return run
 
-    sides: dict[str, Callable[[], float]] = {
+    sides: dict[str, Callable[[], tuple[float, float]]] = {
         f"hashing limit (sha256, {cores} threads, in memory)": limit,
-        "openssl dgst -sha256 (xargs, 2 processes)": lambda: timed(sha, env),
+        "openssl dgst -sha256 (xargs, 2 processes)": lambda: timed_cpu(sha, env),
         "verify, auto": library("auto"),
         "verify, threads": library("thread"),
         "verify, processes": library("process"),
-        "dtkguard audit --verify-files (CLI)": lambda: timed(cli, env),
+        "dtkguard audit --verify-files (CLI)": lambda: timed_cpu(cli, env),
     }
     for side in sides.values():  # warm the page cache and pyc files once
         side()
-    times: dict[str, list[float]] = {name: [] for name in sides}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     for _ in range(runs):  # alternating: every side once per round
         for name, side in sides.items():
             times[name].append(side())
     mb = total / (1 << 20)
-    base = statistics.median(next(iter(times.values())))
+    wall = {n: statistics.median(w for w, _ in v) for n, v in times.items()}
+    cpu = {n: statistics.median(c for _, c in v) for n, v in times.items()}
+    base, base_cpu = next(iter(wall.values())), next(iter(cpu.values()))
     print(f"\n== --verify-files over {len(files)} files, {mb:.0f} MiB ({cores} cores)")
-    print(f"{runs} rounds alternating, medians; share of the hashing limit = limit time / time")
-    for name, values in times.items():
-        t = statistics.median(values)
-        print(f"{name:45s}: {t:6.3f} s  {mb / t:6.0f} MiB/s  share of limit {base / t:5.2f}")
+    print(
+        f"{runs} rounds alternating, medians; share of the hashing limit = limit time / time "
+        "(wall), limit CPU / CPU (user + system of every thread and child)"
+    )
+    for name in times:
+        t, c = wall[name], cpu[name]
+        print(
+            f"{name:45s}: {t:6.3f} s  {mb / t:6.0f} MiB/s  share of limit {base / t:5.2f}"
+            f"   CPU {c:6.3f} s  share {base_cpu / max(c, 1e-6):5.2f}"
+        )
 
 
 def main() -> int:

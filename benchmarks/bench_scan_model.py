@@ -7,7 +7,10 @@ run and on the same files:
   * ``dtkguard scan-model`` (the CLI, in-process: policy load, scan, rules, JSON report),
   * the ``dtkguard.modelscan.scan`` library call alone,
   * ``safetensors.safe_open`` reading the same metadata (keys, dtypes, __metadata__),
-    run with ``--safetensors-python`` (a throwaway venv with safetensors; not a dependency).
+    run with ``--safetensors-python`` (a throwaway venv with safetensors; not a dependency),
+and, as a user runs them (the goal's figure): the ``dtkguard scan-model`` console script
+against a fresh interpreter running a ``safe_open`` script (``SAFE_OPEN_SCRIPT``), whole
+processes, start-up and imports included, wall and CPU time (user + system) of the child.
 
 Each method runs in a fresh worker process; time is the median of ``--repeat`` runs and bytes
 read are the ``rchar`` delta of ``/proc/self/io`` around the work (mmap page-ins are not in
@@ -51,6 +54,8 @@ SHARDS = 163
 LAYERS, DENSE, EXPERTS = 61, 3, 256
 HIDDEN, MOE, INTER, VOCAB = 7168, 2048, 18432, 129280
 BITS = {"F8_E4M3": 8, "BF16": 16, "F32": 32}
+#: the options of every dtkguard scan-model run (no hy-smi here: the card is named)
+CLI_OPTIONS = ("--policy", "dtk-25.04.1", "--card", "K100_AI", "--format", "json")
 
 
 def _linear(out: list, name: str, rows: int, cols: int) -> None:
@@ -175,6 +180,7 @@ def _io() -> dict[str, int]:
 def worker(method: str, folder: str) -> None:
     """Run one method once and print {seconds, rchar, syscr, minflt, tensors} as JSON."""
     if method == "safetensors":
+        import numpy  # noqa: F401 - safe_open(framework="numpy") imports it: not reading
         from safetensors import safe_open
     else:
         sys.path.insert(0, os.environ.get("BENCH_DTKGUARD_ROOT") or str(ROOT))
@@ -202,18 +208,7 @@ def worker(method: str, folder: str) -> None:
         with open(os.devnull, "w") as sink:
             saved, sys.stdout = sys.stdout, sink
             try:
-                dtkguard.cli.main(
-                    [
-                        "scan-model",
-                        folder,
-                        "--policy",
-                        "dtk-25.04.1",
-                        "--card",
-                        "K100_AI",
-                        "--format",
-                        "json",
-                    ]
-                )
+                dtkguard.cli.main(["scan-model", folder, *CLI_OPTIONS])
             finally:
                 sys.stdout = saved
         tensors = -1
@@ -247,6 +242,64 @@ def _once(python: str, method: str, folder: Path, root: str | None = None) -> di
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+#: the anchor as a user runs it: a fresh interpreter that imports safetensors and reads the
+#: metadata, keys and dtypes of every shard of the model (refs/main's snapshot of a hub repo)
+SAFE_OPEN_SCRIPT = """
+import sys
+from pathlib import Path
+from safetensors import safe_open
+target = Path(sys.argv[1])
+if (target / "refs" / "main").is_file():
+    target = target / "snapshots" / (target / "refs" / "main").read_text().strip()
+for path in sorted(target.glob("*.safetensors")):
+    with safe_open(str(path), framework="numpy") as f:
+        f.metadata()
+        for key in f.keys():
+            f.get_slice(key).get_dtype()
+"""
+
+
+def dtkguard_process(folder: Path) -> list[str]:
+    """``dtkguard scan-model`` as a user types it: the console script beside this interpreter
+    (``python -m dtkguard`` where there is none)."""
+    script = Path(sys.executable).with_name("dtkguard")
+    head = [str(script)] if script.is_file() else [sys.executable, "-m", "dtkguard"]
+    return [*head, "scan-model", str(folder), *CLI_OPTIONS]
+
+
+def process_once(cmd: list[str]) -> dict:
+    """Wall and CPU seconds (user + system of the child) of one run of ``cmd``, start-up and
+    imports included."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):  # 1: FP8 findings on a K100_AI
+        raise SystemExit(f"{cmd[:3]} failed ({done.returncode}): {done.stderr[-400:]!r}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"seconds": seconds, "cpu": cpu}
+
+
+def processes(folder: Path, st_python: str, repeat: int) -> list[tuple[str, dict]]:
+    """[(label, medians)] of the two whole processes, run in turn (one warm-up each)."""
+    cmds = {
+        "dtkguard scan-model (process)": dtkguard_process(folder),
+        "safe_open script (process)": [st_python, "-c", SAFE_OPEN_SCRIPT, str(folder)],
+    }
+    for cmd in cmds.values():
+        process_once(cmd)
+    runs: dict[str, list[dict]] = {label: [] for label in cmds}
+    for i in range(repeat):
+        order = list(cmds) if i % 2 == 0 else list(reversed(cmds))
+        for label in order:
+            runs[label].append(process_once(cmds[label]))
+    return [
+        (label, {k: statistics.median(r[k] for r in got) for k in got[0]})
+        for label, got in runs.items()
+    ]
+
+
 def alternating(rows: list[tuple[str, str, str]], folder: Path, repeat: int) -> list:
     """[(label, medians)] of every row, the rows run in turn ``repeat`` times (so the
     machine's load falls on all of them alike)."""
@@ -274,6 +327,17 @@ def against(other: str, folder: Path, repeat: int) -> None:
     )
 
 
+def _print_processes(results: list[tuple[str, dict]]) -> None:
+    ref = results[-1][1]
+    print(f"as a user runs it (start-up and imports included){'':2} {'seconds':>8} {'CPU s':>7}"
+          f" {'time x':>7} {'CPU x':>6}")  # fmt: skip
+    for label, r in results:
+        print(
+            f"{label:50} {r['seconds']:8.3f} {r['cpu']:7.3f} "
+            f"{r['seconds'] / ref['seconds']:7.2f} {r['cpu'] / max(ref['cpu'], 1e-6):6.2f}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", nargs=2, metavar=("METHOD", "DIR"), help=argparse.SUPPRESS)
@@ -291,6 +355,7 @@ def main() -> int:
         worker(*args.worker)
         return 0
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-dsv3-"))
+    base.mkdir(parents=True, exist_ok=True)
     folder = base / "DeepSeek-V3"
     free = shutil.disk_usage(base).free
     if free < 1 << 30:
@@ -315,6 +380,7 @@ def main() -> int:
         f"{(folder / 'model.safetensors.index.json').stat().st_size / 1e6:.2f} MB"
     )
     t0 = time.perf_counter()
+    shutil.rmtree(base / "hub", ignore_errors=True)  # a kept --dir of an earlier run
     repo, _ = build_cache(base, folder, args.snapshots)
     links = sum(1 for _ in (repo / "snapshots").rglob("*"))
     print(
@@ -358,6 +424,8 @@ def main() -> int:
                 f"{r['seconds'] / ref['seconds']:7.2f} {r['cpu'] / max(ref['cpu'], 1e-6):6.2f} "
                 f"{r['rchar'] / max(ref['rchar'], 1):8.2f}"
             )
+        if st_python:
+            _print_processes(processes(target, st_python, args.repeat))
     print(
         f"\n(ratios relative to {rows[-1][0]}; headers total {headers:,} bytes; the library "
         f"read exactly the headers, the index and config.json: {expected_read:,} bytes; "

@@ -7,21 +7,21 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
 from dtkguard.audit.request import Request, evaluate, open_request, stack_inputs
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from concurrent.futures import Future
 
     from dtkguard.audit.request import Opened
+    from dtkguard.audit.verify import Running
     from dtkguard.policy.compiled import CompiledPolicy
     from dtkguard.report import Report
 
 
-@dataclass
+@record
 class AuditRequest(Request):
     """What to audit besides the installed set (the options of ``dtkguard audit``)."""
 
@@ -77,23 +77,15 @@ def rules_run(request: AuditRequest) -> list[str]:
     return checked_by(families)
 
 
-def _start_verify(opened: Opened, request: AuditRequest) -> Future | None:
+def _start_verify(opened: Opened, request: AuditRequest) -> Running | None:
     """``--verify-files`` started on a thread of its own: the files hash (hashlib and the
     reads release the GIL) while the audit gathers its other inputs and loads its checks."""
     if not request.verify_files:
         return None
-    from concurrent.futures import ThreadPoolExecutor
-
-    from dtkguard.audit.verify import verify
+    from dtkguard.audit.verify import Running
 
     env = opened.env
-    pool = ThreadPoolExecutor(1, thread_name_prefix="dtkguard-verify")
-    try:
-        return pool.submit(
-            verify, env.dists, env.root, workers=request.workers, progress_stream=sys.stderr
-        )
-    finally:
-        pool.shutdown(wait=False)
+    return Running(env.dists, env.root, workers=request.workers, progress_stream=sys.stderr)
 
 
 def _load_checks(families: Iterable[str]) -> None:
@@ -105,7 +97,7 @@ def _load_checks(families: Iterable[str]) -> None:
 
 
 def _inputs(
-    opened: Opened, request: AuditRequest, verifying: Future | None = None
+    opened: Opened, request: AuditRequest, verifying: Running | None = None
 ) -> tuple[dict, dict]:
     """(``ctx.extra`` for the rules, the report's facts); ``verifying``: `_start_verify`'s."""
     from dtkguard.audit.facts import device_facts, process_environ

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.report import Report
 
 
-@dataclass
+@record
 class ModelScanRequest:
     """The options of ``dtkguard scan-model``."""
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+
+from dtkguard.lightclass import record
 
 DEFAULT_PATHS = ("/opt/hyhal/bin/hy-smi", "/usr/local/hyhal/bin/hy-smi")
 TIMEOUT = 5.0
@@ -26,7 +27,7 @@ _UNIT = {"B": 1 / (1 << 20), "KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
 _JSON_PAIR = re.compile(r'"(card\d+)"\s*:\s*\{|"Card Series"\s*:\s*"([^"]*)"')
 
 
-@dataclass
+@record
 class Card:
     """One card: its index, series (policy form, e.g. ``K100_AI``), driver and VRAM."""
 
@@ -136,11 +137,11 @@ def find_hy_smi() -> str | None:
 
 def run_hy_smi(hy_smi: str | None = None) -> str | None:
     """The output of one live run with :data:`FLAGS` (then ``--json``); None without hy-smi."""
-    import subprocess
-
     exe = hy_smi or find_hy_smi()
     if not exe:
         return None
+    import subprocess  # only to run one: most hosts that audit have no hy-smi
+
     out = []
     for args in (list(FLAGS), ["--showproductname", "--json"]):
         try:

@@ -16,8 +16,9 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+from dtkguard.lightclass import field, record
 
 MAX_CONFIG = 16 * 1024 * 1024
 #: JSON values (strings, numbers, lists, objects) in one config or index: each costs about 100
@@ -61,7 +62,7 @@ class ConfigError(ValueError):
     """A config file that is not readable JSON (one line)."""
 
 
-@dataclass
+@record
 class QuantConfig:
     """What the config files say: each set holds ``fp8``/``fp4`` (``int`` for integer weights)."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from dtkguard.lightclass import field, record
 from dtkguard.modelscan import dtypes
 from dtkguard.modelscan.scan import ModelScan
 
@@ -73,7 +73,7 @@ _STALE = (
 )
 
 
-@dataclass
+@record
 class Detection:
     """One thing found in one model. ``weak``: a hint only (severity capped at low)."""
 
@@ -152,7 +152,7 @@ def _facts(scan: ModelScan) -> dict[str, Any]:
     return facts
 
 
-@dataclass
+@record
 class Evidence:
     """What every detector needs, computed once per model."""
 

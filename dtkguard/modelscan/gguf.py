@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from dataclasses import dataclass, field
 
+from dtkguard.lightclass import field, record
 from dtkguard.modelscan.dtypes import GGML_TYPES
 
 TYPE_CHECKING = False
@@ -30,7 +30,7 @@ class GgufError(ValueError):
     """Not a readable GGUF header (one line)."""
 
 
-@dataclass
+@record
 class GgufHeader:
     path: str
     version: int

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from dtkguard.lightclass import field, record
 from dtkguard.modelscan.config import ConfigError, read_json
 from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
 from dtkguard.modelscan.names import Names
@@ -18,7 +18,7 @@ MAX_SHARDS = 4096
 MAX_INDEX = 32 * 1024 * 1024
 
 
-@dataclass
+@record
 class IndexInfo:
     path: str
     #: the ``weight_map`` names, in file order (counted on demand: only the names of missing

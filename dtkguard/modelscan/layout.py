@@ -9,7 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, field
+
+from dtkguard.lightclass import field, record
 
 #: weight file format -> its file name suffixes: the one list (`dtkguard.modelscan.scan` reads each
 #: format with its reader)
@@ -34,7 +35,7 @@ def weight_format(path: str) -> str | None:
     return next((f for f, suffixes in WEIGHT_FORMATS.items() if path.endswith(suffixes)), None)
 
 
-@dataclass
+@record
 class ModelSource:
     """One model: a folder (or a single file) and the files worth reading in it."""
 

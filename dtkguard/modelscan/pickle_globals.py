@@ -11,8 +11,9 @@ import os
 import pickletools
 import zipfile
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import IO, Any
+
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class PickleScanError(ValueError):
     """Not a pickle we can walk (one line)."""
 
 
-@dataclass
+@record
 class PickleGlobals:
     path: str
     globals: Counter[str] = field(default_factory=Counter)

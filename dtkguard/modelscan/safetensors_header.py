@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from operator import gt, itemgetter
 from typing import Any, BinaryIO, NamedTuple
 
+from dtkguard.lightclass import field, record
 from dtkguard.util.text import json_loads, parse_int_checked_after
 
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
@@ -38,7 +38,7 @@ class TensorInfo(NamedTuple):
     end: int
 
 
-@dataclass
+@record
 class SafetensorsHeader:
     path: str
     header_len: int

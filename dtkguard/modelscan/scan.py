@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import contains, itemgetter, methodcaller
 
+from dtkguard.lightclass import field, record
 from dtkguard.modelscan import dtypes
 from dtkguard.modelscan.config import (
     ConfigError,
@@ -24,18 +24,16 @@ from dtkguard.modelscan.config import (
     is_mla,
     read_json,
 )
-from dtkguard.modelscan.gguf import GgufError, read_gguf
 from dtkguard.modelscan.index import IndexInfo, read_index
 from dtkguard.modelscan.layout import INDEX_SUFFIX, ModelSource, find_models, weight_format
 from dtkguard.modelscan.names import Names
-from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals
 from dtkguard.modelscan.safetensors_header import HeaderError, SafetensorsHeader, read_header
 from dtkguard.util.safe_read import reason
 
 MARKER_TENSORS = ("scaled_fp8",)
 
 
-@dataclass
+@record
 class ModelScan:
     """What one model is made of, as far as dtkguard can tell from headers."""
 
@@ -195,6 +193,10 @@ def _read_safetensors(scan: ModelScan, path: str) -> None:
 
 
 def _read_pickle(scan: ModelScan, path: str) -> None:
+    # on first use: pickletools and zipfile (bz2, lzma, shutil, threading) cost a
+    # safetensors-only scan its start-up
+    from dtkguard.modelscan.pickle_globals import PickleScanError, read_globals
+
     try:
         found = read_globals(path)
     except (PickleScanError, OSError) as exc:
@@ -209,6 +211,8 @@ def _read_pickle(scan: ModelScan, path: str) -> None:
 
 
 def _read_gguf(scan: ModelScan, path: str) -> None:
+    from dtkguard.modelscan.gguf import GgufError, read_gguf
+
     try:
         header = read_gguf(path)
     except (GgufError, OSError) as exc:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+
+from dtkguard.lightclass import field, record
 
 WEIGHT_FLAGS = frozenset(
     {"--quantization", "-q", "--quantize", "--model-format", "--modelopt-quant", "--quant-dtype"}
@@ -29,7 +30,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvSwitch:
     """An environment variable that turns FP8/FP4 compute on in an engine by itself.
 
@@ -80,7 +81,7 @@ _VALUED = WEIGHT_FLAGS | KV_FLAGS | DTYPE_FLAGS | LMDEPLOY_KV_FLAGS | MODEL_FLAG
 CONFIG_ENGINES = frozenset({"vllm", "sglang"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Request:
     """One FP8/FP4 request: ``kind`` is ``weights`` or ``kv_cache``; ``text`` as written."""
 
@@ -92,7 +93,7 @@ class Request:
     scope: str | None = None
 
 
-@dataclass
+@record
 class ServingCommand:
     argv: list[str]
     engine: str | None = None
@@ -104,7 +105,7 @@ class ServingCommand:
     problems: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class ServingProcess:
     pid: int
     command: ServingCommand

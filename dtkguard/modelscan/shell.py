@@ -15,7 +15,8 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from dtkguard.lightclass import record
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 #: shells inside shells, at most
@@ -30,7 +31,7 @@ class ShellError(ValueError):
     """A shell script that cannot be split (unbalanced quotes; one line)."""
 
 
-@dataclass
+@record
 class Inner:
     """One simple command of a script, with its environment and folder."""
 
