@@ -25,8 +25,8 @@ Scenarios, each on a local index on 127.0.0.1 served by ``tests/support/index.py
 Each run is cold (empty cache folder) then warm (the same folder again); the tables give the
 median of ``--runs`` runs per tool and phase, and the ratios of medians dtkguard/uv and
 dtkguard/pip. uv always gets ``--python`` with the real interpreter of the pip venv (it never
-looks for interpreters on PATH or in pyenv shims); the versions of Python, pip and uv that ran
-are printed first.
+looks for interpreters on PATH or in pyenv shims); dtkguard runs as ``_common.dtkguard_cmd``
+says; the versions of Python, pip and uv that ran are printed first.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._common import dtkguard_cmd  # noqa: E402
 from tests.support.cache import uv_binary  # noqa: E402
 from tests.support.index import serve_index  # noqa: E402
 from tests.support.rss import measure  # noqa: E402
@@ -219,7 +220,7 @@ class Tools:
             if sc.folders:
                 src = ["--no-index", "--find-links", str(sc.folders[1])]
                 extra = ["--vendor-find-links", str(sc.folders[0])]
-            return [sys.executable, "-m", "dtkguard", "lock", *sc.requests, "--policy",
+            return [*dtkguard_cmd(), "lock", *sc.requests, "--policy",
                     "dtk-25.04.1", *target, *src, *extra, "-o", "pylock.bench.toml"]  # fmt: skip
         cons = ["-c", "vendor.txt"] if sc.requests == [VLLM] else []
         if tool == "pip":

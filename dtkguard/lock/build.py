@@ -13,7 +13,7 @@ from typing import Any
 from packaging.version import Version
 
 from dtkguard.decision import canonical
-from dtkguard.lock.write import LockEntry, policy_digest
+from dtkguard.lock.write import LockEntry
 from dtkguard.records import RECORD, info_member, rows_of
 from dtkguard.resolve.sources import FileLink, FindLinks, Source
 
@@ -49,22 +49,6 @@ def entry_for(link: FileLink, policy: Any, lock_dir: Path, **fields: Any) -> Loc
         sdist=link.is_sdist,
         **fields,
     )
-
-
-def tool_table(
-    policy: Any, target: Any, inputs: dict[str, Any], note: str | None = None
-) -> dict[str, Any]:
-    table: dict[str, Any] = {}
-    if policy is not None:
-        table["policy"] = policy.name
-        table["policy-sha256"] = policy_digest(policy)
-        if policy.dtk:
-            table["dtk"] = policy.dtk
-    table["target"] = target.to_dict()
-    table["inputs"] = {k: v for k, v in inputs.items() if v not in (None, [], "")}
-    if note:
-        table["note"] = note
-    return table
 
 
 # -- --from-env: match installed dists to wheels by RECORD ----------------------------------

@@ -100,7 +100,7 @@ def installed_document(
     env: Any, found: InstalledLock, policy: Any, target: Any, inputs: dict, note: str | None
 ):
     """The PEP 751 document of an installed set; ``[tool.dtkguard]`` records the environment."""
-    from dtkguard.lock.build import tool_table
+    from dtkguard.lock.tool import tool_table
     from dtkguard.lock.write import build_document
 
     tool = tool_table(policy, target, inputs, note)

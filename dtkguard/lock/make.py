@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.open import TargetSpec
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dtkguard.resolve.target import TargetEnv
 
 
-@dataclass
+@record
 class LockRequest:
     """What to lock, from where, for which image, and where it goes (``dtkguard lock``'s
     options)."""
@@ -57,7 +57,7 @@ class LockRequest:
     quiet: bool = False
 
 
-@dataclass
+@record
 class LockResult:
     """``code`` 0 written, 1 not met (nothing written); ``messages``: the lines for stderr, in
     order (warnings, the conflict or the refused binaries, the summary)."""
@@ -72,7 +72,6 @@ def lock(request: LockRequest) -> LockResult:
     """Resolve ``request`` under its policy (or match its target's installed set) and write the
     lock; see `LockResult`."""
     from dtkguard.errors import InputError
-    from dtkguard.lock.requirements import from_command_line, from_files
     from dtkguard.policy.load import load_policy
     from dtkguard.resolve.http import Fetcher
     from dtkguard.resolve.pagecache import PageCache
@@ -83,30 +82,46 @@ def lock(request: LockRequest) -> LockResult:
     policy = load_policy(request.policy, known_rule=is_known)
     target = target_from(policy, request.python_version, request.platforms)
     _check_output(request.output)
-    reqs = from_command_line(request.requirements) + from_files(request.requirement_files)
     if request.from_env:
-        if reqs:
+        if _requirements(request, _file_requirements(request)):
             raise InputError("--from-env takes no requirements", field="REQ")
         return _lock_env(request, policy, target)
-    if not reqs:
-        raise InputError("nothing to lock: give requirements or -r FILE", field="REQ")
+    if not request.requirements and not request.requirement_files:
+        raise InputError(_NOTHING, field="REQ")
     fetcher = Fetcher(pages=None if request.no_cache else PageCache())
     try:
         sources, index = sources_of(request, policy, fetcher)
-        return _lock_resolved(
-            request, policy, target, reqs, _Sources(sources, index, fetcher, started)
-        )
+        return _lock_resolved(request, policy, target, _Sources(sources, index, fetcher, started))
     finally:
         fetcher.close()
 
 
+_NOTHING = "nothing to lock: give requirements or -r FILE"
+
+
+def _file_requirements(request: LockRequest) -> list[Requirement]:
+    """The requirements of the ``-r`` files (pip-api and packaging are imported only for them)."""
+    if not request.requirement_files:
+        return []
+    from dtkguard.lock.requirements import from_files
+
+    return from_files(request.requirement_files)
+
+
+def _requirements(request: LockRequest, files: list[Requirement]) -> list[Requirement]:
+    """Every requirement of the request, parsed: the command line's, then the files'."""
+    from dtkguard.lock.requirements import from_command_line
+
+    return from_command_line(request.requirements) + files
+
+
 def _check_output(out: Path) -> None:
     from dtkguard.errors import InputError
-    from dtkguard.lock.write import require_pylock
+    from dtkguard.lock.tool import is_pylock_name
 
     if not out.parent.is_dir():
         raise InputError("output folder does not exist", str(out.parent), field="-o")
-    if not require_pylock().is_valid_pylock_path(out):
+    if not is_pylock_name(out.name):
         raise InputError(
             "a PEP 751 lock must be named pylock.toml or pylock.NAME.toml", str(out), field="-o"
         )
@@ -139,8 +154,9 @@ def sources_of(request: LockRequest, policy: CompiledPolicy, fetcher: Fetcher) -
     return sources, None if index is None else fetcher.credentials.add(index)
 
 
-def inputs_of(request: LockRequest, reqs: list[Requirement], index: str | None) -> dict[str, Any]:
-    """What the lock was made from, as given, credentials taken out of every URL."""
+def inputs_of(request: LockRequest, reqs: list[Any], index: str | None) -> dict[str, Any]:
+    """What the lock was made from (``reqs``: requirements or their strings), as given,
+    credentials taken out of every URL."""
     from dtkguard.resolve.auth import split_userinfo
 
     def clean(urls: list[str]) -> list[str]:
@@ -166,7 +182,7 @@ def formats_of(request: LockRequest) -> FormatControl:
     return FormatControl.from_options(request.formats)
 
 
-@dataclass
+@record
 class _Sources:
     """Where distributions come from: the sources, the public index URL, the fetcher."""
 
@@ -214,25 +230,30 @@ def _lock_env(request: LockRequest, policy: CompiledPolicy, target: TargetEnv) -
 
 
 def _lock_resolved(
-    request: LockRequest,
-    policy: CompiledPolicy,
-    target: TargetEnv,
-    reqs: list[Requirement],
-    where: _Sources,
+    request: LockRequest, policy: CompiledPolicy, target: TargetEnv, where: _Sources
 ) -> LockResult:
-    """The lock of ``reqs`` under the policy (code 1: not met, nothing written): from the
+    """The lock of the request under the policy (code 1: not met, nothing written): from the
     resolution cache when every input is unchanged (`dtkguard.lock.rescache`), else resolved
-    and written, and kept for the next run."""
+    and written, and kept for the next run.
+
+    The key takes the command line's requirements as typed (a hit parses nothing: an invalid
+    one never made an entry) and the files' as parsed (what their includes add)."""
+    from dtkguard.errors import InputError
     from dtkguard.lock import rescache
 
+    files = _file_requirements(request)
     store = None if request.no_cache else rescache.ResolutionStore()
     key = None
     if store is not None and store.enabled:
-        inputs = _cache_inputs(request, policy, target, reqs, where.index)
+        given = [*request.requirements, *files]
+        inputs = _cache_inputs(request, policy, target, given, where.index)
         key = rescache.key_of(inputs, where.sources)
     hit = None if key is None or store is None else rescache.lookup(store, key, where.sources)
     if hit is not None:
         return _replay(request, hit, where)
+    reqs = _requirements(request, files)
+    if not reqs:
+        raise InputError(_NOTHING, field="REQ")
     outcome = rescache.Outcome(1)
     result = _resolve_and_write(request, policy, target, reqs, where, outcome)
     if key is not None and store is not None and outcome.summary != "uncacheable":
@@ -244,7 +265,7 @@ def _cache_inputs(
     request: LockRequest,
     policy: CompiledPolicy,
     target: TargetEnv,
-    reqs: list[Requirement],
+    reqs: list[Any],
     index: str | None,
 ) -> dict[str, Any]:
     """Everything besides the sources that a lock run's outcome follows from."""
@@ -373,10 +394,10 @@ def _tool(
     request: LockRequest,
     policy: CompiledPolicy,
     target: TargetEnv,
-    reqs: list[Requirement],
+    reqs: list[Any],
     index: str | None,
 ) -> dict[str, Any]:
-    from dtkguard.lock.build import tool_table
+    from dtkguard.lock.tool import tool_table
 
     return tool_table(policy, target, inputs_of(request, reqs, index), request.note)
 

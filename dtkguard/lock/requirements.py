@@ -11,14 +11,18 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from dtkguard.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 _INCLUDE = re.compile(r"^(?:-r|--requirement|-c|--constraint)\s*=?\s*(\S+)")
 
 
 def from_command_line(texts: Iterable[str]) -> list[Requirement]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out = []
     for text in texts:
         try:
@@ -66,6 +70,8 @@ def _logical_lines(path: Path) -> list[tuple[int, str]]:
 
 def locate_bad_line(path: Path, seen: set[Path] | None = None) -> tuple[Path, int, str, str] | None:
     """The first line pip would reject: (file, line number, text, reason)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     seen = seen if seen is not None else set()
     path = path.resolve()
     if path in seen:
@@ -93,6 +99,8 @@ def locate_bad_line(path: Path, seen: set[Path] | None = None) -> tuple[Path, in
 
 def from_files(paths: Sequence[str]) -> list[Requirement]:
     """Requirements of ``-r FILE`` arguments, in file order."""
+    from packaging.requirements import Requirement
+
     out: list[Requirement] = []
     for raw in paths:
         path = Path(raw)

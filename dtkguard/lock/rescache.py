@@ -3,10 +3,11 @@
 An entry is keyed by every input of ``lock``: the requirements as given, the policy's digest,
 today's date (policy exceptions expire), the target, every option that reaches the lock or its
 messages, the sources in order (a find-links folder with every file's name, size, mtime, ctime,
-inode and device) and dtkguard's own code (the name, size and mtime of each of its modules). It
-also records the sha256 of every index page the resolution read; on use each page is asked for
-again (through the page cache: a conditional request, or nothing while ``Cache-Control`` says
-it is fresh) and must have the same status and sha256, or the entry is a miss. So a hit is the
+inode and device), the running Python's version, and the code of dtkguard and of the libraries
+that shape a lock (the name, size and mtime of each of their modules). It also records the
+sha256 of every index page the resolution read; on use each page is asked for again (through
+the page cache: a conditional request, or nothing while ``Cache-Control`` says it is fresh)
+and must have the same status and sha256, or the entry is a miss. So a hit is the
 answer a fresh resolution gives: the same lock, byte for byte, and the same messages.
 
 Not cached: a resolution that read something its index pages do not pin by a sha256 (a
@@ -17,15 +18,19 @@ not among the inputs), or whose answer the clock shaped (a time limit passed). E
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+import sys
+import time
 from pathlib import Path
-from typing import Any
 
+from dtkguard.lightclass import field, record
 from dtkguard.resolve.metacache import MetadataCache
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 
@@ -36,7 +41,7 @@ class ResolutionStore(MetadataCache):
     FOLDER = "resolutions-v1"
 
 
-@dataclass
+@record
 class Outcome:
     """What a lock run produced: exit code, lock bytes (None: nothing written), messages."""
 
@@ -48,17 +53,41 @@ class Outcome:
     summary: str = ""
 
 
+#: the libraries whose code shapes a lock (parsing, resolving, writing, reading -r files)
+LIBRARIES = ("packaging", "resolvelib", "tomlkit", "pip_api")
+
+
 def code_digest() -> str:
-    """sha256 over the name, size and mtime of every module of dtkguard (an edit is a miss)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            if name.endswith((".py", ".json", ".toml")):
-                st = os.stat(os.path.join(dirpath, name))
-                h.update(f"{dirpath}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
+    """sha256 over the name, size and mtime of every module of dtkguard and of the libraries
+    that shape a lock (an edit or an upgrade is a miss), and the running Python's version."""
+    rows = [sys.version]
+    for root in (Path(__file__).resolve().parents[1], *map(_library_root, LIBRARIES)):
+        rows.append(str(root))
+        if root is not None:
+            _tree_rows(rows, str(root))
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _library_root(name: str) -> Path | None:
+    """The folder of the top-level package ``name``, found without importing it."""
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _tree_rows(rows: list[str], folder: str) -> None:
+    """``path size mtime`` of every module under ``folder`` (sorted, ``__pycache__`` skipped)."""
+    with os.scandir(folder) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        if entry.name.endswith((".py", ".json", ".toml")) and entry.is_file():
+            st = entry.stat()
+            rows.append(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}")
+        elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+            _tree_rows(rows, entry.path)
 
 
 def source_keys(sources: Any) -> list[Any] | None:
@@ -90,7 +119,7 @@ def key_of(inputs: dict[str, Any], sources: Any) -> str | None:
         "format": FORMAT,
         "dtkguard": __version__,
         "code": code_digest(),
-        "today": datetime.date.today().isoformat(),
+        "today": time.strftime("%Y-%m-%d"),  # date.today().isoformat(), without datetime
         "inputs": inputs,
         "sources": keys,
     }

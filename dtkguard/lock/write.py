@@ -1,15 +1,14 @@
 """Write PEP 751 locks: build the document, check its closure, validate, write atomically.
 
 The document is validated with ``packaging.pylock`` (packaging >= 26.1) before anything is
-written; TOML comes from tomlkit. Order and bytes are deterministic: packages sorted by name,
-keys in a fixed order, no timestamps except what the index reported as ``upload-time``.
+written; the TOML is written here, each value as tomlkit writes it (tomlkit itself only for a
+value that needs escaping or is a date). Order and bytes are deterministic: packages sorted by
+name, keys in a fixed order, no timestamps except what the index reported as ``upload-time``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,14 +68,6 @@ def require_pylock() -> Any:
             field="packaging",
         ) from None
     return pylock
-
-
-def policy_digest(policy: Any) -> str:
-    """sha256 of the compiled policy (without the paths it was read from)."""
-    data = dict(policy.to_json())
-    data.pop("files", None)
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()
 
 
 def _satisfies(spec: Requirement, version: str) -> bool:
@@ -186,23 +177,42 @@ _BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _key(key: str) -> str:
+    if _BARE.fullmatch(key):
+        return key
     import tomlkit
 
-    return key if _BARE.fullmatch(key) else tomlkit.item(key).as_string()
+    return tomlkit.item(key).as_string()
+
+
+#: what a TOML basic string escapes (tomlkit's set: control characters, ``"`` and ``\\``)
+_ESCAPED = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def _scalar(value: Any) -> str:
+    """A TOML scalar as tomlkit writes it; the common cases (a string with nothing to escape,
+    an int, a bool) without building tomlkit items (most of a lock's writing time)."""
+    kind = type(value)
+    if kind is str and _ESCAPED.search(value) is None:
+        return f'"{value}"'
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    import tomlkit
+
+    return tomlkit.item(value).as_string()
 
 
 def _inline(value: Any) -> str:
     """A TOML value on one line (tables inline); arrays of tables or of more than three
-    items one item per line. Scalars are encoded by tomlkit."""
-    import tomlkit
-
+    items one item per line. Scalars are encoded as tomlkit encodes them."""
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_key(k)} = {_inline(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         if len(value) > 3 or any(isinstance(v, Mapping) for v in value):
             return "[\n" + "".join(f"    {_inline(v)},\n" for v in value) + "]"
         return "[" + ", ".join(_inline(v) for v in value) + "]"
-    return tomlkit.item(value).as_string()
+    return _scalar(value)
 
 
 def _table(out: list[str], header: str, body: Mapping[str, Any], aot: bool = False) -> None:

@@ -11,12 +11,14 @@ with the password as ``****`` where the user should recognise it.
 
 from __future__ import annotations
 
-import base64
-import netrc
 import os
 import threading
 from pathlib import Path
 from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
@@ -63,7 +65,7 @@ class Credentials:
     def __init__(self, use_netrc: bool = True) -> None:
         self._by_origin: dict[tuple[str, str, int | None], tuple[str, str]] = {}
         self._lock = threading.Lock()
-        self._netrc: netrc.netrc | bool | None = None if use_netrc else False
+        self._netrc: Any = None if use_netrc else False  # a netrc.netrc once read
 
     def add(self, url: str, cred: tuple[str, str] | None = None) -> str:
         """Remember the userinfo of ``url`` (or ``cred``) for its origin; the clean URL."""
@@ -76,6 +78,8 @@ class Credentials:
 
     def _from_netrc(self, host: str) -> tuple[str, str] | None:
         with self._lock:
+            import netrc  # on first use: it imports shlex
+
             if self._netrc is None:
                 path = os.environ.get("NETRC") or str(Path.home() / ".netrc")
                 try:
@@ -113,5 +117,7 @@ class Credentials:
         cred = self._lookup(url)
         if cred is None:
             return None
+        import base64
+
         token = base64.b64encode(f"{cred[0]}:{cred[1]}".encode()).decode()
         return f"Basic {token}"

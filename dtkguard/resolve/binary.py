@@ -7,15 +7,15 @@ projects named in neither."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from dtkguard.decision import canonical
+from dtkguard.lightclass import field, record
 
 ALL = ":all:"
 NONE = ":none:"
 
 
-@dataclass
+@record
 class FormatControl:
     no_binary: set[str] = field(default_factory=set)
     only_binary: set[str] = field(default_factory=set)

@@ -6,21 +6,23 @@ on a small thread pool, so the resolver finds metadata waiting when it asks for 
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
 from dtkguard.errors import InputError
+from dtkguard.lightclass import field, record
 from dtkguard.resolve.auth import Credentials, redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import http.client
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     from dtkguard.resolve.pagecache import PageCache
 
@@ -31,7 +33,7 @@ JSON_ACCEPT = (
 USER_AGENT = f"dtkguard/{__version__}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Response:
     url: str  # after redirects
     status: int
@@ -47,7 +49,7 @@ def _kept(items) -> dict[str, str]:
     return {k.lower(): v for k, v in items if k.lower() in KEPT}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Streamed:
     """A response whose body is read in pieces: ``read(n)``; ``headers`` lower-cased."""
 
@@ -114,6 +116,8 @@ class Fetcher:
             fut = self._futures.get(key)
             if fut is None:
                 if self._pool is None:
+                    from concurrent.futures import ThreadPoolExecutor  # on first use
+
                     self._pool = ThreadPoolExecutor(
                         self._workers, thread_name_prefix="dtkguard-fetch"
                     )
@@ -262,8 +266,6 @@ class Fetcher:
 
     def _fetch_net(self, url: str, accept: str, extra: dict[str, str]) -> Response:
         import http.client
-        import urllib.error
-        import urllib.request
 
         parts = urlsplit(url)
         if not _proxied(parts.hostname or ""):
@@ -271,6 +273,9 @@ class Fetcher:
                 return self._fetch_keepalive(url, parts, accept, extra)
             except (OSError, http.client.HTTPException):
                 self._drop_connection(parts)  # stale keep-alive connection: retry plainly
+        import urllib.error  # the plain path (a proxy, or a retry): urllib's
+        import urllib.request
+
         req = urllib.request.Request(url, headers=self.headers(url, accept, **extra))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -343,8 +348,12 @@ def _ctype(headers: dict[str, str]) -> str:
 
 
 def _proxied(host: str) -> bool:
-    """True when urllib would use a proxy for ``host`` (then urllib does the request)."""
-    import urllib.error
+    """True when urllib would use a proxy for ``host`` (then urllib does the request). On
+    POSIX urllib reads its proxies only from ``*_proxy`` variables: without one, none (and
+    urllib.request, with email and tempfile, is not imported)."""
+    system = sys.platform == "darwin" or os.name == "nt"  # system settings, read by urllib
+    if not system and not any(name.lower().endswith("_proxy") for name in os.environ):
+        return False
     import urllib.request
 
     proxies = urllib.request.getproxies()

@@ -8,7 +8,6 @@ URL dtkguard writes; uv's ``UV_INDEX_<NAME>_USERNAME``/``_PASSWORD`` go with the
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from dtkguard.errors import InputError
@@ -81,6 +80,8 @@ def default_index_url(python: str | None = None) -> tuple[str, str]:
 
 
 def _run(cmd: list[str]) -> str:
+    import subprocess  # only when pip is asked
+
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):

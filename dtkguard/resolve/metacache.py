@@ -24,7 +24,10 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = b"dtkguard-metadata 1\n"
 #: an entry larger than this is not read (core metadata is a few KiB; a README may make it more)
@@ -158,11 +161,11 @@ class MetadataCache:
         path = self._path(key)
         digest = hashlib.sha256(body).hexdigest().encode()
         data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
-        import tempfile
+        from dtkguard.util.atomic import temp_file
 
         try:
             path.parent.mkdir(exist_ok=True, mode=0o700)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            fd, tmp = temp_file(path.parent, ".tmp-")
         except OSError:
             return
         try:

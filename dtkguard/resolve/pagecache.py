@@ -20,8 +20,8 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass, field
 
+from dtkguard.lightclass import field, record
 from dtkguard.resolve.metacache import MetadataCache
 
 #: the response headers kept with a page (lower-case)
@@ -52,7 +52,7 @@ def storable(status: int, headers: dict[str, str]) -> bool:
     return bool(headers.get("etag") or headers.get("last-modified") or max_age(headers))
 
 
-@dataclass
+@record
 class CachedPage:
     status: int
     url: str

@@ -10,49 +10,63 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urldefrag, urljoin
-
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
-from packaging.version import Version
 
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.resolve.http import JSON_ACCEPT, Fetcher
-from dtkguard.resolve.lazywheel import read_zip_metadata
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from packaging.version import Version
 
 
-@dataclass(eq=False)
 class FileLink:
-    """One wheel file of one project version in one source."""
+    """One wheel file of one project version in one source (equal only to itself).
 
-    project: str
-    version: Version
-    filename: str
-    source: Source
-    url: str | None = None
-    path: Path | None = None
-    hashes: dict[str, str] = field(default_factory=dict)
-    size: int | None = None
-    upload_time: str | None = None
-    requires_python: str | None = None
-    tags: frozenset[str] = frozenset()
-    metadata_url: str | None = None
-    metadata_hashes: dict[str, str] | None = None
-    yanked: bool = False
-    #: PEP 592: the reason the index gave for the yank ("" when none)
-    yank_reason: str = ""
+    A plain class, not a dataclass: building the sources (what a cached lock checks) then
+    imports neither dataclasses nor packaging, and a link is made as fast as one."""
+
+    def __init__(  # noqa: PLR0913  (a link's fields, as a dataclass's __init__ takes them)
+        self,
+        project: str,
+        version: Version,
+        filename: str,
+        source: Source,
+        url: str | None = None,
+        path: Path | None = None,
+        hashes: dict[str, str] | None = None,
+        size: int | None = None,
+        upload_time: str | None = None,
+        requires_python: str | None = None,
+        tags: frozenset[str] = frozenset(),
+        metadata_url: str | None = None,
+        metadata_hashes: dict[str, str] | None = None,
+        yanked: bool = False,
+        yank_reason: str = "",
+    ) -> None:
+        self.project = project
+        self.version = version
+        self.filename = filename
+        self.source = source
+        self.url = url
+        self.path = path
+        self.hashes: dict[str, str] = {} if hashes is None else hashes
+        self.size = size
+        self.upload_time = upload_time
+        self.requires_python = requires_python
+        self.tags = tags
+        self.metadata_url = metadata_url
+        self.metadata_hashes = metadata_hashes
+        self.yanked = yanked
+        #: PEP 592: the reason the index gave for the yank ("" when none)
+        self.yank_reason = yank_reason
 
     @property
     def vendor(self) -> bool:
@@ -68,6 +82,13 @@ class FileLink:
 
 def _parse_wheel(filename: str) -> tuple[str, Version, frozenset[str]] | None:
     """(project, version, tags) of a wheel or an sdist (no tags) file name, else None."""
+    from packaging.utils import (
+        InvalidSdistFilename,
+        InvalidWheelFilename,
+        parse_sdist_filename,
+        parse_wheel_filename,
+    )
+
     if filename.endswith((".tar.gz", ".zip")):
         try:
             name, version = parse_sdist_filename(filename)
@@ -157,13 +178,14 @@ class FindLinks(Source):
         (no user can set it back: a file rewritten in place with its size, mtime and inode
         kept has a new one), inode and device; followed through symlinks."""
         out: list[list[Any]] = []
+        folder = os.fspath(self.path)
         try:
-            names = sorted(os.listdir(self.path))
+            names = sorted(os.listdir(folder))
         except OSError as exc:
             return [["unreadable", str(exc)]]
         for name in names:
             try:
-                st = os.stat(self.path / name)
+                st = os.stat(os.path.join(folder, name))
             except OSError:
                 out.append([name, None])
                 continue
@@ -171,6 +193,8 @@ class FindLinks(Source):
         return out
 
     def metadata(self, link: FileLink) -> bytes:
+        from dtkguard.resolve.lazywheel import read_zip_metadata
+
         assert link.path is not None
         return read_zip_metadata(link.path)
 
@@ -405,6 +429,8 @@ class SimpleIndex(Source):
     @contextmanager
     def local_file(self, link: FileLink) -> Iterator[Path]:
         """Download ``link`` to a temporary file (streamed, its sha256 checked when listed)."""
+        import tempfile
+
         assert link.url is not None
         with tempfile.TemporaryDirectory(prefix="dtkguard-dl-") as tmp:
             path = Path(tmp) / link.filename
@@ -441,6 +467,8 @@ class InstalledEnv(Source):
     """
 
     def __init__(self, env: Any) -> None:
+        from packaging.version import Version
+
         self.env = env
         self.label = f"installed:{env.target.python or env.target.path or '/'}"
         self._by_name: dict[str, list[FileLink]] = {}

@@ -7,10 +7,10 @@ Python version and platform tags (``--python-version``, ``--platform`` or the po
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from dtkguard.errors import InputError
+from dtkguard.lightclass import field, record
 
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -67,7 +67,7 @@ def _system(platform: str) -> tuple[str, str, str]:
     return "linux", "Linux", "posix"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetEnv:
     """Python ``X.Y`` plus platform tags (first one names the machine) of the lock's target."""
 

@@ -13,6 +13,21 @@ import stat
 from pathlib import Path
 
 
+def temp_file(folder: str | os.PathLike[str], prefix: str, suffix: str = "") -> tuple[int, str]:
+    """(descriptor, path) of a new file in ``folder``, mode 0600, made as `tempfile.mkstemp`
+    makes one (``O_EXCL``, no symlink followed) without importing tempfile (and shutil, bz2,
+    lzma, random) on every command that writes a file."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        path = os.path.join(os.fspath(folder), f"{prefix}{os.urandom(8).hex()}{suffix}")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {os.fspath(folder)}")
+
+
 def atomic_write_bytes(
     path: str | os.PathLike[str], data: bytes, mode: int | None = None, *, through: bool = True
 ) -> None:
@@ -30,9 +45,7 @@ def atomic_write_bytes(
         with open(target, "wb") as fh:  # a device or pipe: there is nothing to replace
             fh.write(data)
         return
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = temp_file(target.parent, f".{target.name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

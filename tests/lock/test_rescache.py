@@ -101,13 +101,32 @@ CHANGES = {
     "file added": (["alpha"], ["alpha"], _add),
     "file removed": (["alpha"], ["alpha"], _remove),
     "file rewritten in place": (["alpha"], ["alpha"], _rewrite),
+    "requirements file edited": (["-r", "r.txt"], ["-r", "r.txt"], lambda t: _edit(t, "r.txt")),
+    "included file edited": (["-r", "top.txt"], ["-r", "top.txt"], lambda t: _edit(t, "inc.txt")),
+    "requirement spelled otherwise": (["alpha"], ["Alpha >= 0"], None),
 }
+
+
+def _requirement_files(tmp_path):
+    """``r.txt`` (alpha) and ``top.txt``, which holds only ``-r inc.txt`` (alpha)."""
+    (tmp_path / "r.txt").write_text("alpha\n")
+    (tmp_path / "top.txt").write_text("-r inc.txt\n")
+    (tmp_path / "inc.txt").write_text("alpha\n")
+
+
+def _edit(tmp_path, name):
+    """A requirement added to ``name``, its mtime kept."""
+    path = tmp_path / name
+    st = path.stat()
+    path.write_text("alpha\nbeta<1.1\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_every_input_change_misses(tmp_path, change):
     before, after, edit = CHANGES[change]
     _wheels(tmp_path / "w")
+    _requirement_files(tmp_path)
     policies = {"P0": _policy(tmp_path, ""), "P1": None}
     if change == "policy":
         (tmp_path / "p1").mkdir()
@@ -197,3 +216,64 @@ def test_an_index_without_validators_is_read_again(tmp_path):
         assert warm == cold[2]
         assert {r.status for r in index.log if r.path.startswith("/simple/")} == {200}
         assert not list((tmp_path / "c" / "pages-v1").rglob("*.*"))
+
+
+def test_an_invalid_requirement_is_refused_every_time(tmp_path):
+    """The key takes requirements as typed: one that does not parse never made an entry."""
+    _wheels(tmp_path / "w")
+    assert _run(tmp_path, "alpha", *BASE)[0] == 0
+    for _ in range(2):
+        code, err, got = _run(tmp_path, "alpha", "beta>>1", *BASE)
+        assert code == 2 and "invalid requirement 'beta>>1'" in err and got is None, err
+        assert HIT not in err and "Traceback" not in err
+
+
+def test_a_library_upgrade_misses(tmp_path, monkeypatch):
+    """The code of the libraries that shape a lock is in the key: a file of one rewritten (an
+    upgrade, an edit) gives another key; the running Python's version is in it too."""
+    import sys
+
+    from dtkguard.lock import rescache
+
+    lib = tmp_path / "site" / "fakelib"
+    (lib / "sub").mkdir(parents=True)
+    (lib / "__init__.py").write_text("x = 1\n")
+    (lib / "sub" / "m.py").write_text("y = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(rescache, "LIBRARIES", ("fakelib",))
+    first = rescache.code_digest()
+    assert rescache.code_digest() == first
+    st = (lib / "sub" / "m.py").stat()
+    (lib / "sub" / "m.py").write_text("y = 2\n")  # same size
+    os.utime(lib / "sub" / "m.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert rescache.code_digest() != first
+    changed = rescache.code_digest()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert rescache.code_digest() != changed
+
+
+def test_a_hit_imports_no_resolver_stack(tmp_path):
+    """A resolution-cache hit of a find-links lock parses nothing and builds nothing: neither
+    packaging, resolvelib, tomlkit, pydantic, dataclasses nor a thread pool is imported."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.cli import REPO
+
+    _wheels(tmp_path / "w")
+    assert _run(tmp_path, "alpha", *BASE)[0] == 0
+    script = (
+        "import json, sys\n"
+        "from dtkguard.cli import main\n"
+        f"code = main({['lock', 'alpha', *BASE, '-o', 'pylock.t.toml']!r})\n"
+        "heavy = ('packaging', 'resolvelib', 'tomlkit', 'pydantic', 'dataclasses', "
+        "'concurrent', 'pip_api', 'tempfile', 'zipfile', 'http')\n"
+        "print(json.dumps([code, sorted(m for m in sys.modules if m.split('.')[0] in heavy)]))"
+    )
+    env = hermetic_env(DTKGUARD_CACHE_DIR=str(tmp_path / "c"), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                          capture_output=True, text=True)  # fmt: skip
+    assert HIT in proc.stderr, proc.stderr
+    code, heavy = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert code == 0 and heavy == [], heavy
