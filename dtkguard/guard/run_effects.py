@@ -51,10 +51,11 @@ def _load_hook() -> ModuleType:
             spec.loader.exec_module(loaded)
             sys.modules["_dtkguard_pip_hook"] = loaded
         module = sys.modules["_dtkguard_pip_hook"]
-    # loaded from dtkguard itself, the hook has no copies beside it: the RECORD module its
-    # journal functions read is the one the copy is made from
-    if module._state.get("records") is None:
-        module._state["records"] = importlib.import_module("dtkguard.records")
+    # loaded from dtkguard itself, the hook has no copies beside it: the RECORD and site-facts
+    # modules its journal functions read are the ones the copies are made from
+    for key in ("records", "sitefacts"):
+        if module._state.get(key) is None:
+            module._state[key] = importlib.import_module(f"dtkguard.{key}")
     return module
 
 

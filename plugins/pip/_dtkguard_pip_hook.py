@@ -2,7 +2,8 @@
 
 Installed by ``dtkguard guard install`` as this module, a copy of ``dtkguard/decision.py``
 beside it (``_dtkguard_decision.py``, the one place that decides), copies of ``protected.py``,
-``records.py`` (RECORD rows, a wheel's layout) and ``elf.py``, and a one-line ``.pth`` file
+``records.py`` (RECORD rows, a wheel's layout), ``sitefacts.py`` (the interpreter's facts the
+guard judges with) and ``elf.py``, and a one-line ``.pth`` file
 in the target's site-packages. Standard library only. At interpreter start the ``.pth`` line
 only imports the start-up finder ``_dtkguard_finder`` (this module is not even imported); the
 guard wakes up when pip imports ``pip._internal.commands.install`` or
@@ -23,7 +24,7 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
   exact same build replaces it, and no removal may delete files of a vendor build.
 
 If pip lacks one of these internals, or the policy or a copy (decision, protected set,
-RECORD module) cannot be read, every install and uninstall is refused (fail closed).
+RECORD module, site facts) cannot be read, every install and uninstall is refused (fail closed).
 ``DTKGUARD_OVERRIDE="reason"`` lets an install through and records it in ``overrides.jsonl``
 beside the policy.
 """
@@ -43,6 +44,8 @@ ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 #: the copy of ``dtkguard/records.py`` beside this module: RECORD rows, wheel layout
 RECORDS = "_dtkguard_records.py"
+#: the copy of ``dtkguard/sitefacts.py``: roots, schemes, wheel files, owners, the baseline
+SITEFACTS = "_dtkguard_sitefacts.py"
 PTH = "dtkguard-pip-hook.pth"
 #: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
@@ -156,6 +159,7 @@ def _prepare():
     _load_decision()
     _load_protected()
     _load_records()
+    _load_sitefacts()
     _load_elf()
     _load_policy()
     _roots()
@@ -262,10 +266,20 @@ def _load_records():
     return _state["records"]
 
 
+def _load_sitefacts():
+    """The copy of ``dtkguard/sitefacts.py`` (the interpreter's facts) beside this module."""
+    if _state.get("sitefacts") is None:
+        _state["sitefacts"] = _load_copy(SITEFACTS, "roots", "site-facts module")
+    return _state["sitefacts"]
+
+
+_COPIES = ("decision", "protected", "records", "sitefacts")
+
+
 def _copies_loaded():
     """Whether the copies an install or a removal is judged with (decision, protected set,
-    RECORD module) are loaded; without one, the guard fails closed."""
-    return all(_state.get(key) is not None for key in ("decision", "protected", "records"))
+    RECORD module, site facts) are loaded; without one, the guard fails closed."""
+    return all(_state.get(key) is not None for key in _COPIES)
 
 
 def _load_elf():
@@ -311,57 +325,43 @@ def _load_policy():
 
 
 def _real(path):
-    import os
-
-    return os.path.normpath(os.path.realpath(path)) if path else None
+    return _state["sitefacts"].real(path)
 
 
 _DIRS = {}
 
 
 def _real_in(path):
-    """``path`` with its folder resolved (cached per folder) and its last part kept: where
-    pip writes or deletes (pip replaces a symlink at the last part, it does not follow it)."""
-    import os
-
-    head, tail = os.path.split(os.path.normpath(path))
-    real = _DIRS.get(head)
-    if real is None:
-        real = _DIRS[head] = _real(head)
-    return os.path.join(real, tail) if tail else real
+    """``path`` with its folder resolved (cached per folder), its last part kept."""
+    return _state["sitefacts"].real_in(path, _DIRS)
 
 
 def _roots():
     """Directories of this interpreter: its site-packages (also the user site), stdlib and
     scripts, and the folder of this hook. Computed from ``sys.prefix`` (``sysconfig``), not
-    ``sys.path``, which pip's build environments rewrite."""
+    ``sys.path``, which pip's build environments rewrite. None without the site facts."""
     if "roots" in _state:
         return _state["roots"]
     import site
     import sysconfig
 
-    paths = sysconfig.get_paths()
-    sites = [paths.get("purelib"), paths.get("platlib"), _here()]
+    facts = _state.get("sitefacts")
+    if facts is None:
+        return None
+    found = []
     with contextlib.suppress(Exception):
-        sites += list(site.getsitepackages())
+        found = list(site.getsitepackages())
+    user = None
     if site.ENABLE_USER_SITE:
         with contextlib.suppress(Exception):
-            sites.append(site.getusersitepackages())
-    others = [paths.get(k) for k in ("stdlib", "platstdlib", "scripts")]
-    sites = sorted({_real(p) for p in sites if p})
-    _state["sites"] = sites
-    _state["roots"] = sorted(set(sites) | {_real(p) for p in others if p})
+            user = site.getusersitepackages()
+    _state["sites"], _state["roots"] = facts.roots(sysconfig.get_paths(), _here(), found, user)
     return _state["roots"]
 
 
 def _touches(path, roots):
     """Is ``path`` one of ``roots``, inside one, or a parent of one?"""
-    if not path:
-        return False
-    for root in roots:
-        if path == root or path.startswith(root + "/") or root.startswith(path.rstrip("/") + "/"):
-            return True
-    return False
+    return _state["sitefacts"].touches(path, roots)
 
 
 # -- facts handed to the decision ----------------------------------------------------------
@@ -374,21 +374,8 @@ def _canonical(name):
 def _installed():
     """{canonical name: (version, metadata folder)} of the dists in this interpreter's sites
     (``.dist-info`` first, then ``.egg-info``)."""
-    import os
-
-    out = {}
-    for suffix in (".dist-info", ".egg-info"):
-        for site in _state.get("sites") or ():
-            try:
-                names = sorted(os.listdir(site))
-            except OSError:
-                continue
-            for entry in names:
-                if entry.endswith(suffix):
-                    name, _, version = entry[: -len(suffix)].partition("-")
-                    version = version.split("-py", 1)[0]
-                    out.setdefault(_canonical(name), (version, os.path.join(site, entry)))
-    return out
+    facts = _state["sitefacts"]
+    return facts.installed(facts.listings(_state.get("sites") or ()), _canonical)
 
 
 def _record_rows(info):
@@ -405,43 +392,19 @@ def _record_rows(info):
 def _vendor_rows(policy):
     """{vendor name: (site folder, [RECORD paths relative to it])} of the vendor builds."""
     if "vendor_rows" not in _state:
-        import os
-
-        _state["vendor_rows"] = {
-            key: (os.path.dirname(info), _record_rows(info))
-            for key, (_, info) in _installed().items()
-            if key in policy["vendor"] and info.endswith(".dist-info")
-        }
+        rows = _state["sitefacts"].vendor_rows(_installed(), policy["vendor"], _record_rows)
+        _state["vendor_rows"] = rows
     return _state["vendor_rows"]
 
 
 def _vendor_files(policy):
-    """{vendor name: the absolute files of its RECORD}: the site folder is resolved already,
-    so plain joins (``..`` rows normalised) are the files pip would remove."""
-    import os
-
-    out = {}
-    for key, (site, rows) in _vendor_rows(policy).items():
-        out[key] = [
-            os.path.normpath(f"{site}/{r}") if ".." in r or "./" in r else f"{site}/{r}"
-            for r in rows
-        ]
-    return out
+    """{vendor name: the absolute files of its RECORD}."""
+    return _state["sitefacts"].vendor_files(_vendor_rows(policy))
 
 
 def _vendor_tops(policy):
-    """{vendor name: its site-level entries (and their ``__pycache__`` files)}: all the
-    decision needs to know which import names a vendor build provides."""
-    out = {}
-    for key, (site, rows) in _vendor_rows(policy).items():
-        tops = set()
-        for rel in rows:
-            first, _, rest = rel.partition("/")
-            if first == "__pycache__":
-                first += "/" + rest.split("/", 1)[0]
-            tops.add(f"{site}/{first}")
-        out[key] = sorted(tops)
-    return out
+    """{vendor name: its site-level entries (and their ``__pycache__`` files)}."""
+    return _state["sitefacts"].vendor_tops(_vendor_rows(policy))
 
 
 def _facts(policy):
@@ -479,23 +442,12 @@ def _protected_table():
 
 def _guard_files():
     """The guard's state beside the policy (a folder) and the site ``pip.conf``."""
-    import os
-
-    state = os.path.dirname(_real(_state["policy_path"]) or _here())
-    return [state, os.path.join(os.path.dirname(state), "pip.conf")]
+    return _state["sitefacts"].guard_files(_state["policy_path"], _here())
 
 
 def _wheel_destinations(name, scheme, purelib):
     """Where pip writes the wheel member ``name`` under ``scheme`` (resolved), or None."""
-    import os
-
-    top, _, rest = name.partition("/")
-    if top.endswith(".data") and rest:
-        key, _, sub = rest.partition("/")
-        base = scheme.get(key)
-        return _real_in(os.path.join(base, sub)) if base and sub else None
-    lib = scheme["purelib"] if purelib else scheme["platlib"]
-    return _real_in(os.path.join(lib, name)) if lib else None
+    return _state["sitefacts"].wheel_destination(name, scheme, purelib, _DIRS)
 
 
 #: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
@@ -561,8 +513,8 @@ def _wheel_effect(wheel, scheme):
         member = _state["records"].is_info_member
         for info in infos:
             if member(info.filename, "WHEEL"):
-                text = zf.read(info).decode("utf-8", "replace").lower()
-                purelib = "root-is-purelib: true" in text
+                text = zf.read(info).decode("utf-8", "replace")
+                purelib = _state["sitefacts"].root_is_purelib(text)
             if member(info.filename, "entry_points.txt"):
                 scripts = _state["decision"].console_scripts(
                     zf.read(info).decode("utf-8", "replace")
@@ -585,28 +537,17 @@ def _wheel_effect(wheel, scheme):
 
 def _script_files(scripts_dir, script):
     """The files pip generates for a console script (pip adds ``pipX``/``pipX.Y`` for pip)."""
-    import os
-
-    names = [script]
-    if script in ("pip", "easy_install"):
-        major, minor = sys.version_info[:2]
-        names += [f"{script}{major}", f"{script}{major}.{minor}"]
-    return [_real_in(os.path.join(scripts_dir, n)) for n in names]
+    return _state["sitefacts"].script_files(scripts_dir, script, sys.version_info, _DIRS)
 
 
 def _note_member(zf, info, dest, effect):
     """Record the member's top-level import name and, for start-up candidates, its text."""
-    import os
-
-    for site in _state["sites"]:
-        if dest.startswith(site + "/"):
-            top = dest[len(site) + 1 :].split("/", 1)[0]
-            name = top[:-3] if top.endswith(".py") else top
-            effect["members"].add(name)
-            if dest.endswith(".pth") and os.path.dirname(dest) == site:
-                data = zf.read(info)[:65536]
-                effect["contents"][dest] = data.decode("utf-8", "replace")
-            break
+    found = _state["sitefacts"].site_member(dest, _state["sites"])
+    if found is not None:
+        effect["members"].add(found[0])
+        if found[1]:
+            data = zf.read(info)[:65536]
+            effect["contents"][dest] = data.decode("utf-8", "replace")
 
 
 def _manifest_lists(store, path):
@@ -627,33 +568,20 @@ def _baseline():
     if "baseline" not in _state:
         import os
 
+        facts = _state["sitefacts"]
         here = os.path.dirname(_state["policy_path"] or ".")
         store = _store_dir()
-        if store is None and os.path.lexists(os.path.join(here, "store.json")):
-            _state["baseline_error"] = (
-                f"the guard's store pointer {os.path.join(here, 'store.json')} names no "
-                "trusted store folder"
-            )
-            _state["baseline"] = {}
-            return _state["baseline"]
-        path = os.path.join(store or here, "baseline.json")
-        unsafe = _untrusted(path) if os.path.lexists(path) else None
-        if unsafe:
-            _state["baseline_error"] = f"the guard's baseline {path} cannot be trusted: {unsafe}"
-            _state["baseline"] = {}
-            return _state["baseline"]
-        try:
-            _state["baseline"] = _read_json(path)
-            if not isinstance(_state["baseline"], dict):
-                raise ValueError("not a JSON object")
-        except FileNotFoundError:
-            _state["baseline"] = {}
-            if store is not None and _manifest_lists(store, path):
-                # the store's manifest says install wrote it: gone is unknown, not clean
-                _state["baseline_error"] = f"the guard's baseline {path} is absent"
-        except (OSError, ValueError) as exc:
-            _state["baseline_error"] = f"the guard's baseline {path} is unreadable ({exc})"
-            _state["baseline"] = {}
+        pointer = os.path.lexists(os.path.join(here, "store.json"))
+        path, error = facts.baseline_file(here, store, pointer)
+        data = {}
+        if path is not None:
+            there = os.path.lexists(path)
+            unsafe = _untrusted(path) if there else None
+            written = not there and store is not None and _manifest_lists(store, path)
+            data, error = facts.baseline_data(path, _read_json, unsafe, written)
+        _state["baseline"] = data
+        if error:
+            _state["baseline_error"] = error
     return _state["baseline"]
 
 
@@ -701,21 +629,9 @@ def _scheme(req, home, root, prefix, user):
         isolated=bool(getattr(req, "isolated", False)),
         prefix=prefix,
     )
-    keys = ("purelib", "platlib", "headers", "scripts", "data")
-    out = {k: _real(getattr(scheme, k)) for k in keys}
-    target = _state["target_dir"]
-    if home is not None:  # --target: pip moves what lands in the temporary home into target
-        bases = (out["purelib"], out["platlib"], _real(home))
-        target = _real(target) if target else None
-        for key, path in list(out.items()):
-            for base in bases:
-                if target and (path == base or path.startswith(base + "/")):
-                    out[key] = target + path[len(base) :]
-                    break
-            else:
-                if not target:
-                    out[key] = None  # an unknown target: judged as if it were this interpreter
-    return out
+    facts = _state["sitefacts"]
+    paths = {k: getattr(scheme, k) for k in facts.SCHEME_KEYS}
+    return facts.scheme(paths, home, _state["target_dir"])
 
 
 def _req_version(req):
@@ -878,26 +794,18 @@ def _today():
 def _requires(policy):
     """{vendor name: its Requires-Dist} from the installed vendor builds' METADATA."""
     if "requires" not in _state:
-        import os
-
-        out = {}
         same = _state["decision"].same_version
-        for key, (version, info) in _installed().items():
-            # only the vendor build's own requirements: a community build of that name is not it
-            if not same(version, policy["vendor"].get(key)) or not info.endswith(".dist-info"):
-                continue
-            try:
-                with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
-                    text = fh.read().split("\n\n", 1)[0]
-            except OSError:
-                continue
-            out[key] = [
-                line.split(":", 1)[1].strip()
-                for line in text.splitlines()
-                if line.lower().startswith("requires-dist:")
-            ]
-        _state["requires"] = out
+        _state["requires"] = _state["sitefacts"].vendor_requires(
+            _installed(), policy["vendor"], same, _read_metadata
+        )
     return _state["requires"]
+
+
+def _read_metadata(info):
+    import os
+
+    with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
+        return fh.read()
 
 
 def _vendor_deps(policy, after):
@@ -910,9 +818,9 @@ def _vendor_deps(policy, after):
     if not judge(_requires(policy), after, Requirement, pins=policy["vendor"]):
         return []  # nothing broken after the change: the baseline (a large file) is not read
     before = {k: v for k, (v, _) in _installed().items()}
-    recorded = _baseline().get("dists")
-    if isinstance(recorded, dict) and recorded:  # only what broke since guard install (as check)
-        before = {k: str(d.get("version")) for k, d in recorded.items() if isinstance(d, dict)}
+    recorded = _state["sitefacts"].baseline_versions(_baseline())
+    if recorded is not None:  # only what broke since guard install (as check)
+        before = recorded
     return _state["decision"].judge_vendor_deps(
         _requires(policy), after, Requirement, before, pins=policy["vendor"]
     )
@@ -1161,7 +1069,7 @@ def _patch_build_only(module):
         return
 
     def guarded_run(self, options, args):
-        if _load_policy() is None or None in (_state.get("protected"), _state.get("records")):
+        if _load_policy() is None or not _copies_loaded():
             if not _override():
                 raise _fail_closed()
             _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
@@ -1258,19 +1166,10 @@ def _get_scheme():
 
 
 def _removal_files(pathset):
-    """Every file a removal deletes, resolved: pip's paths with folders expanded (a RECORD
-    row that is a folder, an egg-info's top_level.txt), and the ``.pth`` files it edits."""
-    import os
-
-    out = []
+    """Every file a removal deletes, resolved: pip's paths with folders expanded, and the
+    ``.pth`` files it edits."""
     paths = list(getattr(pathset, "_paths", ())) + list(getattr(pathset, "_pth", {}) or ())
-    for path in paths:
-        real = _real(path)
-        out.append(real)
-        if os.path.isdir(real) and not os.path.islink(path):
-            for folder, dirs, names in os.walk(real):
-                out += [os.path.join(folder, n) for n in dirs + names]
-    return out
+    return _state["sitefacts"].removal_files(paths)
 
 
 def _judge_removal(policy, name, version, pathset):
@@ -1331,7 +1230,8 @@ def _snapshot_for(options, target):
     run but the ones into ``--prefix``/``--root`` elsewhere (pip's build environments). A dry
     run and a ``--target`` install build packages too."""
     here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
-    if all(p is None or _touches(_real(p), _roots()) for p in here):
+    roots = _roots()
+    if roots is None or all(p is None or _touches(_real(p), roots) for p in here):
         _arm(_load_policy())
 
 
@@ -1387,7 +1287,7 @@ def _take_snapshot(policy):
     import os
     import stat
 
-    if policy is None or None in (_state.get("protected"), _state.get("records")):
+    if policy is None or not _copies_loaded():
         return
     stats = _stat_all(_snapshot_paths(policy))
     names = {}
@@ -1575,11 +1475,7 @@ class _Sources:
         import hashlib
         import os
 
-        found = None
-        for key, (site, rows) in _vendor_rows(_state["policy"]).items():
-            if path.startswith(site + "/") and path[len(site) + 1 :] in rows:
-                found = key, path[len(site) + 1 :]
-                break
+        found = _state["sitefacts"].owner_of(path, _vendor_rows(_state["policy"]))
         if found is None:
             return "neither a protected file nor a vendor build's: no copy of it"
         key, rel = found
@@ -1618,8 +1514,8 @@ class _Sources:
             except OSError:
                 continue
             for name in names:
-                parts = name[:-4].split("-") if name.endswith(".whl") else []
-                if len(parts) < 5 or _canonical(parts[0]) != key:
+                parts = _state["sitefacts"].wheel_file_name(name)
+                if parts is None or _canonical(parts[0]) != key:
                     continue
                 if decision.same_version(parts[1], version):
                     yield os.path.join(folder, name)
