@@ -817,20 +817,11 @@ def judge(policy, items, files=None, removals=(), effects=None):
     problems = []
     if files is not None:
         problems = _judge_here(policy, items, files, effects or {}, installed)
+    today = _today()
     for name in removals:
         key = _canonical(name)
-        pin = policy["vendor"].get(key)
-        if pin is not None and key in installed:
-            problems.append(
-                GUARD.decision.Problem(
-                    "vendor-replaced",
-                    "critical",
-                    key,
-                    f"pip would remove the vendor build {key} {installed[key][0]} from this "
-                    f"environment and install its replacement elsewhere (the vendor build is "
-                    f"{pin})",
-                )
-            )
+        if key in installed:
+            problems += GUARD.decision.judge_moved_away(policy, key, installed[key][0], today)
     return problems
 
 
@@ -1199,19 +1190,9 @@ def _judge_removal(policy, name, version, pathset):
     """Why removing dist ``name`` (with ``pathset``) is refused: [] when it may go."""
     decision = GUARD.decision
     replacement = GUARD.replacing.get(name)
+    files = _removal_files(pathset)
     facts = GUARD.env_facts()
-    found = decision.judge_removals(policy, name, _removal_files(pathset), facts, replacement)
-    pin = policy["vendor"].get(name)
-    if pin is not None and not (replacement and decision.same_version(replacement, pin)):
-        found.insert(
-            0,
-            decision.Problem(
-                "vendor-missing",
-                "critical",
-                name,
-                f"removing {name} {version} (the vendor build is {pin})",
-            ),
-        )
+    found = decision.judge_uninstall(policy, name, version, files, facts, _today(), replacement)
     if replacement is None:
         after = {k: v for k, (v, _) in GUARD.installed().items()}
         for gone in (*GUARD.removed, name):
