@@ -522,6 +522,38 @@ def judge_removals(policy, name, paths, facts, replacement=None):
     return out
 
 
+def judge_uninstall(policy, name, version, paths, facts, today, replacement=None):
+    """Every unwaived problem of removing the installed dist ``name`` ``version`` whose removal
+    deletes ``paths`` (as `judge_removals`), as `decide` judges an install: a vendor build
+    may only go while its own build replaces it in the same change (``replacement``: the
+    version installed in its place, None for a plain uninstall), and no removal deletes a
+    vendor build's files or the guard's."""
+    key = canonical(name)
+    pin = (policy.get("vendor") or {}).get(key)
+    found = []
+    if pin is not None and not (replacement and same_version(replacement, pin)):
+        text = f"removing {name} {version} (the vendor build is {pin})"
+        found.append(Problem("vendor-missing", "critical", key, text))
+    found += judge_removals(policy, name, paths, facts, replacement)
+    return [p for p in found if waiver(policy, p, today) is None]
+
+
+def judge_moved_away(policy, name, version, today):
+    """The unwaived problem of an install elsewhere (``--prefix``, ``--root``) that removes
+    the installed ``name`` ``version`` from this environment: a vendor build goes, its
+    replacement lands outside."""
+    key = canonical(name)
+    pin = (policy.get("vendor") or {}).get(key)
+    if pin is None:
+        return []
+    text = (
+        f"pip would remove the vendor build {key} {version} from this environment and install "
+        f"its replacement elsewhere (the vendor build is {pin})"
+    )
+    found = [Problem("vendor-replaced", "critical", key, text)]
+    return [p for p in found if waiver(policy, p, today) is None]
+
+
 # -- the vendor builds keep what they need -------------------------------------------------
 
 

@@ -52,6 +52,8 @@ HOOK_PROTECTED = "_dtkguard_protected.py"
 HOOK_ELF = "_dtkguard_elf.py"
 #: the copy of `dtkguard.records` beside the hook (RECORD rows, a wheel's layout)
 HOOK_RECORDS = "_dtkguard_records.py"
+#: the copy of `dtkguard.sitefacts` beside the hook (the interpreter's facts it judges with)
+HOOK_SITEFACTS = "_dtkguard_sitefacts.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -208,6 +210,7 @@ def planned_layers(
         Layer("protected", interp.purelib / HOOK_PROTECTED, decision_source("protected.py")),
         Layer("elf", interp.purelib / HOOK_ELF, decision_source("elf.py")),
         Layer("records", interp.purelib / HOOK_RECORDS, decision_source("records.py")),
+        Layer("sitefacts", interp.purelib / HOOK_SITEFACTS, decision_source("sitefacts.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -513,6 +516,7 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
         (HOOK_PROTECTED, "hook.pyc"),
         (HOOK_ELF, "hook.pyc"),
         (HOOK_RECORDS, "hook.pyc"),
+        (HOOK_SITEFACTS, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -529,6 +533,7 @@ _OWN_FILES = (
     "protected",
     "elf",
     "records",
+    "sitefacts",
     "finder",
     "hook.pth",
     "externally-managed",

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from dtkguard import decision
+from dtkguard import decision, records, sitefacts
 from dtkguard import protected as guarded
 
 TYPE_CHECKING = False
@@ -51,10 +51,6 @@ def _load_hook() -> ModuleType:
             spec.loader.exec_module(loaded)
             sys.modules["_dtkguard_pip_hook"] = loaded
         module = sys.modules["_dtkguard_pip_hook"]
-    # loaded from dtkguard itself, the hook has no copies beside it: the RECORD module its
-    # journal functions read is the one the copy is made from
-    if module._state.get("records") is None:
-        module._state["records"] = importlib.import_module("dtkguard.records")
     return module
 
 
@@ -74,21 +70,14 @@ class Watch:
 
     def __init__(self, interp: Interpreter, policy: dict, facts: EnvFiles) -> None:
         self.interp, self.policy, self.facts = interp, policy, facts
-        state = hook._state
-        state.update(
-            policy_path=str(interp.policy_file),
-            policy=policy,
-            decision=decision,
-            protected=guarded,
-            sites=facts.sites,
-            protected_table=facts.table,
-            error=None,
-            snapshot=None,
-        )
-        state.pop("vendor_rows", None)
+        # loaded from dtkguard itself, the hook has no copies beside it: its journal functions
+        # read the modules the copies are made from
+        copies = {"decision": decision, "protected": guarded, "records": records}
+        copies["sitefacts"] = sitefacts
+        guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
         hook._take_snapshot(policy)
-        self.snap: dict = state["snapshot"] or {"stat": {}, "names": {}, "store": None}
-        state["snapshot"] = None
+        self.snap: dict = guard.snapshot or {"stat": {}, "names": {}, "store": None}
+        guard.snapshot = None
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")

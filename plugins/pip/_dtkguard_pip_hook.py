@@ -2,7 +2,8 @@
 
 Installed by ``dtkguard guard install`` as this module, a copy of ``dtkguard/decision.py``
 beside it (``_dtkguard_decision.py``, the one place that decides), copies of ``protected.py``,
-``records.py`` (RECORD rows, a wheel's layout) and ``elf.py``, and a one-line ``.pth`` file
+``records.py`` (RECORD rows, a wheel's layout), ``sitefacts.py`` (the interpreter's facts the
+guard judges with) and ``elf.py``, and a one-line ``.pth`` file
 in the target's site-packages. Standard library only. At interpreter start the ``.pth`` line
 only imports the start-up finder ``_dtkguard_finder`` (this module is not even imported); the
 guard wakes up when pip imports ``pip._internal.commands.install`` or
@@ -23,7 +24,7 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
   exact same build replaces it, and no removal may delete files of a vendor build.
 
 If pip lacks one of these internals, or the policy or a copy (decision, protected set,
-RECORD module) cannot be read, every install and uninstall is refused (fail closed).
+RECORD module, site facts) cannot be read, every install and uninstall is refused (fail closed).
 ``DTKGUARD_OVERRIDE="reason"`` lets an install through and records it in ``overrides.jsonl``
 beside the policy.
 """
@@ -43,28 +44,21 @@ ELF = "_dtkguard_elf.py"
 PROTECTED = "_dtkguard_protected.py"
 #: the copy of ``dtkguard/records.py`` beside this module: RECORD rows, wheel layout
 RECORDS = "_dtkguard_records.py"
+#: the copy of ``dtkguard/sitefacts.py``: roots, schemes, wheel files, owners, the baseline
+SITEFACTS = "_dtkguard_sitefacts.py"
 PTH = "dtkguard-pip-hook.pth"
 #: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
-_state = {
-    "policy_path": None,
-    "policy": None,
-    "error": None,
-    "allowed": set(),
-    "target_dir": None,
-    "decision": None,
-    "owners": None,
-    "token": None,
-    "replacing": {},
-    "removed": set(),
-    "snapshot": None,
-}
+#: the guard of this pip run, built once by `find_spec` (`Guard`)
+GUARD = None
 
 
 def find_spec(fullname, path, target, policy_path):
     """Called by the .pth line's finder for the two pip modules only: pip's own spec, with a
     loader that patches the module once pip's code has run."""
-    _state["policy_path"] = policy_path
+    global GUARD
+    if GUARD is None:
+        GUARD = Guard(policy_path)
     if fullname not in _MODULES:
         return None
     for finder in sys.meta_path:
@@ -104,24 +98,202 @@ class _Loader:
             else:
                 _patch_build_only(module)
         except Exception as exc:  # never break pip's import; fail closed at install time
-            _changed(f"the dtkguard hook could not attach to pip: {exc!r}")
+            GUARD.changed(f"the dtkguard hook could not attach to pip: {exc!r}")
 
 
-def _changed(text):
-    """Remember why the guard cannot judge (the first reason wins)."""
-    if _state["error"] is None:
-        _state["error"] = text
+# -- the guard of one pip run --------------------------------------------------------------
 
 
-def _lacks(*names):
-    """pip lacks internals the guard wraps: say which, all of them."""
-    import pip
+class Guard:
+    """What the guard knows and decided in one pip run, built once (`find_spec`) and loaded
+    when pip imports a module the hook wraps (`load`): the copies beside the hook, the
+    policy, this interpreter's sites and roots. The facts the decision is given (installed
+    dists, the vendor builds' files, the protected set, the baseline) are computed by the site
+    facts' functions on first use and kept here; the patches read and change only this."""
 
-    missing = _state.setdefault("missing", [])
-    missing += [n for n in names if n not in missing]
-    text = f"pip {getattr(pip, '__version__', '?')} lacks what the guard wraps"
-    if _state["error"] is None or _state["error"].startswith(text):
-        _state["error"] = f"{text} ({', '.join(missing)})"
+    def __init__(self, policy_path):
+        self.policy_path = policy_path
+        #: why the guard cannot judge (the first reason wins), and the pip internals it lacks
+        self.error = None
+        self.missing = []
+        self.decision = self.protected = self.records = self.sitefacts = None
+        self.elf = self.elf_error = self.policy = None
+        self.sites, self.roots = [], None
+        #: the run: names judged, what pip installs here in place of a removal, what it removed
+        self.allowed, self.replacing, self.removed = set(), {}, set()
+        self.target_dir = self.token = self.channel = None
+        #: the build journal: the policy it is armed with, its snapshot, pip's user agent
+        self.armed = self.snapshot = None
+        self.user_agent = False
+        self.dirs = {}  # folder -> resolved (`_real_in`)
+        self._vendor_rows = self._env_facts = self._protected_table = None
+        self._baseline = self._requires = None
+        self.baseline_error = None
+
+    @classmethod
+    def given(cls, policy_path, policy, copies, sites, table):
+        """The guard of this process (`GUARD`) built from facts already known (dtkuv's watch
+        of a uv run, outside pip): the policy, the modules (``copies``: {attribute: module}),
+        the sites, the protected set."""
+        global GUARD
+        GUARD = guard = cls(policy_path)
+        guard.policy, guard.sites, guard._protected_table = policy, list(sites), table
+        for name, *_ in _COPIES:
+            setattr(guard, name, copies[name])
+        return guard
+
+    def changed(self, text):
+        """Remember why the guard cannot judge (the first reason wins)."""
+        if self.error is None:
+            self.error = text
+
+    def lacks(self, *names):
+        """pip lacks internals the guard wraps: say which, all of them."""
+        import pip
+
+        self.missing += [n for n in names if n not in self.missing]
+        text = f"pip {getattr(pip, '__version__', '?')} lacks what the guard wraps"
+        if self.error is None or self.error.startswith(text):
+            self.error = f"{text} ({', '.join(self.missing)})"
+
+    def load(self):
+        """The copies beside the hook, the policy and the roots (each once; what failed to
+        load is retried, and its reason kept in `error`)."""
+        for name, filename, entry, what in _COPIES:
+            if getattr(self, name) is None:
+                setattr(self, name, _load_copy(filename, entry, what))
+        if self.elf is None and self.elf_error is None:
+            self.elf, self.elf_error = _load_elf()
+        self.load_policy()
+        if self.roots is None and self.sitefacts is not None:
+            self.sites, self.roots = _roots(self.sitefacts)
+
+    def copies_loaded(self):
+        """Whether the copies an install or a removal is judged with (decision, protected set,
+        RECORD module, site facts) are loaded; without one, the guard fails closed."""
+        return all(getattr(self, name) is not None for name, *_ in _COPIES)
+
+    def load_policy(self):
+        """The compiled policy, or None (and the reason in `error`)."""
+        if self.policy is not None or self.error is not None:
+            return self.policy
+        path = self.policy_path
+        unsafe = _untrusted(path)
+        if unsafe:
+            self.changed(f"the guard policy {path} cannot be trusted: {unsafe}")
+            return None
+        try:
+            data = _read_json(path)
+            if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("deny"), list):
+                raise ValueError("no 'vendor' table or 'deny' list")
+            self.policy = data
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            self.changed(f"the guard policy {path} is missing or unreadable ({why})")
+        return self.policy
+
+    # -- facts, each computed once by the site facts' functions (`_dtkguard_sitefacts`)
+
+    def canonical(self, name):
+        return self.decision.canonical(name) if self.decision else (name or "").lower()
+
+    def installed(self):
+        """{canonical name: (version, metadata folder)} of the dists in this interpreter's
+        sites, as they are now (pip changes them during the run: never kept)."""
+        facts = self.sitefacts
+        return facts.installed(facts.listings(self.sites or ()), self.canonical)
+
+    def vendor_rows(self):
+        """{vendor name: (site folder, [RECORD paths relative to it])} of the vendor builds."""
+        if self._vendor_rows is None:
+            rows = self.sitefacts.vendor_rows(self.installed(), self.policy["vendor"], self.rows)
+            self._vendor_rows = rows
+        return self._vendor_rows
+
+    def rows(self, info):
+        """The paths of the RECORD in the dist-info ``info``, relative to its site folder."""
+        import os
+
+        try:
+            with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
+                return self.records.paths_of(fh.read())
+        except OSError:
+            return []
+
+    def vendor_files(self):
+        """{vendor name: the absolute files of its RECORD}."""
+        return self.sitefacts.vendor_files(self.vendor_rows())
+
+    def env_facts(self):
+        """The decision's `env_facts` of this interpreter: its resolved sites, the vendor
+        builds' import packages, the protected set and the guard's state."""
+        if self._env_facts is None:
+            import sysconfig
+
+            protected, sites, table = self.protected, self.sites, self.protected_table()
+            scripts = self.sitefacts.real(sysconfig.get_paths().get("scripts"))
+
+            def kind_of(path):
+                return protected.protected_kind(path, sites, scripts, table)
+
+            tops = self.sitefacts.vendor_tops(self.vendor_rows())
+            self._env_facts = self.decision.env_facts(
+                sites, tops, scripts, kind_of, protected.may_write, self.guard_files()
+            )
+        return self._env_facts
+
+    def protected_table(self):
+        """The protected set of this interpreter ({path: kind})."""
+        if self._protected_table is None:
+            import sysconfig
+
+            scripts = sysconfig.get_paths().get("scripts")
+            self._protected_table = self.protected.protected_paths(
+                sys.prefix, self.sites, scripts, self.guard_files()
+            )
+        return self._protected_table
+
+    def guard_files(self):
+        """The guard's state beside the policy (a folder) and the site ``pip.conf``."""
+        return self.sitefacts.guard_files(self.policy_path, _here())
+
+    def baseline(self):
+        """The baseline `guard install` recorded ({} when there is none, or none to trust:
+        then `baseline_error` says why)."""
+        if self._baseline is None:
+            import os
+
+            facts = self.sitefacts
+            here = os.path.dirname(self.policy_path or ".")
+            store = _store_dir()
+            pointer = os.path.lexists(os.path.join(here, "store.json"))
+            path, error = facts.baseline_file(here, store, pointer)
+            data = {}
+            if path is not None:
+                there = os.path.lexists(path)
+                unsafe = _untrusted(path) if there else None
+                written = not there and store is not None and _manifest_lists(store, path)
+                data, error = facts.baseline_data(path, _read_json, unsafe, written)
+            self._baseline, self.baseline_error = data, error
+        return self._baseline
+
+    def requires(self):
+        """{vendor name: its Requires-Dist} from the installed vendor builds' METADATA."""
+        if self._requires is None:
+            same = self.decision.same_version
+            self._requires = self.sitefacts.vendor_requires(
+                self.installed(), self.policy["vendor"], same, _read_metadata
+            )
+        return self._requires
+
+
+#: the stdlib modules of dtkguard beside this one: (attribute, file, entry point, what)
+_COPIES = (
+    ("decision", DECISION, "decide", "decision module"),
+    ("protected", PROTECTED, "protected_paths", "protected-set module"),
+    ("records", RECORDS, "paths_of", "RECORD module"),
+    ("sitefacts", SITEFACTS, "roots", "site-facts module"),
+)
 
 
 # -- start-up of the guard inside pip ------------------------------------------------------
@@ -153,12 +325,7 @@ def _prepare():
         import pip._vendor.packaging.markers
         import pip._vendor.packaging.requirements
         import pip._vendor.packaging.specifiers  # noqa: F401
-    _load_decision()
-    _load_protected()
-    _load_records()
-    _load_elf()
-    _load_policy()
-    _roots()
+    GUARD.load()
 
 
 def _here():
@@ -176,7 +343,7 @@ def _load_copy(filename, entry, what):
     path = os.path.join(_here(), filename)
     unsafe = _untrusted(path, folder=False)  # site-packages: shared group envs are common
     if unsafe:
-        _changed(f"the guard's module {path} cannot be trusted: {unsafe}")
+        GUARD.changed(f"the guard's module {path} cannot be trusted: {unsafe}")
         return None
     try:
         spec = importlib.util.spec_from_file_location(filename[:-3], path)
@@ -185,9 +352,44 @@ def _load_copy(filename, entry, what):
         getattr(module, entry)  # the entry point must exist
     except Exception as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
-        _changed(f"the guard's {what} {path} is missing or broken ({why})")
+        GUARD.changed(f"the guard's {what} {path} is missing or broken ({why})")
         return None
     return module
+
+
+def _load_elf():
+    """(the copy of ``dtkguard/elf.py`` beside this module, None), or (None, why): then
+    native code is not judged before install, and pip says so (`check` still reads it)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(_here(), ELF)
+    try:
+        spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.read_member  # noqa: B018  (the entry point must exist)
+    except Exception as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+        return None, f"the guard's ELF reader {path} is missing or broken ({why})"
+    return module, None
+
+
+def _roots(facts):
+    """(sites, roots) of this interpreter: its site-packages (also the user site), stdlib and
+    scripts, and the folder of this hook. Computed from ``sys.prefix`` (``sysconfig``), not
+    ``sys.path``, which pip's build environments rewrite."""
+    import site
+    import sysconfig
+
+    found = []
+    with contextlib.suppress(Exception):
+        found = list(site.getsitepackages())
+    user = None
+    if site.ENABLE_USER_SITE:
+        with contextlib.suppress(Exception):
+            user = site.getusersitepackages()
+    return facts.roots(sysconfig.get_paths(), _here(), found, user)
 
 
 #: the guard's JSON files the hook reads (policy, baseline, manifest): the baseline's limit
@@ -241,261 +443,30 @@ def _untrusted(path, folder=True):
     return None
 
 
-def _load_decision():
-    """The copy of ``dtkguard/decision.py`` beside this module."""
-    if _state["decision"] is None:
-        _state["decision"] = _load_copy(DECISION, "decide", "decision module")
-    return _state["decision"]
-
-
-def _load_protected():
-    """The copy of ``dtkguard/protected.py`` (the protected set) beside this module."""
-    if _state.get("protected") is None:
-        _state["protected"] = _load_copy(PROTECTED, "protected_paths", "protected-set module")
-    return _state["protected"]
-
-
-def _load_records():
-    """The copy of ``dtkguard/records.py`` (RECORD rows, wheel layout) beside this module."""
-    if _state.get("records") is None:
-        _state["records"] = _load_copy(RECORDS, "paths_of", "RECORD module")
-    return _state["records"]
-
-
-def _copies_loaded():
-    """Whether the copies an install or a removal is judged with (decision, protected set,
-    RECORD module) are loaded; without one, the guard fails closed."""
-    return all(_state.get(key) is not None for key in ("decision", "protected", "records"))
-
-
-def _load_elf():
-    """The copy of ``dtkguard/elf.py`` beside this module, or None: then native code is not
-    judged before install, and pip says so (`check` still reads it once installed)."""
-    if "elf" in _state:
-        return _state["elf"]
-    import importlib.util
-    import os
-
-    path = os.path.join(_here(), ELF)
-    try:
-        spec = importlib.util.spec_from_file_location("_dtkguard_elf", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        module.read_member  # noqa: B018  (the entry point must exist)
-    except Exception as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
-        _state["elf_error"] = f"the guard's ELF reader {path} is missing or broken ({why})"
-        module = None
-    _state["elf"] = module
-    return module
-
-
-def _load_policy():
-    if _state["policy"] is not None or _state["error"] is not None:
-        return _state["policy"]
-
-    path = _state["policy_path"]
-    unsafe = _untrusted(path)
-    if unsafe:
-        _changed(f"the guard policy {path} cannot be trusted: {unsafe}")
-        return None
-    try:
-        data = _read_json(path)
-        if not isinstance(data.get("vendor"), dict) or not isinstance(data.get("deny"), list):
-            raise ValueError("no 'vendor' table or 'deny' list")
-        _state["policy"] = data
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        _changed(f"the guard policy {path} is missing or unreadable ({why})")
-    return _state["policy"]
-
-
 def _real(path):
-    import os
-
-    return os.path.normpath(os.path.realpath(path)) if path else None
-
-
-_DIRS = {}
+    return GUARD.sitefacts.real(path)
 
 
 def _real_in(path):
-    """``path`` with its folder resolved (cached per folder) and its last part kept: where
-    pip writes or deletes (pip replaces a symlink at the last part, it does not follow it)."""
-    import os
-
-    head, tail = os.path.split(os.path.normpath(path))
-    real = _DIRS.get(head)
-    if real is None:
-        real = _DIRS[head] = _real(head)
-    return os.path.join(real, tail) if tail else real
-
-
-def _roots():
-    """Directories of this interpreter: its site-packages (also the user site), stdlib and
-    scripts, and the folder of this hook. Computed from ``sys.prefix`` (``sysconfig``), not
-    ``sys.path``, which pip's build environments rewrite."""
-    if "roots" in _state:
-        return _state["roots"]
-    import site
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    sites = [paths.get("purelib"), paths.get("platlib"), _here()]
-    with contextlib.suppress(Exception):
-        sites += list(site.getsitepackages())
-    if site.ENABLE_USER_SITE:
-        with contextlib.suppress(Exception):
-            sites.append(site.getusersitepackages())
-    others = [paths.get(k) for k in ("stdlib", "platstdlib", "scripts")]
-    sites = sorted({_real(p) for p in sites if p})
-    _state["sites"] = sites
-    _state["roots"] = sorted(set(sites) | {_real(p) for p in others if p})
-    return _state["roots"]
+    """``path`` with its folder resolved (cached per folder), its last part kept."""
+    return GUARD.sitefacts.real_in(path, GUARD.dirs)
 
 
 def _touches(path, roots):
     """Is ``path`` one of ``roots``, inside one, or a parent of one?"""
-    if not path:
-        return False
-    for root in roots:
-        if path == root or path.startswith(root + "/") or root.startswith(path.rstrip("/") + "/"):
-            return True
-    return False
+    return GUARD.sitefacts.touches(path, roots)
 
 
 # -- facts handed to the decision ----------------------------------------------------------
 
 
 def _canonical(name):
-    return _state["decision"].canonical(name) if _state["decision"] else (name or "").lower()
-
-
-def _installed():
-    """{canonical name: (version, metadata folder)} of the dists in this interpreter's sites
-    (``.dist-info`` first, then ``.egg-info``)."""
-    import os
-
-    out = {}
-    for suffix in (".dist-info", ".egg-info"):
-        for site in _state.get("sites") or ():
-            try:
-                names = sorted(os.listdir(site))
-            except OSError:
-                continue
-            for entry in names:
-                if entry.endswith(suffix):
-                    name, _, version = entry[: -len(suffix)].partition("-")
-                    version = version.split("-py", 1)[0]
-                    out.setdefault(_canonical(name), (version, os.path.join(site, entry)))
-    return out
-
-
-def _record_rows(info):
-    """The paths of the RECORD in the dist-info ``info``, relative to its site folder."""
-    import os
-
-    try:
-        with open(os.path.join(info, "RECORD"), encoding="utf-8", newline="") as fh:
-            return _state["records"].paths_of(fh.read())
-    except OSError:
-        return []
-
-
-def _vendor_rows(policy):
-    """{vendor name: (site folder, [RECORD paths relative to it])} of the vendor builds."""
-    if "vendor_rows" not in _state:
-        import os
-
-        _state["vendor_rows"] = {
-            key: (os.path.dirname(info), _record_rows(info))
-            for key, (_, info) in _installed().items()
-            if key in policy["vendor"] and info.endswith(".dist-info")
-        }
-    return _state["vendor_rows"]
-
-
-def _vendor_files(policy):
-    """{vendor name: the absolute files of its RECORD}: the site folder is resolved already,
-    so plain joins (``..`` rows normalised) are the files pip would remove."""
-    import os
-
-    out = {}
-    for key, (site, rows) in _vendor_rows(policy).items():
-        out[key] = [
-            os.path.normpath(f"{site}/{r}") if ".." in r or "./" in r else f"{site}/{r}"
-            for r in rows
-        ]
-    return out
-
-
-def _vendor_tops(policy):
-    """{vendor name: its site-level entries (and their ``__pycache__`` files)}: all the
-    decision needs to know which import names a vendor build provides."""
-    out = {}
-    for key, (site, rows) in _vendor_rows(policy).items():
-        tops = set()
-        for rel in rows:
-            first, _, rest = rel.partition("/")
-            if first == "__pycache__":
-                first += "/" + rest.split("/", 1)[0]
-            tops.add(f"{site}/{first}")
-        out[key] = sorted(tops)
-    return out
-
-
-def _facts(policy):
-    """The decision's `env_facts` of this interpreter: its resolved sites, the vendor builds'
-    import packages, the protected set (``_dtkguard_protected``) and the guard's state."""
-    if _state.get("facts") is not None:
-        return _state["facts"]
-    import sysconfig
-
-    protected = _state["protected"]
-    scripts = _real(sysconfig.get_paths().get("scripts"))
-    sites = _state["sites"]
-    table = _protected_table()
-
-    def kind_of(path):
-        return protected.protected_kind(path, sites, scripts, table)
-
-    _state["facts"] = _state["decision"].env_facts(
-        sites, _vendor_tops(policy), scripts, kind_of, protected.may_write, _guard_files()
-    )
-    return _state["facts"]
-
-
-def _protected_table():
-    """The protected set of this interpreter ({path: kind}), computed once."""
-    if _state.get("protected_table") is None:
-        import sysconfig
-
-        paths = sysconfig.get_paths()
-        _state["protected_table"] = _state["protected"].protected_paths(
-            sys.prefix, _state["sites"], paths.get("scripts"), _guard_files()
-        )
-    return _state["protected_table"]
-
-
-def _guard_files():
-    """The guard's state beside the policy (a folder) and the site ``pip.conf``."""
-    import os
-
-    state = os.path.dirname(_real(_state["policy_path"]) or _here())
-    return [state, os.path.join(os.path.dirname(state), "pip.conf")]
+    return GUARD.canonical(name)
 
 
 def _wheel_destinations(name, scheme, purelib):
     """Where pip writes the wheel member ``name`` under ``scheme`` (resolved), or None."""
-    import os
-
-    top, _, rest = name.partition("/")
-    if top.endswith(".data") and rest:
-        key, _, sub = rest.partition("/")
-        base = scheme.get(key)
-        return _real_in(os.path.join(base, sub)) if base and sub else None
-    lib = scheme["purelib"] if purelib else scheme["platlib"]
-    return _real_in(os.path.join(lib, name)) if lib else None
+    return GUARD.sitefacts.wheel_destination(name, scheme, purelib, GUARD.dirs)
 
 
 #: callables (zipfile, ZipInfo, destination, effect) run for each member of a judged wheel;
@@ -516,12 +487,12 @@ def _judge_shared_member(zf, info, dest, effect):
     ``judge_binary``), read from the wheel pip is about to unpack: stored members in place,
     compressed ones inflated only as far as needed (``_dtkguard_elf.read_member``); waived
     problems are dropped."""
-    decision, elf = _state["decision"], _state.get("elf")
+    decision, elf = GUARD.decision, GUARD.elf
     native = getattr(elf, "native_name", None)
     if native is None or ".dist-info/" in info.filename or not native(info.filename):
         if native is None and info.filename.endswith(".so") and not effect.get("elf_warned"):
             effect["elf_warned"] = True
-            why = _state.get("elf_error") or (
+            why = GUARD.elf_error or (
                 "no ELF reader beside the hook"
                 if elf is None
                 else "the ELF reader beside the hook is older than it (run guard install again)"
@@ -538,10 +509,10 @@ def _judge_shared_member(zf, info, dest, effect):
         found = [decision.Problem("binary-unreadable", "medium", _canonical(name), text)]
     else:
         found = decision.judge_binary(
-            _state["policy"], name, info.filename, linkage.needed, linkage.soname
+            GUARD.policy, name, info.filename, linkage.needed, linkage.soname
         )
     today = _today()
-    effect["problems"] += [p for p in found if decision.waiver(_state["policy"], p, today) is None]
+    effect["problems"] += [p for p in found if decision.waiver(GUARD.policy, p, today) is None]
 
 
 MEMBER_JUDGES.append(_judge_shared_member)
@@ -558,15 +529,13 @@ def _wheel_effect(wheel, scheme):
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         purelib, scripts = True, []
-        member = _state["records"].is_info_member
+        member = GUARD.records.is_info_member
         for info in infos:
             if member(info.filename, "WHEEL"):
-                text = zf.read(info).decode("utf-8", "replace").lower()
-                purelib = "root-is-purelib: true" in text
+                text = zf.read(info).decode("utf-8", "replace")
+                purelib = GUARD.sitefacts.root_is_purelib(text)
             if member(info.filename, "entry_points.txt"):
-                scripts = _state["decision"].console_scripts(
-                    zf.read(info).decode("utf-8", "replace")
-                )
+                scripts = GUARD.decision.console_scripts(zf.read(info).decode("utf-8", "replace"))
         for info in infos:
             if info.filename.endswith("/"):
                 continue
@@ -585,28 +554,17 @@ def _wheel_effect(wheel, scheme):
 
 def _script_files(scripts_dir, script):
     """The files pip generates for a console script (pip adds ``pipX``/``pipX.Y`` for pip)."""
-    import os
-
-    names = [script]
-    if script in ("pip", "easy_install"):
-        major, minor = sys.version_info[:2]
-        names += [f"{script}{major}", f"{script}{major}.{minor}"]
-    return [_real_in(os.path.join(scripts_dir, n)) for n in names]
+    return GUARD.sitefacts.script_files(scripts_dir, script, sys.version_info, GUARD.dirs)
 
 
 def _note_member(zf, info, dest, effect):
     """Record the member's top-level import name and, for start-up candidates, its text."""
-    import os
-
-    for site in _state["sites"]:
-        if dest.startswith(site + "/"):
-            top = dest[len(site) + 1 :].split("/", 1)[0]
-            name = top[:-3] if top.endswith(".py") else top
-            effect["members"].add(name)
-            if dest.endswith(".pth") and os.path.dirname(dest) == site:
-                data = zf.read(info)[:65536]
-                effect["contents"][dest] = data.decode("utf-8", "replace")
-            break
+    found = GUARD.sitefacts.site_member(dest, GUARD.sites)
+    if found is not None:
+        effect["members"].add(found[0])
+        if found[1]:
+            data = zf.read(info)[:65536]
+            effect["contents"][dest] = data.decode("utf-8", "replace")
 
 
 def _manifest_lists(store, path):
@@ -621,52 +579,16 @@ def _manifest_lists(store, path):
         return True
 
 
-def _baseline():
-    """The baseline `guard install` recorded: the store's copy (the reference) when the env
-    points to a store, else the one beside the policy ({} when there is none)."""
-    if "baseline" not in _state:
-        import os
-
-        here = os.path.dirname(_state["policy_path"] or ".")
-        store = _store_dir()
-        if store is None and os.path.lexists(os.path.join(here, "store.json")):
-            _state["baseline_error"] = (
-                f"the guard's store pointer {os.path.join(here, 'store.json')} names no "
-                "trusted store folder"
-            )
-            _state["baseline"] = {}
-            return _state["baseline"]
-        path = os.path.join(store or here, "baseline.json")
-        unsafe = _untrusted(path) if os.path.lexists(path) else None
-        if unsafe:
-            _state["baseline_error"] = f"the guard's baseline {path} cannot be trusted: {unsafe}"
-            _state["baseline"] = {}
-            return _state["baseline"]
-        try:
-            _state["baseline"] = _read_json(path)
-            if not isinstance(_state["baseline"], dict):
-                raise ValueError("not a JSON object")
-        except FileNotFoundError:
-            _state["baseline"] = {}
-            if store is not None and _manifest_lists(store, path):
-                # the store's manifest says install wrote it: gone is unknown, not clean
-                _state["baseline_error"] = f"the guard's baseline {path} is absent"
-        except (OSError, ValueError) as exc:
-            _state["baseline_error"] = f"the guard's baseline {path} is unreadable ({exc})"
-            _state["baseline"] = {}
-    return _state["baseline"]
-
-
 def _identity(policy, name, version, wheel):
     """A wheel with a vendor build's name and exact label must hold the vendor build's files
     (the baseline's digests): a relabelled community build is refused."""
-    decision = _state["decision"]
+    decision = GUARD.decision
     pin = policy["vendor"].get(_canonical(name))
     if pin is None or not decision.same_version(version, pin):
         return []
-    baseline = _baseline()
-    if _state.get("baseline_error"):  # unknown is not the vendor build
-        text = f"{name} {version}: {_state['baseline_error']}, so it cannot be told apart from a "
+    baseline = GUARD.baseline()
+    if GUARD.baseline_error:  # unknown is not the vendor build
+        text = f"{name} {version}: {GUARD.baseline_error}, so it cannot be told apart from a "
         text += "relabelled build; `dtkguard guard install` records it again"
         return [decision.Problem("vendor-not-baseline", "critical", _canonical(name), text)]
     entry = (baseline.get("vendor") or {}).get(_canonical(name))
@@ -701,21 +623,9 @@ def _scheme(req, home, root, prefix, user):
         isolated=bool(getattr(req, "isolated", False)),
         prefix=prefix,
     )
-    keys = ("purelib", "platlib", "headers", "scripts", "data")
-    out = {k: _real(getattr(scheme, k)) for k in keys}
-    target = _state["target_dir"]
-    if home is not None:  # --target: pip moves what lands in the temporary home into target
-        bases = (out["purelib"], out["platlib"], _real(home))
-        target = _real(target) if target else None
-        for key, path in list(out.items()):
-            for base in bases:
-                if target and (path == base or path.startswith(base + "/")):
-                    out[key] = target + path[len(base) :]
-                    break
-            else:
-                if not target:
-                    out[key] = None  # an unknown target: judged as if it were this interpreter
-    return out
+    facts = GUARD.sitefacts
+    paths = {k: getattr(scheme, k) for k in facts.SCHEME_KEYS}
+    return facts.scheme(paths, home, GUARD.target_dir)
 
 
 def _req_version(req):
@@ -749,7 +659,7 @@ def _footer(policy, names):
 def _fail_closed(kind="InstallationError"):
     return _error(
         kind,
-        f"dtkguard: {_state['error']}; refusing to change this environment. Reinstall the guard "
+        f"dtkguard: {GUARD.error}; refusing to change this environment. Reinstall the guard "
         "with `dtkguard guard install` (or remove it with `dtkguard guard remove`).",
     )
 
@@ -766,9 +676,9 @@ def _token_recorded():
     import json
     import os
 
-    if _state["token"] is not None:
-        return _state["token"]
-    _state["token"] = False
+    if GUARD.token is not None:
+        return GUARD.token
+    GUARD.token = False
     token = os.environ.get("DTKGUARD_OVERRIDE_TOKEN", "").strip()
     if not token or not token.isalnum():
         return False
@@ -781,11 +691,11 @@ def _token_recorded():
         with open(os.path.join(state, "overrides.jsonl"), encoding="utf-8") as fh:
             for line in fh:
                 if token in line and json.loads(line).get("token") == token:
-                    _state["token"] = True
+                    GUARD.token = True
                     break
     except (OSError, ValueError):
         pass
-    return _state["token"]
+    return GUARD.token
 
 
 def _override_dir():
@@ -794,7 +704,7 @@ def _override_dir():
     import json
     import os
 
-    here = os.path.dirname(_state["policy_path"] or ".")
+    here = os.path.dirname(GUARD.policy_path or ".")
     try:
         with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
             store = json.load(fh).get("store")
@@ -875,29 +785,11 @@ def _today():
     return time.strftime("%Y-%m-%d", time.gmtime())
 
 
-def _requires(policy):
-    """{vendor name: its Requires-Dist} from the installed vendor builds' METADATA."""
-    if "requires" not in _state:
-        import os
+def _read_metadata(info):
+    import os
 
-        out = {}
-        same = _state["decision"].same_version
-        for key, (version, info) in _installed().items():
-            # only the vendor build's own requirements: a community build of that name is not it
-            if not same(version, policy["vendor"].get(key)) or not info.endswith(".dist-info"):
-                continue
-            try:
-                with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
-                    text = fh.read().split("\n\n", 1)[0]
-            except OSError:
-                continue
-            out[key] = [
-                line.split(":", 1)[1].strip()
-                for line in text.splitlines()
-                if line.lower().startswith("requires-dist:")
-            ]
-        _state["requires"] = out
-    return _state["requires"]
+    with open(os.path.join(info, "METADATA"), encoding="utf-8") as fh:
+        return fh.read()
 
 
 def _vendor_deps(policy, after):
@@ -906,93 +798,113 @@ def _vendor_deps(policy, after):
         from pip._vendor.packaging.requirements import Requirement
     except ImportError:  # pip without its vendored packaging: judged by `check` instead
         return []
-    judge = _state["decision"].judge_vendor_deps
-    if not judge(_requires(policy), after, Requirement, pins=policy["vendor"]):
+    judge = GUARD.decision.judge_vendor_deps
+    if not judge(GUARD.requires(), after, Requirement, pins=policy["vendor"]):
         return []  # nothing broken after the change: the baseline (a large file) is not read
-    before = {k: v for k, (v, _) in _installed().items()}
-    recorded = _baseline().get("dists")
-    if isinstance(recorded, dict) and recorded:  # only what broke since guard install (as check)
-        before = {k: str(d.get("version")) for k, d in recorded.items() if isinstance(d, dict)}
-    return _state["decision"].judge_vendor_deps(
-        _requires(policy), after, Requirement, before, pins=policy["vendor"]
+    before = {k: v for k, (v, _) in GUARD.installed().items()}
+    recorded = GUARD.sitefacts.baseline_versions(GUARD.baseline())
+    if recorded is not None:  # only what broke since guard install (as check)
+        before = recorded
+    return GUARD.decision.judge_vendor_deps(
+        GUARD.requires(), after, Requirement, before, pins=policy["vendor"]
     )
 
 
 def judge(policy, items, files=None, removals=(), effects=None):
     """Problems of installing ``items`` ([(name, version)]) that write ``files`` ({name: paths},
     None when the destination is elsewhere) and remove the dists named in ``removals``."""
-    decision = _state["decision"]
-    installed = _installed()
-    versions = {k: v for k, (v, _) in installed.items()}
-    reference = decision.reference_release(policy, versions)
+    installed = GUARD.installed()
     problems = []
     if files is not None:
-        facts = _facts(policy)
-        contents = {name: (e["contents"], e["members"]) for name, e in (effects or {}).items()}
-        problems = decision.decide(policy, items, _today(), reference, files, facts, contents)
-        for effect in (effects or {}).values():
-            problems += effect["problems"]
-        after = dict(versions)
-        after.update((_canonical(n), v) for n, v in items if v)
-        problems += _vendor_deps(policy, after)
+        problems = _judge_here(policy, items, files, effects or {}, installed)
+    today = _today()
     for name in removals:
         key = _canonical(name)
-        pin = policy["vendor"].get(key)
-        if pin is not None and key in installed:
-            problems.append(
-                decision.Problem(
-                    "vendor-replaced",
-                    "critical",
-                    key,
-                    f"pip would remove the vendor build {key} {installed[key][0]} from this "
-                    f"environment and install its replacement elsewhere (the vendor build is "
-                    f"{pin})",
-                )
-            )
+        if key in installed:
+            problems += GUARD.decision.judge_moved_away(policy, key, installed[key][0], today)
     return problems
+
+
+def _judge_here(policy, items, files, effects, installed):
+    """Problems of an install into this interpreter: the dists and the files they write
+    (`decide`), what ``MEMBER_JUDGES`` found in their wheels, the vendor builds' needs."""
+    decision = GUARD.decision
+    versions = {k: v for k, (v, _) in installed.items()}
+    reference = decision.reference_release(policy, versions)
+    facts = GUARD.env_facts()
+    contents = {name: (e["contents"], e["members"]) for name, e in effects.items()}
+    problems = decision.decide(policy, items, _today(), reference, files, facts, contents)
+    for effect in effects.values():
+        problems += effect["problems"]
+    after = dict(versions)
+    after.update((_canonical(n), v) for n, v in items if v)
+    return problems + _vendor_deps(policy, after)
 
 
 def _guard_install(reqs, home, root, prefix, user):
     """Judge ``reqs`` before pip changes anything; raise to refuse."""
-    policy = _load_policy()
+    policy = GUARD.load_policy()
     reason = _override()
     items = [(req.name or "?", _req_version(req)) for req in reqs]
-    if policy is None or not _copies_loaded():
+    if policy is None or not GUARD.copies_loaded():
         if not reason:
             raise _fail_closed()
-        _record(reason, [f"{n} {v}" for n, v in items] + [_state["error"]])
+        _record(reason, [f"{n} {v}" for n, v in items] + [GUARD.error])
         return
-    roots = _roots()
+    touching, problems = _install_problems(policy, reqs, items, (home, root, prefix, user))
+    _refuse_install(policy, problems, reason)
+    GUARD.allowed.update(_canonical(n) for n, _ in items)
+    if touching:
+        GUARD.replacing.update((_canonical(n), v) for n, v in items)
+
+
+def _install_problems(policy, reqs, items, where):
+    """(does the install touch this interpreter, its problems); ``where``: pip's (home,
+    root, prefix, user). An install elsewhere counts only for what pip removes from here."""
+    touching, files, effects, unknown, identity = _wheels_of(policy, reqs, where)
+    if not touching:
+        removals = [req.name for req in reqs if getattr(req, "should_reinstall", False)]
+        return False, judge(policy, [], None, removals)
+    problems = judge(policy, items, files, (), effects) + identity + _built_changes()
+    return True, problems + [_not_a_wheel(name) for name in unknown]
+
+
+def _wheels_of(policy, reqs, where):
+    """What the wheels of ``reqs`` do where pip puts them (``where``: (home, root, prefix,
+    user)): (touching, {name: files}, {name: effect}, [names that are no wheel], identity
+    problems)."""
+    home, root, prefix, user = where
     default = home is None and root is None and prefix is None
     files, effects, unknown, identity = {}, {}, [], []
     touching = default
     for req in reqs:
+        name = req.name or "?"
         scheme = _scheme(req, home, root, prefix, user)
-        if default or any(p is None or _touches(p, roots) for p in scheme.values()):
+        if default or any(p is None or _touches(p, GUARD.roots) for p in scheme.values()):
             touching = True
         wheel = getattr(req, "local_file_path", None)
         if wheel and str(wheel).endswith(".whl"):
-            effects[req.name or "?"] = _wheel_effect(wheel, scheme)
-            files[req.name or "?"] = effects[req.name or "?"]["paths"]
-            identity += _identity(policy, req.name or "?", _req_version(req), wheel)
+            effects[name] = _wheel_effect(wheel, scheme)
+            files[name] = effects[name]["paths"]
+            identity += _identity(policy, name, _req_version(req), wheel)
         else:
-            unknown.append(req.name or "?")
-    removals = [req.name for req in reqs if getattr(req, "should_reinstall", False)]
-    if not touching:  # elsewhere: only what pip removes from here counts
-        problems = judge(policy, [], None, removals)
-    else:
-        problems = judge(policy, items, files, (), effects) + identity + _built_changes()
-        for name in unknown:
-            problems.append(
-                _state["decision"].Problem(
-                    "file-conflict",
-                    "high",
-                    _canonical(name),
-                    f"{name} is not a wheel (a legacy setup.py install or develop): its files "
-                    "cannot be judged before they are written; build a wheel first",
-                )
-            )
-    blocking = _state["decision"].refusals(problems)
+            unknown.append(name)
+    return touching, files, effects, unknown, identity
+
+
+def _not_a_wheel(name):
+    return GUARD.decision.Problem(
+        "file-conflict",
+        "high",
+        _canonical(name),
+        f"{name} is not a wheel (a legacy setup.py install or develop): its files cannot be "
+        "judged before they are written; build a wheel first",
+    )
+
+
+def _refuse_install(policy, problems, reason):
+    """Warn of what does not refuse; refuse what does, unless overridden (then recorded)."""
+    blocking = GUARD.decision.refusals(problems)
     for p in problems:
         if not p.blocking:
             sys.stderr.write(f"dtkguard: warning: {p.message}\n")
@@ -1001,9 +913,6 @@ def _guard_install(reqs, home, root, prefix, user):
         raise _error("InstallationError", text + _footer(policy, [p.package for p in blocking]))
     if blocking:
         _record(reason, [p.message for p in blocking])
-    _state["allowed"].update(_canonical(n) for n, _ in items)
-    if touching:
-        _state["replacing"].update((_canonical(n), v) for n, v in items)
 
 
 def _installed_as(key, pin):
@@ -1014,13 +923,13 @@ def _installed_as(key, pin):
         version = metadata.version(key)
     except Exception:
         return False
-    decision = _load_decision()
+    decision = GUARD.decision
     return decision.same_version(version, pin) if decision is not None else version == pin
 
 
 def _explain_conflict(exc, args):
     """dtkguard's words for a resolution that failed on the guard's vendor pins, or None."""
-    policy = _state["policy"]
+    policy = GUARD.policy
     cause = exc.__cause__ if exc.__cause__ is not None else exc.__context__
     causes = getattr(cause, "causes", None)
     if policy is None or not causes:
@@ -1046,8 +955,8 @@ def _explain_conflict(exc, args):
         return None
     import os
 
-    files = policy.get("files") or [_state["policy_path"]]
-    state = os.path.dirname(_state["policy_path"] or ".")
+    files = policy.get("files") or [GUARD.policy_path]
+    state = os.path.dirname(GUARD.policy_path or ".")
     request = " ".join(a for a in args if not a.startswith("-")) or "..."
     first = names[0]
     links = "".join(f" --find-links {f}" for f in (policy.get("find_links") or ())[:1])
@@ -1078,8 +987,8 @@ def _missing_parts(original, command):
 
 
 def _patch_install(module):
-    import inspect
-
+    """``InstallCommand.run`` (`_guarded_install_run`) and ``install_given_reqs`` (as bound in
+    the install command module and in ``pip._internal.req``: `_guarded_install_given`)."""
     original = getattr(module, "install_given_reqs", None)
     command = getattr(module, "InstallCommand", None)
     run = getattr(command, "run", None)
@@ -1087,38 +996,57 @@ def _patch_install(module):
         raise AttributeError("pip's InstallCommand.run is gone")
     missing = _missing_parts(original, command)
     if missing:
-        _lacks(*missing)
+        GUARD.lacks(*missing)
     if not getattr(run, "_dtkguard", False):
 
         def guarded_run(self, options, args):
-            target = getattr(options, "target_dir", None)
-            _state["target_dir"] = target
-            _dtkpip_attach(options)
-            if _state["error"] is not None and missing and not _override():
-                raise _fail_closed()
-            _snapshot_for(options, target)
-            from pip._internal.exceptions import DistributionNotFound
-
-            try:
-                result = run(self, options, args)
-            except DistributionNotFound as exc:
-                _after_run()
-                text = _explain_conflict(exc, list(args))
-                if text is None:
-                    raise
-                if _dtkpip_tell(b"conflict"):
-                    raise  # dtkpip explains it in its own words
-                raise type(exc)(f"{exc}{text}") from exc
-            except BaseException:
-                _after_run()
-                raise
-            _after_run()
-            return result
+            return _guarded_install_run(run, self, options, args, missing)
 
         guarded_run._dtkguard = True
         command.run = guarded_run
     if original is None or getattr(original, "_dtkguard", False):
         return
+    install_given_reqs = _guarded_install_given(original)
+    module.install_given_reqs = install_given_reqs
+    import pip._internal.req as req_package
+
+    if getattr(req_package, "install_given_reqs", None) is original:
+        req_package.install_given_reqs = install_given_reqs  # 26.x in-process build deps
+
+
+def _guarded_install_run(run, command, options, args, missing):
+    """pip's ``InstallCommand.run`` (``run``) inside the guard: learns the real ``--target``,
+    answers dtkpip's channel, arms the build journal, explains a resolution that failed on
+    the guard's pins, and refuses what builds changed (`_after_run`)."""
+    target = getattr(options, "target_dir", None)
+    GUARD.target_dir = target
+    _dtkpip_attach(options)
+    if GUARD.error is not None and missing and not _override():
+        raise _fail_closed()
+    _snapshot_for(options, target)
+    from pip._internal.exceptions import DistributionNotFound
+
+    try:
+        result = run(command, options, args)
+    except DistributionNotFound as exc:
+        _after_run()
+        text = _explain_conflict(exc, list(args))
+        if text is None:
+            raise
+        if _dtkpip_tell(b"conflict"):
+            raise  # dtkpip explains it in its own words
+        raise type(exc)(f"{exc}{text}") from exc
+    except BaseException:
+        _after_run()
+        raise
+    _after_run()
+    return result
+
+
+def _guarded_install_given(original):
+    """pip's ``install_given_reqs`` judging the set it is given first (`_before_install`)."""
+    import inspect
+
     signature = inspect.signature(original)
 
     def install_given_reqs(*args, **kwargs):
@@ -1130,19 +1058,13 @@ def _patch_install(module):
         return original(*args, **kwargs)
 
     install_given_reqs._dtkguard = True
-    module.install_given_reqs = install_given_reqs
-    import pip._internal.req as req_package
-
-    if getattr(req_package, "install_given_reqs", None) is original:
-        req_package.install_given_reqs = install_given_reqs  # 26.x in-process build deps
+    return install_given_reqs
 
 
 def _before_install(reqs, a):
     """Judge an install (``a``: pip's bound arguments); in dtkpip's one run into this
     environment, what builds changed is put back first, then dtkpip is asked."""
-    if _state.get("channel") is not None and all(
-        a.get(k) is None for k in ("home", "root", "prefix")
-    ):
+    if GUARD.channel is not None and all(a.get(k) is None for k in ("home", "root", "prefix")):
         _after_run()  # before dtkpip's journal starts
         _dtkpip_ask(reqs)
     _guard_install(reqs, a.get("home"), a.get("root"), a.get("prefix"), a.get("use_user_site"))
@@ -1161,11 +1083,11 @@ def _patch_build_only(module):
         return
 
     def guarded_run(self, options, args):
-        if _load_policy() is None or None in (_state.get("protected"), _state.get("records")):
+        if GUARD.load_policy() is None or not GUARD.copies_loaded():
             if not _override():
                 raise _fail_closed()
-            _record(_override(), [f"pip {self.name} with builds unjudged", _state["error"]])
-        _arm(_load_policy())
+            _record(_override(), [f"pip {self.name} with builds unjudged", GUARD.error])
+        _arm(GUARD.load_policy())
         try:
             result = run(self, options, args)
         except BaseException:
@@ -1203,14 +1125,14 @@ def _dtkpip_attach(options):
     except (OSError, ValueError):
         return
     options.dry_run = False
-    _state["channel"] = (w, r)
+    GUARD.channel = (w, r)
 
 
 def _dtkpip_tell(message):
     """Send one line to dtkpip; False when no dtkpip is listening."""
     import os
 
-    channel = _state.get("channel")
+    channel = GUARD.channel
     if channel is None:
         return False
     try:
@@ -1227,7 +1149,7 @@ def _dtkpip_ask(reqs):
     import json
     import os
 
-    if _state.get("channel") is None:
+    if GUARD.channel is None:
         return
     wheels = {
         _canonical(req.name or "?"): str(getattr(req, "local_file_path", None) or "")
@@ -1235,12 +1157,12 @@ def _dtkpip_ask(reqs):
     }
     answer = b""
     if _dtkpip_tell(b"plan " + json.dumps(wheels).encode()):
-        w, r = _state.pop("channel")
+        (w, r), GUARD.channel = GUARD.channel, None
         with contextlib.suppress(OSError):
             os.close(w)
             with os.fdopen(r, "rb") as fh:
                 answer = fh.readline()
-    _state.pop("channel", None)
+    GUARD.channel = None
     if answer.strip() != b"go":
         raise _error(
             "InstallationError",
@@ -1258,41 +1180,22 @@ def _get_scheme():
 
 
 def _removal_files(pathset):
-    """Every file a removal deletes, resolved: pip's paths with folders expanded (a RECORD
-    row that is a folder, an egg-info's top_level.txt), and the ``.pth`` files it edits."""
-    import os
-
-    out = []
+    """Every file a removal deletes, resolved: pip's paths with folders expanded, and the
+    ``.pth`` files it edits."""
     paths = list(getattr(pathset, "_paths", ())) + list(getattr(pathset, "_pth", {}) or ())
-    for path in paths:
-        real = _real(path)
-        out.append(real)
-        if os.path.isdir(real) and not os.path.islink(path):
-            for folder, dirs, names in os.walk(real):
-                out += [os.path.join(folder, n) for n in dirs + names]
-    return out
+    return GUARD.sitefacts.removal_files(paths)
 
 
 def _judge_removal(policy, name, version, pathset):
     """Why removing dist ``name`` (with ``pathset``) is refused: [] when it may go."""
-    decision = _state["decision"]
-    replacement = _state["replacing"].get(name)
-    facts = _facts(policy)
-    found = decision.judge_removals(policy, name, _removal_files(pathset), facts, replacement)
-    pin = policy["vendor"].get(name)
-    if pin is not None and not (replacement and decision.same_version(replacement, pin)):
-        found.insert(
-            0,
-            decision.Problem(
-                "vendor-missing",
-                "critical",
-                name,
-                f"removing {name} {version} (the vendor build is {pin})",
-            ),
-        )
+    decision = GUARD.decision
+    replacement = GUARD.replacing.get(name)
+    files = _removal_files(pathset)
+    facts = GUARD.env_facts()
+    found = decision.judge_uninstall(policy, name, version, files, facts, _today(), replacement)
     if replacement is None:
-        after = {k: v for k, (v, _) in _installed().items()}
-        for gone in (*_state["removed"], name):
+        after = {k: v for k, (v, _) in GUARD.installed().items()}
+        for gone in (*GUARD.removed, name):
             after.pop(gone, None)
         found += _vendor_deps(policy, after)
     return [p.message + f" [{p.rule}]" for p in decision.refusals(found)]
@@ -1301,14 +1204,14 @@ def _judge_removal(policy, name, version, pathset):
 def _snapshot_paths(policy):
     """What build-time code must not change: the protected set, the vendor builds' files and
     their folders (``__pycache__`` aside), the site folders."""
-    paths = set(_protected_table())
-    for files in _vendor_files(policy).values():
+    paths = set(GUARD.protected_table())
+    for files in GUARD.vendor_files().values():
         paths.update(files)
         for path in files:
             folder = path.rpartition("/")[0]
             if not folder.endswith("/__pycache__"):
                 paths.add(folder)
-    paths.update(_state["sites"])
+    paths.update(GUARD.sites)
     return list(paths)
 
 
@@ -1331,8 +1234,9 @@ def _snapshot_for(options, target):
     run but the ones into ``--prefix``/``--root`` elsewhere (pip's build environments). A dry
     run and a ``--target`` install build packages too."""
     here = [getattr(options, k, None) for k in ("prefix_path", "root_path")]
-    if all(p is None or _touches(_real(p), _roots()) for p in here):
-        _arm(_load_policy())
+    roots = GUARD.roots
+    if roots is None or all(p is None or _touches(_real(p), roots) for p in here):
+        _arm(GUARD.load_policy())
 
 
 def _arm(policy):
@@ -1341,15 +1245,15 @@ def _arm(policy):
     run that starts none (wheels only) runs no build code and needs no snapshot."""
     import subprocess
 
-    _state["armed"] = policy
+    GUARD.armed = policy
     init = subprocess.Popen.__init__
     if getattr(init, "_dtkguard", False):
         return
 
     def guarded_init(self, *args, **kwargs):
-        if not _state.get("user_agent"):
-            armed = _state.pop("armed", None)
-            if armed is not None and _state["snapshot"] is None:
+        if not GUARD.user_agent:
+            armed, GUARD.armed = GUARD.armed, None
+            if armed is not None and GUARD.snapshot is None:
                 _take_snapshot(armed)
         return init(self, *args, **kwargs)
 
@@ -1370,11 +1274,11 @@ def _exempt_user_agent():
         return
 
     def user_agent(*args, **kwargs):
-        _state["user_agent"] = True
+        GUARD.user_agent = True
         try:
             return original(*args, **kwargs)
         finally:
-            _state["user_agent"] = False
+            GUARD.user_agent = False
 
     user_agent._dtkguard = True
     session.user_agent = user_agent
@@ -1387,7 +1291,7 @@ def _take_snapshot(policy):
     import os
     import stat
 
-    if policy is None or None in (_state.get("protected"), _state.get("records")):
+    if policy is None or not GUARD.copies_loaded():
         return
     stats = _stat_all(_snapshot_paths(policy))
     names = {}
@@ -1395,16 +1299,16 @@ def _take_snapshot(policy):
         if st is not None and stat.S_ISDIR(st[3]):
             with contextlib.suppress(OSError):
                 names[path] = set(os.listdir(path))
-    _state["snapshot"] = {"stat": stats, "names": names, "store": _store_dir()}
+    GUARD.snapshot = {"stat": stats, "names": names, "store": _store_dir()}
 
 
 def _built_changes():
     """Problems for what changed since `_take_snapshot` (code run by a build: setup.py, a
     PEP 517 backend, build dependencies), before pip installs anything. What changed is put
     back first (`_put_back`): the refusal leaves the environment as it was."""
-    snap = _state["snapshot"]
-    _state["snapshot"] = None  # judged once: after this, pip's own install writes here
-    _state.pop("armed", None)
+    snap = GUARD.snapshot
+    GUARD.snapshot = None  # judged once: after this, pip's own install writes here
+    GUARD.armed = None
     if not snap:
         return []
     now = _stat_all(snap["stat"])
@@ -1427,7 +1331,7 @@ def _built_changes():
             f"the environment with `dtkguard restore --python {sys.executable}` and build that "
             "package elsewhere"
         )
-    return [_state["decision"].Problem("vendor-files-changed", "critical", "build", msg)]
+    return [GUARD.decision.Problem("vendor-files-changed", "critical", "build", msg)]
 
 
 def _after_run():
@@ -1446,7 +1350,7 @@ def _store_dir():
     import json
     import os
 
-    here = os.path.dirname(_state["policy_path"] or ".")
+    here = os.path.dirname(GUARD.policy_path or ".")
     try:
         with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
             store = json.load(fh).get("store")
@@ -1575,11 +1479,7 @@ class _Sources:
         import hashlib
         import os
 
-        found = None
-        for key, (site, rows) in _vendor_rows(_state["policy"]).items():
-            if path.startswith(site + "/") and path[len(site) + 1 :] in rows:
-                found = key, path[len(site) + 1 :]
-                break
+        found = GUARD.sitefacts.owner_of(path, GUARD.vendor_rows())
         if found is None:
             return "neither a protected file nor a vendor build's: no copy of it"
         key, rel = found
@@ -1604,9 +1504,9 @@ class _Sources:
         local find-links'."""
         import os
 
-        decision = _state["decision"]
+        decision = GUARD.decision
         folders = [os.path.join(self.store, "vault")] if self.store else []
-        for link in _state["policy"].get("find_links") or ():
+        for link in GUARD.policy.get("find_links") or ():
             link = str(link)
             if link.startswith("file://"):
                 link = link[7:]
@@ -1618,8 +1518,8 @@ class _Sources:
             except OSError:
                 continue
             for name in names:
-                parts = name[:-4].split("-") if name.endswith(".whl") else []
-                if len(parts) < 5 or _canonical(parts[0]) != key:
+                parts = GUARD.sitefacts.wheel_file_name(name)
+                if parts is None or _canonical(parts[0]) != key:
                     continue
                 if decision.same_version(parts[1], version):
                     yield os.path.join(folder, name)
@@ -1671,10 +1571,12 @@ def _write_back(path, data, before):
 
 
 def _patch_uninstall(module):
+    """``UninstallPathSet.from_dist``: every removal pip plans is judged (`_guard_removal`)
+    before pip deletes anything; a pip without it refuses every removal (``remove``)."""
     cls = getattr(module, "UninstallPathSet", None)
     original = getattr(cls, "from_dist", None)
     if original is None:
-        _lacks("UninstallPathSet.from_dist")
+        GUARD.lacks("UninstallPathSet.from_dist")
         remove = getattr(cls, "remove", None)
         if remove is not None:
 
@@ -1690,28 +1592,32 @@ def _patch_uninstall(module):
     func = original.__func__
 
     def from_dist(klass, dist):
-        name = _canonical(
-            getattr(dist, "canonical_name", None) or getattr(dist, "project_name", "")
-        )
-        policy = _load_policy()
-        reason = _override()
-        if policy is None or not _copies_loaded():
-            if not reason:
-                raise _fail_closed("UninstallationError")
-            _record(reason, [f"remove {name}", _state["error"]])
-            return func(klass, dist)
-        pathset = func(klass, dist)
-        problems = _judge_removal(policy, name, getattr(dist, "version", ""), pathset)
-        if problems and not reason:
-            raise _error(
-                "UninstallationError",
-                "dtkguard: refusing " + "; ".join(problems) + _footer(policy, [name]),
-            )
-        if problems and name not in _state["allowed"]:
-            _record(reason, problems)
-        if name not in _state["replacing"]:
-            _state["removed"].add(name)
-        return pathset
+        return _guard_removal(func, klass, dist)
 
     from_dist._dtkguard = True
     cls.from_dist = classmethod(from_dist)
+
+
+def _guard_removal(func, klass, dist):
+    """pip's path set of removing ``dist`` (``func``: pip's ``from_dist``), judged by the
+    decision core (`_judge_removal`): refused (raised) unless overridden, then recorded."""
+    name = _canonical(getattr(dist, "canonical_name", None) or getattr(dist, "project_name", ""))
+    policy = GUARD.load_policy()
+    reason = _override()
+    if policy is None or not GUARD.copies_loaded():
+        if not reason:
+            raise _fail_closed("UninstallationError")
+        _record(reason, [f"remove {name}", GUARD.error])
+        return func(klass, dist)
+    pathset = func(klass, dist)
+    problems = _judge_removal(policy, name, getattr(dist, "version", ""), pathset)
+    if problems and not reason:
+        raise _error(
+            "UninstallationError",
+            "dtkguard: refusing " + "; ".join(problems) + _footer(policy, [name]),
+        )
+    if problems and name not in GUARD.allowed:
+        _record(reason, problems)
+    if name not in GUARD.replacing:
+        GUARD.removed.add(name)
+    return pathset

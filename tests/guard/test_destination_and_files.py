@@ -69,6 +69,9 @@ def _evil_wheels(g: Guarded, dest: Path) -> dict[str, Path]:
         "overwrites-records": build_wheel(
             dest, "records-patch", "1.0", files={"_dtkguard_records.py": "paths_of = list\n"}
         ),
+        "overwrites-sitefacts": build_wheel(
+            dest, "facts-patch", "1.0", files={"_dtkguard_sitefacts.py": "roots = list\n"}
+        ),
         "overwrites-finder-pyc": build_wheel(
             dest,
             "finder-patch",
@@ -93,6 +96,7 @@ FILE_CASES = {
     "overwrites-hook": "a file of the dtkguard guard itself",
     "overwrites-decision": "a file of the dtkguard guard itself",
     "overwrites-records": "a file of the dtkguard guard itself",
+    "overwrites-sitefacts": "a file of the dtkguard guard itself",
     "overwrites-finder-pyc": "a file of the dtkguard guard itself",
     "overwrites-policy-json": "a file of the dtkguard guard itself",
 }
@@ -270,26 +274,32 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
         assert status.returncode == 1 and "absent" in status.stdout
 
 
-def test_records_copy_is_the_module_and_its_absence_fails_closed(guarded: Guarded) -> None:
-    """The hook reads RECORD through its copy of ``dtkguard/records.py``: byte for byte the
-    module, listed as a layer; without it pip can neither install nor uninstall (builds too)."""
-    copy = _site(guarded) / "_dtkguard_records.py"
-    assert copy.read_bytes() == (REPO / "dtkguard" / "records.py").read_bytes()
+#: the stdlib modules of dtkguard copied beside the hook: (layer, what the hook calls it)
+COPIES = {"records": "RECORD module", "sitefacts": "site-facts module"}
+
+
+@pytest.mark.parametrize("layer", sorted(COPIES))
+def test_a_copy_is_the_module_and_its_absence_fails_closed(guarded: Guarded, layer: str) -> None:
+    """The hook reads RECORD through its copy of ``dtkguard/records.py`` and the
+    interpreter's facts through ``dtkguard/sitefacts.py``: byte for byte the module, listed as a
+    layer; without it pip can neither install nor uninstall."""
+    copy = _site(guarded) / f"_dtkguard_{layer}.py"
+    assert copy.read_bytes() == (REPO / "dtkguard" / f"{layer}.py").read_bytes()
     py = str(guarded.venv.python)
-    with _without(guarded, "_dtkguard_records"):
+    with _without(guarded, f"_dtkguard_{layer}"):
         before = guarded.venv.snapshot()
         proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna")
         assert proc.returncode == 1
-        assert "RECORD module" in proc.stderr and "dtkguard guard install" in proc.stderr
+        assert COPIES[layer] in proc.stderr and "dtkguard guard install" in proc.stderr
         proc = guarded.pip("uninstall", "-y", "torch")
-        assert proc.returncode == 1 and "RECORD module" in proc.stderr, proc.stderr
+        assert proc.returncode == 1 and COPIES[layer] in proc.stderr, proc.stderr
         assert changed(before, guarded.venv.snapshot()) == []
         status = guarded.dtkguard("guard", "status", "--python", py)
         rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
-        assert status.returncode == 1 and rows["records"] == "absent", status.stdout
+        assert status.returncode == 1 and rows[layer] == "absent", status.stdout
     status = guarded.dtkguard("guard", "status", "--python", py)
     rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
-    assert rows["records"] == "present", status.stdout
+    assert rows[layer] == "present", status.stdout
 
 
 def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:

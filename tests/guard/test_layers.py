@@ -37,9 +37,9 @@ def test_install_status_remove_round_trip(
     assert again.returncode == 0 and "written" not in again.stdout
     status = g.dtkguard("guard", "status", "--python", py)
     assert status.returncode == 0, status.stdout
-    # every layer (the store pointer, the protected set's, the ELF reader's and the RECORD
-    # module's copies too) and the baseline
-    assert status.stdout.count("present") == 14
+    # every layer (the store pointer, the protected set's, the ELF reader's, the RECORD
+    # module's and the site facts' copies too) and the baseline
+    assert status.stdout.count("present") == 15
     # the site pip.conf is what `pip --isolated` still reads
     env = hermetic_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     env.pop("PIP_CONFIG_FILE")

@@ -61,7 +61,7 @@ def guard_files(g: Guarded) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     "damage",
-    ["finder", "pip-modules", "bin-pip", "policy-json", "patched-pip"],
+    ["finder", "sitefacts", "pip-modules", "bin-pip", "policy-json", "patched-pip"],
 )
 def test_restore_repairs_the_guard(env: Guarded, damage: str) -> None:
     g = env
@@ -69,6 +69,9 @@ def test_restore_repairs_the_guard(env: Guarded, damage: str) -> None:
     site = g.venv.site_packages
     if damage == "finder":
         (site / "_dtkguard_finder.py").unlink()
+    elif damage == "sitefacts":  # the hook's copy of dtkguard/sitefacts.py, edited
+        facts = site / "_dtkguard_sitefacts.py"
+        facts.write_text(facts.read_text() + "\ndef roots(*a, **k):\n    return [], []\n")
     elif damage == "pip-modules":
         shutil.rmtree(site / "pip" / "_internal" / "commands")
     elif damage == "bin-pip":

@@ -246,6 +246,42 @@ def test_removals_judged_by_what_they_delete() -> None:
     assert d.judge_removals(POLICY, "pip", [f"{BIN}/pip"], facts, replacement="26.3") == []
 
 
+def test_uninstalls_are_judged_as_installs_are() -> None:
+    """`judge_uninstall`: the vendor build goes only while its own build replaces it, its files
+    and the guard's by `judge_removals`, the policy's exceptions waive as `decide`'s do."""
+    facts = _facts()
+    files = [f"{SITE}/torch/version.py", f"{SITE}/torch/__init__.py"]
+    today = "2030-01-01"
+    assert rules(d.judge_uninstall(POLICY, "torch", TORCH, files, facts, today)) == [
+        ("vendor-missing", "critical"),
+        ("file-conflict", "critical"),
+    ]
+    assert d.judge_uninstall(POLICY, "Torch", TORCH, files, facts, today, TORCH) == []
+    replaced = d.judge_uninstall(POLICY, "torch", TORCH, files, facts, today, "2.6.0")
+    assert rules(replaced) == [("vendor-missing", "critical"), ("file-conflict", "critical")]
+    free = [f"{SITE}/idna/__init__.py", f"{SITE}/idna-3.10.dist-info/RECORD"]
+    assert d.judge_uninstall(POLICY, "idna", "3.10", free, facts, today) == []
+    assert rules(d.judge_uninstall(POLICY, "x", "1", [f"{BIN}/pip"], facts, today)) == [
+        ("guard-tamper", "critical")
+    ]
+    waive = [
+        {"rule": rule, "package": "torch", "reason": "r", "expires": "2030-01-31"}
+        for rule in ("vendor-missing", "file-conflict")
+    ]
+    policy = {**POLICY, "exceptions": waive}
+    assert d.judge_uninstall(policy, "torch", TORCH, files, facts, today) == []
+    assert len(d.judge_uninstall(policy, "torch", TORCH, files, facts, "2030-02-01")) == 2
+
+
+def test_an_install_elsewhere_that_removes_a_vendor_build() -> None:
+    found = d.judge_moved_away(POLICY, "Torch", TORCH, "2030-01-01")
+    assert rules(found) == [("vendor-replaced", "critical")]
+    assert "install its replacement elsewhere" in found[0].message
+    assert d.judge_moved_away(POLICY, "idna", "3.10", "2030-01-01") == []
+    exc = {"rule": "vendor-replaced", "package": "torch", "reason": "r", "expires": "2030-01-31"}
+    assert d.judge_moved_away({**POLICY, "exceptions": [exc]}, "torch", TORCH, "2030-01-01") == []
+
+
 def test_vendor_deps_broken() -> None:
     from packaging.requirements import Requirement
 
