@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 from dtkguard.decision import canonical
@@ -21,8 +20,7 @@ from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
-from dtkguard.guard.dtkpip import load_guard_policy
-from dtkguard.guard.hook_policy import constraints_text
+from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
 from dtkguard.guard.owned import dist_key
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan, Planned
@@ -38,6 +36,7 @@ from dtkguard.guard.uvplan import (
     uv_dry_run,
 )
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.util.scratch import scratch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,7 +158,7 @@ class _Run:
         self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
-        with tempfile.TemporaryDirectory(prefix="dtkuv-") as tmp:
+        with scratch_dir("dtkuv-") as tmp:
             constraints = Path(tmp) / "dtkguard-constraints.txt"
             constraints.write_text(constraints_text(self.policy), encoding="utf-8")
             pins = [] if self.sub.command == "uninstall" else ["-c", str(constraints)]
@@ -167,10 +166,10 @@ class _Run:
                 return run_uv(self.uv, [*self.args, *pins], self.env, capture=False).returncode
             if self.sub.command == "uninstall":
                 return self._uninstall()
-            from dtkguard.guard.run_effects import Refused
-
             if self.satisfied(pins):
                 return self.untouched(0)
+            from dtkguard.guard.run_effects import Refused  # loads the pip hook: not before
+
             try:
                 self.start_watch()
                 return self._install(pins)
