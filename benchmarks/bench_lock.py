@@ -44,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._common import dtkguard_cmd  # noqa: E402
 from tests.support.cache import uv_binary  # noqa: E402
 from tests.support.index import serve_index  # noqa: E402
 from tests.support.rss import measure  # noqa: E402
@@ -219,7 +220,7 @@ class Tools:
             if sc.folders:
                 src = ["--no-index", "--find-links", str(sc.folders[1])]
                 extra = ["--vendor-find-links", str(sc.folders[0])]
-            return [sys.executable, "-m", "dtkguard", "lock", *sc.requests, "--policy",
+            return [*dtkguard_cmd(), "lock", *sc.requests, "--policy",
                     "dtk-25.04.1", *target, *src, *extra, "-o", "pylock.bench.toml"]  # fmt: skip
         cons = ["-c", "vendor.txt"] if sc.requests == [VLLM] else []
         if tool == "pip":
@@ -239,7 +240,7 @@ def _run(cmd: list[str], sc: Scenario, cwd: Path, cache: Path) -> tuple[float, i
     """(wall seconds, peak RSS bytes, CPU seconds) of one command, which must exit as the
     scenario expects. CPU time moves much less than wall time on a loaded machine; the peak
     is the command's own (measured by a small launcher, not by this big process)."""
-    env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(cache))
+    env = hermetic_env(DTKGUARD_CACHE_DIR=str(cache))
     start = time.perf_counter()
     got = measure(cmd, env=env, cwd=cwd, input="\n".join(sc.requests) + "\n")
     took = time.perf_counter() - start
