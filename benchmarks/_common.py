@@ -161,8 +161,19 @@ def user_venv(tree: Path = REPO) -> Path:
             venv.pip("install", "--no-deps", "--no-index", str(wheel))
         _copy_dependencies(venv.site_packages)
         (path / ".complete").write_text(f"{tree}\n")
+        _prune_user_venvs(keep=3)
+    (path / ".complete").touch()
     _USER_VENVS[tree] = path
     return path
+
+
+def _prune_user_venvs(keep: int) -> None:
+    """Remove all but the ``keep`` user venvs used last (each source change builds one)."""
+    import shutil
+
+    done = sorted(CACHE.glob("user-*/.complete"), key=lambda m: m.stat().st_mtime, reverse=True)
+    for marker in done[keep:]:
+        shutil.rmtree(marker.parent, ignore_errors=True)
 
 
 def _build_wheel(tree: Path, tmp: Path) -> Path:

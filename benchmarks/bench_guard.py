@@ -117,10 +117,12 @@ def show(label: str, names: tuple[str, str], medians, runs: int) -> None:
 
 def dtkguard_command(env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """How users run dtkguard: the console script of a venv with this checkout installed from
-    its wheel (`benchmarks._common.dtkguard_cmd`), without ``PYTHONPATH``."""
+    its wheel (`benchmarks._common.dtkguard_cmd`), without ``PYTHONPATH``; dtkuv is told the
+    uv binary the uv rows run (a user's is on PATH)."""
     from benchmarks._common import dtkguard_cmd
 
-    return dtkguard_cmd(), {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    denv = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return dtkguard_cmd(), {**denv, "DTKGUARD_UV": uv_binary()}
 
 
 _IMPORT = "import time;t=time.perf_counter_ns();import torch;print((time.perf_counter_ns()-t)/1e6)"
