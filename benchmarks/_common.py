@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
@@ -110,13 +109,118 @@ def table(
     return "\n".join(lines)
 
 
-def dtkguard_cmd() -> list[str]:
-    return [sys.executable, "-m", "dtkguard"]
+#: what goes into dtkguard's wheel (pyproject's packages, package dirs and readme): the digest
+#: of these names the user venv, so any change to them builds a new one
+_WHEEL_INPUTS = ("dtkguard", "policies", "plugins", "pyproject.toml", "README.md")
+
+
+def dtkguard_cmd(tree: Path = REPO) -> list[str]:
+    """``dtkguard`` as a user runs it: the console script of a venv where the checkout ``tree``
+    is installed from its built wheel (not editable) beside its dependencies. Run it with
+    `bench_env` (no ``PYTHONPATH``: the checkout must not shadow the installed package)."""
+    return [str(user_venv(tree) / "bin" / "dtkguard")]
+
+
+def tree_digest(tree: Path) -> str:
+    """sha256 over the relative paths and bytes of the wheel's inputs of ``tree``."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in _WHEEL_INPUTS:
+        top = tree / name
+        files = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        for path in files:
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                digest.update(str(path.relative_to(tree)).encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+_USER_VENVS: dict[Path, Path] = {}
+
+
+def user_venv(tree: Path = REPO) -> Path:
+    """The venv of `dtkguard_cmd` for ``tree``: built once under ``.cache/bench/user-DIGEST``
+    (rebuilt when the wheel's inputs change), offline: the wheel by ``pip wheel --no-deps
+    --no-build-isolation`` from a copy of the inputs, installed by the venv's own pip
+    (``--no-deps --no-index``, byte-compiled as pip does), its dependencies copied file by file
+    from their installed RECORDs in this interpreter (the wheel cache holds no copy of them),
+    then byte-compiled."""
+    tree = tree.resolve()
+    if tree in _USER_VENVS:
+        return _USER_VENVS[tree]
+    path = CACHE / f"user-{tree_digest(tree)}"
+    if not (path / ".complete").exists():
+        import shutil
+        import tempfile
+
+        shutil.rmtree(path, ignore_errors=True)
+        venv = make_venv(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            wheel = _build_wheel(tree, Path(tmp))
+            venv.pip("install", "--no-deps", "--no-index", str(wheel))
+        _copy_dependencies(venv.site_packages)
+        (path / ".complete").write_text(f"{tree}\n")
+        _prune_user_venvs(keep=3)
+    (path / ".complete").touch()
+    _USER_VENVS[tree] = path
+    return path
+
+
+def _prune_user_venvs(keep: int) -> None:
+    """Remove all but the ``keep`` user venvs used last (each source change builds one)."""
+    import shutil
+
+    done = sorted(CACHE.glob("user-*/.complete"), key=lambda m: m.stat().st_mtime, reverse=True)
+    for marker in done[keep:]:
+        shutil.rmtree(marker.parent, ignore_errors=True)
+
+
+def _build_wheel(tree: Path, tmp: Path) -> Path:
+    import shutil
+
+    src = tmp / "src"
+    for name in _WHEEL_INPUTS:
+        if (tree / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+            shutil.copytree(tree / name, src / name, ignore=ignore)
+        elif (tree / name).is_file():
+            src.mkdir(exist_ok=True)
+            shutil.copy2(tree / name, src / name)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    cmd += ["--no-index", "-q", "-w", str(tmp / "dist"), str(src)]
+    subprocess.run(cmd, env=hermetic_env(), check=True, stdout=subprocess.DEVNULL)
+    return next((tmp / "dist").glob("dtkguard-*.whl"))
+
+
+def _copy_dependencies(site: Path) -> None:
+    """Copy dtkguard's runtime dependency closure, as installed here, into ``site``."""
+    import compileall
+    import importlib.metadata as md
+    import shutil
+
+    from packaging.requirements import Requirement
+
+    own = md.Distribution.at(next(site.glob("dtkguard-*.dist-info")))
+    todo, seen = list(own.requires or []), {"dtkguard"}
+    while todo:
+        req = Requirement(todo.pop())
+        key = req.name.lower().replace("_", "-")
+        if key in seen or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(key)
+        dist = md.distribution(req.name)
+        todo += dist.requires or []
+        for file in dist.files or []:
+            if file.parts[0] == ".." or "__pycache__" in file.parts:
+                continue  # console scripts of the dependencies; byte code is compiled below
+            (site / file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(dist.locate_file(file), site / file)
+    compileall.compile_dir(site, quiet=1, workers=0)
 
 
 def bench_env() -> dict[str, str]:
     env = hermetic_env(NO_COLOR="1")
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["DTKGUARD_CACHE_DIR"] = str(CACHE / "dtkguard-cache")
     # the guard's store of the benchmark envs (never /var/lib/dtkguard of a root run)
     env["DTKGUARD_STORE"] = str(CACHE / "store")

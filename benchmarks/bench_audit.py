@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks._common import dtkguard_cmd  # noqa: E402
 from tests.support.reports import load_report, make_wheelhouse, report_names  # noqa: E402
 from tests.support.venvs import hermetic_env, make_venv  # noqa: E402
 
@@ -91,8 +92,8 @@ def metadata_bench(work: Path, count: int) -> None:
         *map(str, wheels),
     )
     n = len(venv.installed())
-    env = hermetic_env(PYTHONPATH=str(REPO), NO_COLOR="1", DTKGUARD_NO_PROGRESS="1")
-    dtk = [sys.executable, "-m", "dtkguard", "audit", "--python", str(venv.python), "-f", "json"]
+    env = hermetic_env(NO_COLOR="1", DTKGUARD_NO_PROGRESS="1")
+    dtk = [*dtkguard_cmd(), "audit", "--python", str(venv.python), "-f", "json"]
     pip_list = [str(venv.python), "-m", "pip", "list", "--format", "json"]
     pip_inspect = [str(venv.python), "-m", "pip", "inspect"]
     for cmd in (dtk, pip_list, pip_inspect):  # warm the page cache and pyc files once
@@ -186,10 +187,10 @@ def verify_bench(work: Path, small: int, large_mb: int, runs: int) -> None:
     listing.write_bytes(b"\0".join(str(f).encode() for f in files) + b"\0")
     per = -(-len(files) // 2)  # openssl over the file list in two processes
     sha = ["sh", "-c", f"xargs -0 -P 2 -n {per} openssl dgst -sha256 < {listing} > /dev/null"]
-    env = hermetic_env(PYTHONPATH=str(REPO), NO_COLOR="1", DTKGUARD_NO_PROGRESS="1")
+    env = hermetic_env(NO_COLOR="1", DTKGUARD_NO_PROGRESS="1")
     cores = os.cpu_count() or 1
     limit = hash_limit(files, total, cores)
-    cli = [sys.executable, "-m", "dtkguard", "audit", "--path", str(site), "--verify-files"]
+    cli = [*dtkguard_cmd(), "audit", "--path", str(site), "--verify-files"]
     cli += ["-f", "json"]
 
     def library(executor: str) -> Callable[[], tuple[float, float]]:
@@ -248,7 +249,7 @@ def main() -> int:
         args.dists, args.small, args.large_mb, args.runs = 5, 50, 1, 1
     ssl = subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout.strip()
     impl = f"{platform.python_implementation()} {sys.version.split()[0]}"
-    print(f"dtkguard side: {sys.executable} ({impl})")
+    print(f"dtkguard side: {sys.executable} ({impl}); CLI: {dtkguard_cmd()[0]} (wheel)")
     print(f"openssl: {shutil.which('openssl')} ({ssl})")
     work = Path(tempfile.mkdtemp(prefix="dtkguard-bench-"))
     try:

@@ -12,11 +12,12 @@ the medians, of wall time and of CPU time (the process and its children: steadie
 machine). The guarded env is then checked once more after every file's ctime changed (a
 journal's hard links do that: that check hashes, then the store's stat cache holds). It also
 prints the modules the check path imports that tests/test_imports.py keeps out of it.
-``--against CHECKOUT``: also the guarded check of another checkout of dtkguard (the one
-before a change), run the same way in the same rounds (``python -c`` with that checkout first
-on ``sys.path``; this checkout's row beside it is run that way too).
-The commands run without ``PYTHONDONTWRITEBYTECODE`` (their warm-up writes the byte code an
-install would have compiled). ``--smoke``: one round, to show the benchmark still works.
+dtkguard runs as a user runs it: the ``dtkguard`` console script of a venv where this
+checkout is installed from its built wheel, beside its dependencies (``_common.dtkguard_cmd``:
+built once under ``.cache/bench/user-DIGEST``, rebuilt when the sources change), with no
+``PYTHONPATH``. ``--against CHECKOUT``: also the guarded check of another checkout of dtkguard
+(the one before a change), installed the same way in its own venv, in the same rounds.
+``--smoke``: one round, to show the benchmark still works.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import REPO, alternate, bench_env, das_venv, dtkguard_cmd
+from _common import alternate, bench_env, das_venv, dtkguard_cmd, user_venv
 
 PIP = "26.3"
 GOAL_PIP, GOAL_UV = 0.3, 3.0
@@ -40,9 +41,6 @@ def main() -> int:
     args = parser.parse_args()
     runs = 1 if args.smoke else max(args.runs, 5)
     env = bench_env()
-    # an installed dtkguard has its byte code (pip compiles it): with PYTHONDONTWRITEBYTECODE
-    # set, a checkout whose .pyc files are stale would compile its changed modules on every run
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     plain = das_venv(f"das150-pip{PIP}", pip_version=PIP)
     guarded = _guarded(env)
     uv = _uv()
@@ -54,17 +52,16 @@ def main() -> int:
         "check --python, guarded": gcheck,
         "check --python": [*check, "--python", str(plain.python)],
         "check --path": [*check, "--path", str(plain.site_packages)],
-        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c pass": [str(user_venv() / "bin" / "python"), "-c", "pass"],
     }
     if args.against:
-        for name, tree in (("this checkout", REPO), ("--against", Path(args.against).resolve())):
-            cmds[f"guarded, {name}"] = [sys.executable, "-c", _RUN_FROM, str(tree), *gcheck[3:]]
+        cmds["guarded, --against"] = [*dtkguard_cmd(Path(args.against)), *gcheck[1:]]
     times = alternate(cmds, runs, env)
     n = len(guarded.installed())
     print(
         f"environment: {n} distributions; Python {sys.version.split()[0]}, "
         f"pip {guarded.pip_version()} (the env's), {_version([uv, '--version'])}, "
-        f"{_version([*dtkguard_cmd(), '--version'], env)}; "
+        f"{_version([*dtkguard_cmd(), '--version'], env)} (its wheel in {user_venv()}); "
         f"{runs} alternating round(s), medians"
     )
     pip_wall, pip_cpu = times["pip list"]
@@ -84,15 +81,6 @@ def main() -> int:
     print(f"guarded check after every ctime changed: {_after_ctime_change(guarded, gcheck, env)}")
     print(f"heavy modules imported by the guarded check: {_heavy(gcheck, env) or 'none'}")
     return 0
-
-
-#: ``python -c _RUN_FROM CHECKOUT ARGS``: that checkout's ``python -m dtkguard ARGS``
-_RUN_FROM = (
-    "import runpy, sys\n"
-    "sys.path.insert(0, sys.argv.pop(1))\n"
-    "sys.argv[0] = 'dtkguard'\n"
-    "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
-)
 
 
 def _version(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -140,8 +128,9 @@ def _after_ctime_change(venv, cmd: list[str], env: dict[str, str]) -> str:
 
 
 def _heavy(cmd: list[str], env: dict[str, str]) -> str:
+    python = str(Path(cmd[0]).with_name("python"))  # the console script's own interpreter
     imports = subprocess.run(
-        [cmd[0], "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True
+        [python, "-X", "importtime", *cmd], env=env, capture_output=True, text=True
     ).stderr
     heavy = ("pydantic", "rich", "tomlkit", "pip_api", "resolvelib", "packaging.requirements")
     found = {

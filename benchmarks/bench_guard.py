@@ -116,17 +116,13 @@ def show(label: str, names: tuple[str, str], medians, runs: int) -> None:
 
 
 def dtkguard_command(env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """How users run dtkguard: its console script beside this interpreter when that runs this
-    checkout (an editable install), else ``python -m dtkguard`` with the checkout on
-    ``PYTHONPATH`` (which then also reaches the pip that dtkpip runs)."""
-    import importlib.util
+    """How users run dtkguard: the console script of a venv with this checkout installed from
+    its wheel (`benchmarks._common.dtkguard_cmd`), without ``PYTHONPATH``; dtkuv is told the
+    uv binary the uv rows run (a user's is on PATH)."""
+    from benchmarks._common import dtkguard_cmd
 
-    spec = importlib.util.find_spec("dtkguard")
-    script = Path(sys.executable).with_name("dtkguard")
-    origin = Path(spec.origin).resolve() if spec and spec.origin else None
-    if script.exists() and origin is not None and REPO in origin.parents:
-        return [str(script)], env
-    return [sys.executable, "-m", "dtkguard"], {**env, "PYTHONPATH": str(REPO)}
+    denv = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return dtkguard_cmd(), {**denv, "DTKGUARD_UV": uv_binary()}
 
 
 _IMPORT = "import time;t=time.perf_counter_ns();import torch;print((time.perf_counter_ns()-t)/1e6)"

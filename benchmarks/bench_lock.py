@@ -240,7 +240,7 @@ def _run(cmd: list[str], sc: Scenario, cwd: Path, cache: Path) -> tuple[float, i
     """(wall seconds, peak RSS bytes, CPU seconds) of one command, which must exit as the
     scenario expects. CPU time moves much less than wall time on a loaded machine; the peak
     is the command's own (measured by a small launcher, not by this big process)."""
-    env = hermetic_env(PYTHONPATH=str(REPO), DTKGUARD_CACHE_DIR=str(cache))
+    env = hermetic_env(DTKGUARD_CACHE_DIR=str(cache))
     start = time.perf_counter()
     got = measure(cmd, env=env, cwd=cwd, input="\n".join(sc.requests) + "\n")
     took = time.perf_counter() - start

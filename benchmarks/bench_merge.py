@@ -38,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._common import dtkguard_cmd  # noqa: E402
 from dtkguard.fleet.merge import merge  # noqa: E402
 
 NAMES = [f"pkg-{i:03d}" for i in range(150)]
@@ -129,9 +130,9 @@ def bench_merge(nodes: int, runs: int) -> None:
         fleet = merge(files)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         out = tmp / "fleet.html"
-        cli = [sys.executable, "-m", "dtkguard", "report", "merge", str(tmp), "-f", "html"]
+        cli = [*dtkguard_cmd(), "report", "merge", str(tmp), "-f", "html"]
         cli += ["-o", str(out)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
@@ -184,8 +185,8 @@ def bench_node_audit(runs: int) -> None:
             info.mkdir(parents=True)
             (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
         (tmp / "timer.py").write_text(TIMER)
-        check = [sys.executable, "-m", "dtkguard", "check", "--path", str(site), "-f", "json"]
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        check = [*dtkguard_cmd(), "check", "--path", str(site), "-f", "json"]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         timer = [sys.executable, str(tmp / "timer.py"), *check]
         have_slurm = bool(os.environ.get("SLURM_CONF") and shutil.which("srun"))
         direct: list[float] = []

@@ -84,6 +84,24 @@ def test_cached_check_loads_no_heavy_module(env: dict[str, str], tmp_path: Path)
         assert name not in modules, f"{name}: milliseconds a check does not need"
 
 
+def test_a_repeated_guarded_check_hashes_no_layer(env: dict[str, str], tmp_path: Path) -> None:
+    """The guard's layers are hashed by the first check, then trusted by their inode, ctime
+    and size (the store's layer stat cache): the next check loads no file hasher at all."""
+    venv = make_venv(tmp_path / "venv")
+    proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
+    assert proc.returncode == 0, proc.stderr
+    args = ("check", "--python", str(venv.python), "--format", "json")
+    first, cold = _loaded(*args, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "dtkguard.env.filehash" in cold, "the first check hashes the layers"
+    again, modules = _loaded(*args, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["findings"] == json.loads(first.stdout)["findings"] == []
+    assert _heavy(modules) == []
+    for name in ("dtkguard.env.filehash", "threading"):
+        assert name not in modules, f"{name}: a repeated guarded check hashed a layer"
+
+
 @pytest.mark.wheel_cache
 def test_dtkpip_plan_loads_no_heavy_module(env: dict[str, str], tmp_path: Path) -> None:
     venv = make_venv(tmp_path / "venv")

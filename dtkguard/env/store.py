@@ -267,6 +267,12 @@ class EnvStore:
         return self.dir / "stat-cache.json"
 
     @property
+    def layer_stat_cache(self) -> Path:
+        """``{path: [ino, ctime_ns, size, sha256]}`` of the guard's layers in the env that a
+        hash found equal to the manifest (`dtkguard.rules.guard_store`)."""
+        return self.dir / "layer-stat-cache.json"
+
+    @property
     def blobs(self) -> Path:
         """Content-addressed copies of the protected files: ``blobs/<sha256>``."""
         return self.dir / "blobs"

@@ -10,6 +10,7 @@ chains. Only envs of this host are compared (an image's store is not here).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,7 +149,7 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
         return
     if str(es.baseline) in files and not es.baseline.is_file():
         yield GUARD_MISSING.finding("guard", f"the store's baseline {es.baseline} is gone", fix)
-    bad = [(path, what) for path, entry in sorted(files.items()) if (what := _layer(path, entry))]
+    bad = _changed_layers(es, files)
     inside = [(p, w) for p, w in bad if p.startswith(rec.identity.prefix.rstrip("/") + "/")]
     if inside:
         shown = ", ".join(f"{p} ({w})" for p, w in inside[:6])
@@ -162,22 +163,52 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
         )
 
 
-def _layer(path: str, entry: dict) -> str | None:
+def _changed_layers(es: EnvStore, files: dict[str, dict]) -> list[tuple[str, str]]:
+    """(path, "missing" | "modified") of each layer of the manifest ``files`` that is not what
+    install wrote. A layer a hash found equal is not hashed again while its inode, ctime and
+    size stay what the store's layer stat cache holds (a write, a rename or a copy in its
+    place changes its ctime; as the baseline's stat cache), the cache kept when it moved."""
+    from dtkguard.env.store import load_stat_cache, save_stat_cache
+
+    seen = load_stat_cache(es.layer_stat_cache)
+    verified: dict[str, list] = {}
+    bad = []
+    for path, entry in sorted(files.items()):
+        what = _layer(path, entry, seen.get(path), verified)
+        if what:
+            bad.append((path, what))
+    if any(seen.get(p) != key for p, key in verified.items()) and es.dir.is_dir():
+        save_stat_cache(es.layer_stat_cache, verified)
+    return bad
+
+
+def _layer(path: str, entry: dict, seen: list | None, verified: dict[str, list]) -> str | None:
     """ "missing" or "modified" when a guard layer is not what install wrote; None when it is
     (a missing ``.pyc`` is none: Python compiles the source again). Read as a regular file
-    only: a FIFO or a device put in a layer's place is "modified", never a hang."""
+    only: a FIFO or a device put in a layer's place is "modified", never a hang. ``seen``: the
+    layer stat cache's ``[ino, ctime_ns, size, digest]`` of ``path``; an equal hash adds the
+    file's to ``verified``."""
     from dtkguard.env.baseline import pyc_body_sha256, sha256_file
 
-    if entry.get("code_sha256"):
-        if not os.path.exists(path):
-            return None
-        return None if pyc_body_sha256(path) == entry["code_sha256"] else "modified"
-    if not os.path.lexists(path):
-        return "missing"
-    want = entry.get("sha256")
+    pyc = bool(entry.get("code_sha256"))
+    want = entry.get("code_sha256") if pyc else entry.get("sha256")
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None if pyc else "missing"
+    if pyc and stat.S_ISLNK(st.st_mode) and not os.path.exists(path):
+        return None  # as a missing .pyc
     if not want:
         return None
-    return None if sha256_file(path) == want else "modified"
+    key = [st.st_ino, st.st_ctime_ns, st.st_size, want]
+    if seen == key and stat.S_ISREG(st.st_mode):
+        verified[path] = key
+        return None
+    got = pyc_body_sha256(path) if pyc else sha256_file(path)
+    if got != want:
+        return "modified"
+    verified[path] = key
+    return None
 
 
 def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:

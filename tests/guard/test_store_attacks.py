@@ -341,3 +341,44 @@ def test_an_in_env_guard_is_moved_into_the_store(env: Guarded) -> None:
     assert g.store.baseline.is_file() and g.store.overrides.is_file()
     _, found = check(g)
     assert rules(found) == {"override-used"}, found
+
+
+def test_a_layer_rewritten_after_the_layer_stat_cache_holds_it_is_found(env: Guarded) -> None:
+    """check hashes a guard layer once, then trusts its inode, ctime and size: a rewrite at
+    the same size with the mtime put back (a new ctime), and a same-size copy renamed into its
+    place (a new inode), are each guard-missing, on that run and on the next."""
+    g = env
+    _, found = check(g)
+    assert "guard-missing" not in rules(found), found
+    cache = json.loads(g.store.layer_stat_cache.read_text())
+    layer = g.venv.site_packages / "_dtkguard_decision.py"
+    assert str(layer) in cache, sorted(cache)
+    assert "guard-missing" not in rules(check(g)[1])  # the cache's fast pass: still clean
+    data, st = layer.read_bytes(), layer.stat()
+    forged = data[:-2] + (b"#\n" if data[-2:] != b"#\n" else b"!\n")
+    layer.write_bytes(forged)
+    os.utime(layer, ns=(st.st_atime_ns, st.st_mtime_ns))
+    for _ in range(2):
+        _, found = check(g)
+        assert "guard-missing" in rules(found) and "_dtkguard_decision.py" in str(found), found
+    layer.write_bytes(data)
+    assert "guard-missing" not in rules(check(g)[1])
+    copy = layer.with_name("planted.tmp")
+    copy.write_bytes(forged)
+    os.replace(copy, layer)
+    _, found = check(g)
+    assert "guard-missing" in rules(found) and "_dtkguard_decision.py" in str(found), found
+
+
+def test_a_forged_layer_stat_cache_entry_hides_nothing(env: Guarded) -> None:
+    """A cache entry is used only with the manifest's digest: an entry that names the planted
+    file's inode and ctime beside another digest makes check hash the file."""
+    g = env
+    check(g)
+    layer = g.venv.site_packages / "_dtkguard_finder.py"
+    layer.write_bytes(layer.read_bytes() + b"\n# planted\n")
+    st = layer.stat()
+    forged = {str(layer): [st.st_ino, st.st_ctime_ns, st.st_size, "0" * 64]}
+    g.store.layer_stat_cache.write_text(json.dumps(forged))
+    _, found = check(g)
+    assert "guard-missing" in rules(found) and "_dtkguard_finder.py" in str(found), found
