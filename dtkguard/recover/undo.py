@@ -217,8 +217,9 @@ def _do(
     log = overrides_log(interpreter(python))
     ovr = Override(log, reason, "dtkguard undo") if reason else None
     redo = _redoes_restore(lay, txn)
+    touches = [key for key, _, _ in txn.changes()]  # only these dists' files change
     with journal.transaction(
-        python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay
+        python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay, touches=touches
     ) as new:
         put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
         unarchive_overrides(txn, log)  # a restore archived them: they describe the state back
