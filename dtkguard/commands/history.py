@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dtkguard.commands.common import target_python
-    from dtkguard.guard import journal
+    from dtkguard.journal import transaction as journal
     from dtkguard.recover.history import render
 
     lay = journal.layout(target_python(args))

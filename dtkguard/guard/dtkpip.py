@@ -28,8 +28,8 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.verdict import Verdict
+    from dtkguard.journal.transaction import Transaction
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
@@ -258,8 +258,8 @@ def _plain(env: dict[str, str]) -> dict[str, str]:
 def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
     """The hook of this dtkguard is in the environment, so the real run can be the only run;
     an install elsewhere or with a report of its own is planned first."""
-    from dtkguard.guard.journal import ELSEWHERE
     from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
+    from dtkguard.journal.transaction import ELSEWHERE
 
     if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):
         return False
@@ -375,7 +375,7 @@ def _journalled(
     """The real pip run as one transaction of the environment's journal (`dtkguard history`);
     ``touches``: the names its plan installs or removes (only their files are snapshotted)."""
     from dtkguard.guard.baseline import follow
-    from dtkguard.guard.journal import journalled
+    from dtkguard.journal.transaction import journalled
 
     def then(txn: Transaction) -> None:
         follow(interp, txn.changes(), touched=touches)

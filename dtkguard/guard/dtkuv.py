@@ -23,7 +23,6 @@ from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
-from dtkguard.guard.owned import dist_key
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
@@ -37,6 +36,7 @@ from dtkguard.guard.uvplan import (
     run_uv,
     uv_dry_run,
 )
+from dtkguard.journal.owned import dist_key
 from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
     from dtkguard.guard.file_effects import EnvFiles
-    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.run_effects import Watch
     from dtkguard.guard.verdict import Verdict
+    from dtkguard.journal.transaction import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -461,8 +461,8 @@ class _Run:
         What it wrote is judged inside the transaction (`Watch.judge_run`): a refusal rolls it
         back and puts the watched files back."""
         from dtkguard.guard.baseline import follow
-        from dtkguard.guard.journal import journalled
         from dtkguard.guard.run_effects import Refused
+        from dtkguard.journal.transaction import journalled
 
         def run() -> int:
             code = run_uv(self.uv, args, self.env, capture=False).returncode

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dtkguard.guard.journal import Layout, Transaction, transactions
+from dtkguard.journal.transaction import Layout, Transaction, transactions
 from dtkguard.recover.wanted import Want
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.env.store import overrides_log
-from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
+from dtkguard.journal.transaction import Layout, Transaction, TransactionFailed
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import ONE_SOURCE_ENV
@@ -274,7 +274,7 @@ def restore(
     the vendor builds follows their new stat (the tripwire is quiet). Exit 0 matched, 1
     something not restored."""
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.guard import journal
+    from dtkguard.journal import transaction as journal
     from dtkguard.recover.confirm import confirm
     from dtkguard.recover.guard_repair import baseline_from_lock, repair, seeded_by_recreation
     from dtkguard.recover.plan import losses, make_plan, render

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from dtkguard.env.store import overrides_log
 from dtkguard.errors import DtkguardError, InputError
-from dtkguard.guard import journal
-from dtkguard.guard.journal import Layout, Transaction
+from dtkguard.journal import transaction as journal
+from dtkguard.journal.transaction import Layout, Transaction
 from dtkguard.recover.restore import say
 
 TYPE_CHECKING = False

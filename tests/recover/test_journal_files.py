@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.guard import journal
-from dtkguard.guard.journal import Layout, Transaction
+from dtkguard.journal import transaction as journal
+from dtkguard.journal.transaction import Layout, Transaction
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -89,7 +89,7 @@ def test_killed_open_transaction_is_rolled_back_by_the_next(lay: Layout) -> None
     before = [tree(r) for r in lay.roots]
     code = (
         "import os, sys; from pathlib import Path\n"
-        "from dtkguard.guard import journal\n"
+        "from dtkguard.journal import transaction as journal\n"
         "from tests.recover.test_journal_files import damage\n"
         "site, scripts, prefix = map(Path, sys.argv[1:4])\n"
         "lay = journal.Layout(prefix, [site, scripts], scripts, site)\n"

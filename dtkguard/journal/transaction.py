@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dtkguard.env.journal_chain import CHAIN, txn_digest
 from dtkguard.errors import DtkguardError
+from dtkguard.journal.chain import CHAIN, txn_digest
 from dtkguard.util.atomic import atomic_write_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.guard.owned import Owned
+    from dtkguard.journal.owned import Owned
 
 JOURNAL_DIR = "journal"
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
@@ -101,8 +101,8 @@ def layout(python: str, *, adopt: bool = False) -> Layout:
 def untrusted(txn: Transaction, lay: Layout) -> str | None:
     """Why the journal may not act on ``txn`` (None: it may): it names other roots than the
     store's record of the env, or its ``txn.json`` is not one the journal wrote (its digest is
-    not in the journal's chain, `dtkguard.env.journal_chain`)."""
-    from dtkguard.env.journal_chain import untrusted as why
+    not in the journal's chain, `dtkguard.journal.chain`)."""
+    from dtkguard.journal.chain import untrusted as why
 
     return why(txn.dir, [str(r) for r in lay.roots])
 
@@ -382,7 +382,7 @@ def _owned_now(txn: Transaction):
     """The files of the distributions the change touches (None: unknown, every file)."""
     if txn.touches is None:
         return None
-    from dtkguard.guard.owned import owned
+    from dtkguard.journal.owned import owned
 
     return owned(txn.roots, txn.touches)
 
@@ -733,7 +733,7 @@ def recover_open(lay: Layout) -> list[Transaction]:
                 "rolling the environment back to where it started\n"
             )
             _mark_rolling_back(txn)
-            from dtkguard.guard.owned import last_beat_ns
+            from dtkguard.journal.owned import last_beat_ns
 
             rollback_files(txn, last_beat_ns(str(txn.dir / HEARTBEAT)) or txn.started_ns)
             _finish_rollback(txn, "interrupted; rolled back by the next transaction")
@@ -917,8 +917,8 @@ def _heartbeat(path: str) -> Iterator[None]:
     """Stamp ``path`` every `owned.HEARTBEAT` seconds while the block runs (a thread)."""
     import threading
 
-    from dtkguard.guard.owned import HEARTBEAT as EVERY
-    from dtkguard.guard.owned import beat
+    from dtkguard.journal.owned import HEARTBEAT as EVERY
+    from dtkguard.journal.owned import beat
 
     stop = threading.Event()
 
