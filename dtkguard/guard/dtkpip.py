@@ -21,7 +21,14 @@ from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.guard.hook_policy import constraints_text, read_policy_json
-from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
+from dtkguard.guard.pipargs import (
+    ELSEWHERE,
+    PipCommand,
+    installs_elsewhere,
+    split_dtkpip,
+    split_pip,
+    uninstall_names,
+)
 from dtkguard.guard.plan import Plan, Planned, dry_run, run_pip
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.policy.compiled import CompiledPolicy
@@ -29,7 +36,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.guard.verdict import Verdict
-    from dtkguard.journal.transaction import Transaction
+    from dtkguard.journal.txn import Transaction
 
 
 def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
@@ -259,7 +266,6 @@ def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
     """The hook of this dtkguard is in the environment, so the real run can be the only run;
     an install elsewhere or with a report of its own is planned first."""
     from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
-    from dtkguard.journal.transaction import ELSEWHERE
 
     if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):
         return False
@@ -381,6 +387,8 @@ def _journalled(
         follow(interp, txn.changes(), touched=touches)
 
     argv = ["dtkpip", *pip_args]
+    if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
+        return run()
     return journalled(interp.python, "dtkpip", argv, run, then, touches=touches or None)
 
 

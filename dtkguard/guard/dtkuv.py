@@ -23,7 +23,13 @@ from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.dtkpip import load_guard_policy
 from dtkguard.guard.hook_policy import constraints_text
-from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
+from dtkguard.guard.pipargs import (
+    PipCommand,
+    installs_elsewhere,
+    requirement_name,
+    split_dtkpip,
+    split_pip,
+)
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.guard.tools import DTKUV
@@ -48,7 +54,7 @@ if TYPE_CHECKING:
     from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.run_effects import Watch
     from dtkguard.guard.verdict import Verdict
-    from dtkguard.journal.transaction import Transaction
+    from dtkguard.journal.txn import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -478,9 +484,12 @@ class _Run:
             follow(self.interp, txn.changes(), touched=self.touches)
 
         argv = ["dtkuv", *args]
-        code = journalled(
-            str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
-        )
+        if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
+            code = run()
+        else:
+            code = journalled(
+                str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
+            )
         if code != 0:  # rolled back: what its builds changed of the watched files too
             self.put_back()
             return self.untouched(code)

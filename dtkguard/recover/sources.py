@@ -22,7 +22,7 @@ from dtkguard.recover.wanted import Want, Wanted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.journal.transaction import Layout
+    from dtkguard.journal.layout import Layout
     from dtkguard.recover.vault import Vault
 
 #: environment for `pip download` from one named source only (no pip.conf find-links,
