@@ -59,13 +59,13 @@ def test_from_env_matches_wheels_by_record_and_keeps_the_rest(
     assert torch.wheels and torch.tool and torch.tool["dtkguard"]["match"] == "record"
     assert next(files(torch)).hashes == next(files(orig.by_name()["torch"])).hashes
     installed = {i.key: i for i in env_lock.dtkguard.installed}
-    assert set(installed) == {"vllm", "site-tool"} and not set(installed) & set(by_name)
+    assert {"vllm", "site-tool"} <= set(installed) and not set(installed) & set(by_name)
     assert "installed files differ" in installed["vllm"].table["reason"]
     assert installed["site-tool"].table["reason"].startswith("no wheel")
     # the lock stays installable: uv installs the matched part
     other = make_venv(tmp_path / "again", with_pip=False)
     other.uv_pip("install", "--preview-features", "pylock", "-r", work / "pylock.env.toml")
-    assert "vllm" not in other.installed() and other.installed()["torch"] == torch.version
+    assert "vllm" not in other.installed() and other.installed()["torch"] == str(torch.version)
 
 
 def test_from_env_locks_for_the_environments_python_not_the_policys(tmp_path):
