@@ -11,16 +11,14 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.decision import canonical
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
-from dtkguard.guard.hook_policy import constraints_text, read_policy_json
+from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
 from dtkguard.guard.pipargs import (
     ELSEWHERE,
     PipCommand,
@@ -31,28 +29,14 @@ from dtkguard.guard.pipargs import (
 )
 from dtkguard.guard.plan import Plan, Planned, dry_run, run_pip
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
+from dtkguard.lightclass import record
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.util.scratch import scratch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.guard.verdict import Verdict
     from dtkguard.journal.txn import Transaction
-
-
-def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
-    """--policy, else the policy `guard install` recorded (the store's copy: the one in the
-    env is only the hook's cache, and whoever writes the env can edit it), else the default
-    lookup."""
-    from dtkguard.env.store import env_store
-    from dtkguard.policy.load import load_policy
-    from dtkguard.rules.catalog import is_known
-
-    if ref is None:
-        es = env_store(interp.prefix)
-        installed = read_policy_json(es.policy if es.policy.is_file() else interp.policy_file)
-        if installed is not None:
-            return installed
-    return load_policy(ref, known_rule=is_known)
 
 
 def _say(text: str) -> None:
@@ -153,7 +137,7 @@ def _install(
     judge the result, then veto (or record an override) or run pip once."""
     env = dict(os.environ)
     env.pop(overrides.ENV_VAR, None)  # the plan never needs it; the real run gets it if used
-    with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
+    with scratch_dir("dtkpip-") as tmp:
         constraints = Path(tmp) / "dtkguard-constraints.txt"
         constraints.write_text(constraints_text(policy), encoding="utf-8")
         if cmd.has("--dry-run"):
@@ -168,7 +152,7 @@ def _install(
         return _install_planned(job, reason)
 
 
-@dataclass
+@record
 class _Job:
     """One ``dtkpip install``: where, under which policy, with which arguments and pins."""
 

@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 from dtkguard.decision import canonical
@@ -21,8 +20,7 @@ from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
-from dtkguard.guard.dtkpip import load_guard_policy
-from dtkguard.guard.hook_policy import constraints_text
+from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
 from dtkguard.guard.pipargs import (
     PipCommand,
     installs_elsewhere,
@@ -44,6 +42,7 @@ from dtkguard.guard.uvplan import (
 )
 from dtkguard.journal.owned import dist_key
 from dtkguard.policy.compiled import CompiledPolicy
+from dtkguard.util.scratch import scratch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,6 +156,8 @@ class _Run:
         self.before: Environment | None = None
         self.files: EnvFiles | None = None
         self.watch: Watch | None = None
+        #: a dry run's build may have changed vendor files not compared yet (`untouched`)
+        self.deferred = False
         self.env.pop(overrides.ENV_VAR, None)
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
         # folder (from the command line or, for a refusal, from uv's config: site-packages)
@@ -165,7 +166,7 @@ class _Run:
         self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
-        with tempfile.TemporaryDirectory(prefix="dtkuv-") as tmp:
+        with scratch_dir("dtkuv-") as tmp:
             constraints = Path(tmp) / "dtkguard-constraints.txt"
             constraints.write_text(constraints_text(self.policy), encoding="utf-8")
             pins = [] if self.sub.command == "uninstall" else ["-c", str(constraints)]
@@ -173,15 +174,18 @@ class _Run:
                 return run_uv(self.uv, [*self.args, *pins], self.env, capture=False).returncode
             if self.sub.command == "uninstall":
                 return self._uninstall()
-            from dtkguard.guard.run_effects import Refused
-
             if self.satisfied(pins):
                 return self.untouched(0)
+            from dtkguard.guard.run_effects import Refused  # loads the pip hook: not before
+
             try:
                 self.start_watch()
                 return self._install(pins)
             except Refused as exc:
                 return self.stop(exc.problems, self.put_back())
+            except BaseException:
+                self.untouched(1)  # a crash too: what a dry run's build changed goes back
+                raise
 
     def satisfied(self, pins: list[str]) -> bool:
         """The environment already holds what ``uv pip install`` asks for: uv's dry run with
@@ -227,6 +231,7 @@ class _Run:
         """Put back what uv changed of the watched files; said in one sentence ("" if none)."""
         from dtkguard.guard.run_effects import put_back_said
 
+        self.deferred = False
         return put_back_said(self.watch) if self.watch is not None else ""
 
     def dry(self, args: list[str], requested: set[str]) -> Plan:
@@ -236,8 +241,9 @@ class _Run:
 
         plan = uv_dry_run(self.uv, args, self.env, requested)
         if self.watch is not None:
-            try:
-                self.watch.after_dry_run()
+            try:  # the vendor files are compared once, after the real run or before refusing
+                self.watch.after_dry_run(quick=not self.reason)
+                self.deferred = not self.reason
             except Refused as exc:
                 if not self.reason:
                     raise
@@ -452,7 +458,15 @@ class _Run:
         _say(f"dtkuv: override recorded in {overrides_log(self.interp)}: {self.reason}\n")
 
     def untouched(self, code: int) -> int:
-        """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""
+        """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it, and
+        what a dry run's build changed of the vendor files is put back and refused."""
+        if self.deferred and self.watch is not None:
+            self.deferred = False
+            moved, added = self.watch.changed()
+            if moved or added:
+                from dtkguard.guard.run_effects import built_problem
+
+                return self.stop([built_problem(moved + added)], self.put_back())
         for lock in self.new_locks:
             try:
                 if lock.stat().st_size == 0:
@@ -484,6 +498,7 @@ class _Run:
             follow(self.interp, txn.changes(), touched=self.touches)
 
         argv = ["dtkuv", *args]
+        self.deferred = False  # `Watch.judge_run` compares everything, `put_back` too
         if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
             code = run()
         else:

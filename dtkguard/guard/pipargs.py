@@ -3,9 +3,8 @@ options and its requirement arguments. pip's arguments are passed on untouched."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.errors import InputError
+from dtkguard.lightclass import field, record
 
 #: pip options (global and install/uninstall) that take a value as the next argument
 VALUE_OPTIONS = frozenset(
@@ -76,7 +75,7 @@ def installs_elsewhere(argv: list[str]) -> bool:
 REQUIREMENT_OPTIONS = frozenset({"-r", "--requirement", "-e", "--editable"})
 
 
-@dataclass
+@record
 class DtkpipArgs:
     """``dtkpip [--python PY] [--policy P] [--override REASON] PIP_ARGS...``"""
 
@@ -112,7 +111,7 @@ def split_dtkpip(argv: list[str], own: tuple[str, ...] = ()) -> DtkpipArgs:
     return out
 
 
-@dataclass
+@record
 class PipCommand:
     """pip's arguments, split around the subcommand."""
 

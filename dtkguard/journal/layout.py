@@ -5,13 +5,13 @@ distributions the roots hold (`installed_versions`)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.journal.txn import JournalError, Transaction
+from dtkguard.lightclass import record
 
 
-@dataclass
+@record
 class Layout:
     """Where an interpreter keeps its journal and which folders a transaction covers."""
 

@@ -10,11 +10,11 @@ import os
 import shutil
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.journal.snapshot import owned_now, same, sig, walk
 from dtkguard.journal.txn import Entry, Transaction, free_reserve, read_entries, say
+from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-@dataclass
+@record
 class _Rollback:
     """What a rollback may touch: the change's files, and the time it ran."""
 

@@ -14,11 +14,11 @@ import contextlib
 import errno
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.errors import DtkguardError
 from dtkguard.journal.chain import CHAIN, txn_digest
+from dtkguard.lightclass import field, record
 from dtkguard.util.atomic import atomic_write_text
 
 JOURNAL_DIR = "journal"
@@ -38,7 +38,7 @@ class JournalError(DtkguardError):
     exit_code = 1
 
 
-@dataclass
+@record
 class Transaction:
     """One journalled change."""
 
@@ -231,7 +231,7 @@ def transactions(journal: Path) -> list[Transaction]:
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One path of a root before the change: ``pre/<n>`` holds a file's link."""
 
