@@ -10,13 +10,21 @@ back, alternating the sides so both share the machine's noise:
   wheels from the policy's wheelhouse;
 * ``restore (vault)``: the same, wheels from the vault of ``guard install --vault``;
 * ``by hand``: ``pip uninstall -y <what came in>`` then ``pip install --no-deps
-  --force-reinstall`` of all 23 vendor wheels (what a person does who does not know which
-  vendor builds were hit) and of the community packages that were replaced;
-* ``by hand, minimal``: the same but only the builds that were replaced (needs knowing them:
-  the lower bound).
+  --force-reinstall`` of all 23 vendor wheels by their paths (what a person does who does not
+  know which vendor builds were hit) and of the community packages that were replaced, by
+  ``name==version`` from pip's configured find-links;
+* ``by hand, minimal``: the same but only the vendor builds that were replaced (needs knowing
+  them: the lower bound), by the paths of the wheels they were installed from (pip writes
+  the same ``direct_url.json`` again: by name it would write none).
 
-Every side must end with exactly the baseline's set (checked). Also: the vault's size and the
-time ``guard install --vault`` takes for the 23 builds.
+Both commands of a hand side are what `restore` does too (it does the same removals and the
+same installs, from the same wheels, plus its plan, hash checks, journal and final check).
+Every side must end with exactly the baseline's set, and every file of the env (but
+``__pycache__``) must be the same bytes after `restore` as after ``by hand, minimal``
+(checked each round; what both leave different from before the clobber is printed: the
+replaced community packages come back from find-links by name, so without the
+``direct_url.json`` their first install by path wrote). Also: the vault's size and the time
+``guard install --vault`` takes for the 23 builds.
 
 Then a wiped env (``python -m venv --clear``: no torch, no guard): ``dtkguard restore`` rebuilds
 it from the store (pip's files, the guard, the vendor builds from the vault, the other packages
@@ -90,7 +98,11 @@ def main() -> int:
     replaced = [p for p in clobber if p.key in baseline]
     vendor_all = sorted(str(w) for w in vendor_dir.glob("*.whl"))
     pin = {p.key: f"{p.name}=={baseline[p.key]}" for p in replaced}
-    hit_vendor = [s for k, s in pin.items() if k in vendor_keys]
+    hit_vendor = [
+        w
+        for p in replaced
+        if p.key in vendor_keys and (w := _wheel_of(vendor_dir, p.key, baseline[p.key]))
+    ]
     hit_other = [s for k, s in pin.items() if k not in vendor_keys]
     override = {**env, "DTKGUARD_OVERRIDE": "benchmark clobber"}
     pip = [py, "-m", "pip"]
@@ -102,13 +114,15 @@ def main() -> int:
     def hand(minimal: bool) -> float:
         took = _run([*pip, "uninstall", "-y", *added], override)
         specs = (hit_vendor if minimal else vendor_all) + hit_other
-        cmd = [*pip, "install", "--no-deps", "--force-reinstall", "-f", vendor_dir, *specs]
-        return took + _run(cmd, override)
+        return took + _run([*pip, "install", "--no-deps", "--force-reinstall", *specs], override)
 
     def restore() -> float:
         return _run([*dtk, "restore", "--python", py, "--yes"], env)
 
-    def rounds(sides: dict) -> dict[str, list[float]]:
+    pristine = _files(venv)
+    ends: dict[str, dict[str, str]] = {}
+
+    def rounds(sides: dict, pair: tuple[str, str]) -> dict[str, list[float]]:
         times: dict[str, list[float]] = {k: [] for k in sides}
         for _ in range(args.rounds):
             for name, fn in sides.items():
@@ -120,6 +134,8 @@ def main() -> int:
                         k for k in set(now) | set(baseline) if now.get(k) != baseline.get(k)
                     )
                     raise SystemExit(f"{name} did not restore the baseline set: {diff}")
+                ends[name] = _files(venv)
+            _same_end(ends, *pair)
         return times
 
     # alternate the sides round by round so that they share the machine's noise
@@ -128,7 +144,8 @@ def main() -> int:
             "restore (wheelhouse)": restore,
             "by hand": lambda: hand(False),
             "by hand, minimal": lambda: hand(True),
-        }
+        },
+        ("restore (wheelhouse)", "by hand, minimal"),
     )
     start = time.perf_counter()
     proc = subprocess.run(
@@ -142,15 +159,31 @@ def main() -> int:
     store = _env_store(venv.path, env)
     wheels = sorted(store.vault.glob("*.whl"))
     vault_bytes = sum(w.stat().st_size for w in wheels)
-    times.update(rounds({"restore (vault)": restore, "by hand ": lambda: hand(False)}))
+    times.update(
+        rounds(
+            {
+                "restore (vault)": restore,
+                "by hand ": lambda: hand(False),
+                "by hand, minimal ": lambda: hand(True),
+            },
+            ("restore (vault)", "by hand, minimal "),
+        )
+    )
     print(
         f"clobber: {len(replaced)} replaced ({len(hit_vendor)} vendor builds), "
         f"{len(added)} added; env of {len(baseline)} dists; median of {args.rounds} round(s)"
     )
+    left = sorted({k for k in set(pristine) | set(ends["restore (wheelhouse)"])
+                   if pristine.get(k) != ends["restore (wheelhouse)"].get(k)})  # fmt: skip
+    print(
+        f"restore and `by hand, minimal` end byte-identical; both differ from before the "
+        f"clobber in {len(left)} file(s): {', '.join(left[:4])}{' ...' if len(left) > 4 else ''}"
+    )
+    print(f"pip {_pip_version(py, env)} on {_python_version(py)}; load average {_load()}")
     print(f"{'side':<22} {'seconds':>8}  ratio to `by hand` of the same phase")
     for phase in (
         ("restore (wheelhouse)", "by hand", "by hand, minimal"),
-        ("restore (vault)", "by hand "),
+        ("restore (vault)", "by hand ", "by hand, minimal "),
     ):
         ref = statistics.median(times[phase[1]])
         for name in phase:
@@ -168,6 +201,45 @@ def main() -> int:
     wheels = [*vendor_all, *_community(house, baseline, vendor_keys)]
     _wiped(venv, env, args.rounds, wheels, policy)
     return 0
+
+
+def _wheel_of(folder: Path, key: str, version: str) -> str | None:
+    """The wheel of ``key`` ``version`` in ``folder`` (the one the baseline was installed from)."""
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    for wheel in sorted(folder.glob("*.whl")):
+        name, ver, _, _ = parse_wheel_filename(wheel.name)
+        if canonicalize_name(name) == key and str(ver) == version:
+            return str(wheel)
+    return None
+
+
+def _files(venv) -> dict[str, str]:
+    """Every file of the env as bytes (sha256) but ``__pycache__`` and dtkguard's own state."""
+    return {k: v for k, v in venv.snapshot().items() if not k.startswith("dtkguard/")}
+
+
+def _same_end(ends: dict[str, dict[str, str]], a: str, b: str) -> None:
+    """`restore` (``a``) and the hand-made commands (``b``) left the same bytes."""
+    diff = sorted(k for k in set(ends[a]) | set(ends[b]) if ends[a].get(k) != ends[b].get(k))
+    if diff:
+        raise SystemExit(f"{a} and {b} did not leave the same files: {diff[:10]}")
+
+
+def _pip_version(py: str, env: dict[str, str]) -> str:
+    out = subprocess.run([py, "-m", "pip", "--version"], env=env, capture_output=True, text=True)
+    return out.stdout.split()[1] if out.stdout else "?"
+
+
+def _python_version(py: str) -> str:
+    out = subprocess.run([py, "-V"], capture_output=True, text=True)
+    return (out.stdout or out.stderr).strip()
+
+
+def _load() -> str:
+    import os
+
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _pristine(venv) -> bool:

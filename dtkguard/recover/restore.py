@@ -95,6 +95,8 @@ class Build:
     requested: bool | None
     #: install by the wheel's own path (pip writes the same direct_url.json again)
     by_path: bool = False
+    #: hex sha256 of ``wheel`` when already known (taken as it was staged)
+    sha256: str | None = None
 
 
 def _requested(item: Install) -> bool | None:
@@ -120,6 +122,7 @@ def execute(
             i.found.wheel,
             _requested(i),
             i.found.by_path,
+            i.found.sha256,
         )
         for i in plan.installs
         if i.found is not None
@@ -153,7 +156,7 @@ def put_back(
     from dtkguard.recover.wheels import sha256_of
 
     if remove:
-        _pip(python, ["uninstall", "-y", *sorted(set(remove))], env, "pip uninstall", ovr)
+        _uninstall(python, sorted(set(remove)), env, ovr)
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
         _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index", ovr)
@@ -162,9 +165,12 @@ def put_back(
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
     lines = []
     for b in builds:
-        shutil.copyfile(b.wheel, flat / b.wheel.name)
-        spec = str(b.wheel) if b.by_path else f"{b.name}=={b.version}"
-        lines.append(f"{spec} --hash=sha256:{sha256_of(flat / b.wheel.name)}")
+        if b.by_path:  # pip reads it where it is: that path goes into direct_url.json
+            lines.append(f"{b.wheel} --hash=sha256:{b.sha256 or sha256_of(b.wheel)}")
+            continue
+        _link_or_copy(b.wheel, flat / b.wheel.name)  # staged privately: no second copy
+        digest = b.sha256 or sha256_of(flat / b.wheel.name)
+        lines.append(f"{b.name}=={b.version} --hash=sha256:{digest}")
     req = flat / "restore-requirements.txt"
     req.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
@@ -178,6 +184,39 @@ def put_back(
         roots = [interp.purelib, *([interp.platlib] if interp.platlib else [])]
         for b in as_dep:
             unrequest(roots, b.wheel)
+
+
+def _uninstall(python: str, names: list[str], env: dict[str, str], ovr: Override | None) -> None:
+    """Remove ``names`` as ``pip uninstall -y`` does: directly when `remove.plan` can (the
+    journal has kept their files), else with pip."""
+    from dtkguard.decision import canonical
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.recover import remove as rm
+    from dtkguard.recover.plan import current_dists
+
+    interp = interpreter(python)
+    sites = list(dict.fromkeys([interp.purelib, *([interp.platlib] if interp.platlib else [])]))
+    found = current_dists(sites)
+    keys = {canonical(n) for n in names}
+    dists = [d for k in sorted(keys) for d in found.get(k, [])]
+    paths = None
+    if all(len(found.get(k, [])) <= 1 for k in keys):  # a name twice: pip picks which goes
+        paths = rm.plan(dists, interp.prefix, sites, interp.scripts)
+    if paths is None:
+        _pip(python, ["uninstall", "-y", *names], env, "pip uninstall", ovr)
+        return
+    info(f"removed without a pip run: {' '.join(d.name for d in dists)} ({len(paths)} files)")
+    try:
+        rm.remove(paths, [interp.prefix, *sites, *([interp.scripts] if interp.scripts else [])])
+    except OSError as exc:
+        raise TransactionFailed(f"removing {exc.filename}: {exc.strerror or exc}") from exc
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
 
 
 def unrequest(roots: list[Path], wheel: Path) -> None:
@@ -304,14 +343,7 @@ def restore(
             return 1 if plan.missing else 0
         lost = [x for x in losses(plan, policy) if _canonical_name(x) not in seeded]
         confirm("dtkguard restore", lost, yes)
-        txn = None
-        if plan.removals or plan.installs:
-            interp = interpreter(python)
-            with transaction(python, "dtkguard restore", argv, lay=lay) as txn:
-                execute(python, plan, policy, txn, Path(tmp), overrides_log(interp))
-                if not plan.missing:
-                    archive_overrides(overrides_log(interp), txn)
-            say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
+        txn = _journalled(python, plan, policy, argv, lay, Path(tmp))
         if wanted.kind == "lock" and not plan.missing:
             for line in baseline_from_lock(interpreter(python), wanted.source):
                 say(f"dtkguard restore: recorded {line}\n")
@@ -319,6 +351,25 @@ def restore(
     if code == 0 and wanted.kind == "baseline":
         _follow(python, wanted, txn)
     return code
+
+
+def _journalled(
+    python: str, plan: RestorePlan, policy: CompiledPolicy, argv: list[str], lay: Layout, tmp: Path
+) -> Transaction | None:
+    """`execute` the plan in one journal transaction whose snapshot holds the files of the
+    distributions it names (None: nothing to do)."""
+    from dtkguard.env.interpreter import interpreter
+
+    if not (plan.removals or plan.installs):
+        return None
+    interp = interpreter(python)
+    touches = [r.dist.key for r in plan.removals] + [i.want.key for i in plan.installs]
+    with transaction(python, "dtkguard restore", argv, lay=lay, touches=touches) as txn:
+        execute(python, plan, policy, txn, tmp, overrides_log(interp))
+        if not plan.missing:
+            archive_overrides(overrides_log(interp), txn)
+    say(f"dtkguard restore: done (journal transaction {txn.id}).\n")
+    return txn
 
 
 def _follow(python: str, wanted: Wanted, txn: Transaction | None) -> None:

@@ -13,7 +13,6 @@ target's pip configuration (its index), which nothing can hash-check: the plan s
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,8 @@ class Found:
     by_path: bool = False
     #: whether the copy it came from carried pip's REQUESTED marker (None: not known)
     requested: bool | None = None
+    #: hex sha256 of ``wheel``, taken as it was copied into the stage (None: not yet)
+    sha256: str | None = None
 
 
 @dataclass
@@ -66,22 +67,29 @@ class Sources:
                 wheel, requested = path
                 checked = "its RECORD, file by file, as the journal kept it"
                 return Found(wheel, where, checked, requested=requested), tried
-            staged = self._stage(path, want)
+            staged, digest = self._stage(path, want)
             ok, checked = verify(staged, want, wanted)
             if ok:
-                return Found(staged, where, checked), tried
+                return Found(staged, where, checked, sha256=digest), tried
             tried.append(f"{where}: {path.name} {checked}")
             os.unlink(staged)
         return None, tried
 
-    def _stage(self, path: Path, want: Want) -> Path:
+    def _stage(self, path: Path, want: Want) -> tuple[Path, str]:
+        """A private copy of ``path`` and the sha256 of the bytes written (one read)."""
+        import hashlib
+
         dest = self.stage / want.key
         dest.mkdir(parents=True, exist_ok=True)
         target = dest / path.name
         if target.exists():
             target.unlink()
-        shutil.copyfile(path, target)
-        return target
+        h = hashlib.sha256()
+        with path.open("rb") as src, target.open("xb") as out:
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                h.update(chunk)
+                out.write(chunk)
+        return target, h.hexdigest()
 
     def _candidates(self, want: Want, tried: list[str]):
         if want.vendor and self.vault is not None:

@@ -216,7 +216,10 @@ def _do(
     log = overrides_log(interpreter(python))
     ovr = Override(log, reason, "dtkguard undo") if reason else None
     redo = _redoes_restore(lay, txn)
-    with transaction(python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay) as new:
+    touches = [key for key, _, _ in txn.changes()]  # only these dists' files change
+    with transaction(
+        python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay, touches=touches
+    ) as new:
         put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
         unarchive_overrides(txn, log)  # a restore archived them: they describe the state back
         if redo:  # the restore again: the records of what it removes go with it, as then
