@@ -35,6 +35,12 @@ def load_policy(
     if cached is not None:
         info(f"policy {cached.name} from {path} (compiled, cached)")
         return cached
+    from dtkguard.policy.precompiled import read_shipped
+
+    shipped = read_shipped(path) if cache else None
+    if shipped is not None:
+        info(f"policy {shipped.name} from {path} (compiled when it was shipped)")
+        return shipped
     from dtkguard.policy.compile import compile_with_sources  # pydantic + tomlkit: on a miss
 
     policy, sources = compile_with_sources(path, known_rule)
