@@ -120,7 +120,7 @@ def _inputs(
     lock = opened.lock
     if lock is not None:
         extra["lock"] = lock
-        facts["lock"] = {"path": str(lock.path), "packages": len(lock.packages)}
+        facts["lock"] = {"path": str(lock.path), "packages": len(list(lock.pins()))}
     if request.verify_files:
         facts["verification"] = None  # its place among the facts; filled below
     if request.models or request.processes:

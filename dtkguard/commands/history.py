@@ -36,11 +36,14 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from dtkguard.commands.common import target_python
-    from dtkguard.guard import journal
+    from dtkguard.journal.layout import layout
+    from dtkguard.journal.prune import prune
+    from dtkguard.journal.transaction import recover
+    from dtkguard.journal.txn import transactions
     from dtkguard.recover.history import render
 
-    lay = journal.layout(target_python(args))
-    journal.recover(lay)
+    lay = layout(target_python(args))
+    recover(lay)
     if args.prune is not None:
         if args.prune < 0:
             from dtkguard.errors import InputError
@@ -48,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("must be 0 or more", field="--prune")
         from dtkguard.recover.vault import human_size
 
-        pruned = journal.prune(lay.journal, args.prune)
+        pruned = prune(lay.journal, args.prune)
         for txn, files, size in pruned:
             print(f"pruned: rev {txn.id} ({txn.time}): freed {files} file(s), {human_size(size)}")
         total = sum(size for _, _, size in pruned)
         print(f"pruned {len(pruned)} transaction(s): freed {human_size(total)}")
-    txns = journal.transactions(lay.journal)
+    txns = transactions(lay.journal)
     if args.json:
         print(json.dumps([t.to_json() for t in txns], indent=1, sort_keys=True))
     else:

@@ -161,17 +161,23 @@ def _pyc_files(dist: Dist) -> dict[str, dict[str, Any]]:
 
 
 def lock_data(lock: Lock) -> dict[str, Any]:
-    packages = {
-        p.key: {
-            "version": p.version,
+    """What the baseline records of the lock it was made with: every package's version and
+    wheels (an installed entry of ``[tool.dtkguard]``: none), the lock's path and digest."""
+    from dtkguard.lock.read import file_name, files, version_of
+
+    packages: dict[str, Any] = {
+        p.name: {
+            "version": version_of(p),
             "wheels": [
-                {"name": f.name or os.path.basename(f.path or f.url or ""), "hashes": f.hashes}
-                for f in p.files
-                if (f.name or f.path or f.url or "").endswith(".whl")
+                {"name": file_name(f), "hashes": dict(f.hashes)}
+                for f in files(p)
+                if (getattr(f, "name", None) or f.path or f.url or "").endswith(".whl")
             ],
         }
-        for p in lock.packages
+        for p in lock.pylock.packages
     }
+    for item in lock.dtkguard.installed:
+        packages[item.key] = {"version": item.version, "wheels": []}
     return {"path": str(lock.path), "sha256": sha256_file(lock.path), "packages": packages}
 
 

@@ -19,7 +19,14 @@ from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
-from dtkguard.guard.pipargs import PipCommand, split_dtkpip, split_pip, uninstall_names
+from dtkguard.guard.pipargs import (
+    ELSEWHERE,
+    PipCommand,
+    installs_elsewhere,
+    split_dtkpip,
+    split_pip,
+    uninstall_names,
+)
 from dtkguard.guard.plan import Plan, Planned, dry_run, run_pip
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.lightclass import record
@@ -28,8 +35,8 @@ from dtkguard.util.scratch import scratch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.verdict import Verdict
+    from dtkguard.journal.txn import Transaction
 
 
 def _say(text: str) -> None:
@@ -242,7 +249,6 @@ def _plain(env: dict[str, str]) -> dict[str, str]:
 def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
     """The hook of this dtkguard is in the environment, so the real run can be the only run;
     an install elsewhere or with a report of its own is planned first."""
-    from dtkguard.guard.journal import ELSEWHERE
     from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
 
     if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):
@@ -359,12 +365,14 @@ def _journalled(
     """The real pip run as one transaction of the environment's journal (`dtkguard history`);
     ``touches``: the names its plan installs or removes (only their files are snapshotted)."""
     from dtkguard.guard.baseline import follow
-    from dtkguard.guard.journal import journalled
+    from dtkguard.journal.transaction import journalled
 
     def then(txn: Transaction) -> None:
         follow(interp, txn.changes(), touched=touches)
 
     argv = ["dtkpip", *pip_args]
+    if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
+        return run()
     return journalled(interp.python, "dtkpip", argv, run, then, touches=touches or None)
 
 

@@ -21,8 +21,13 @@ from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
 from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
-from dtkguard.guard.owned import dist_key
-from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
+from dtkguard.guard.pipargs import (
+    PipCommand,
+    installs_elsewhere,
+    requirement_name,
+    split_dtkpip,
+    split_pip,
+)
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.guard.tools import DTKUV
@@ -35,6 +40,7 @@ from dtkguard.guard.uvplan import (
     run_uv,
     uv_dry_run,
 )
+from dtkguard.journal.owned import dist_key
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.util.scratch import scratch_dir
 
@@ -45,9 +51,9 @@ if TYPE_CHECKING:
     from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
     from dtkguard.guard.file_effects import EnvFiles
-    from dtkguard.guard.journal import Transaction
     from dtkguard.guard.run_effects import Watch
     from dtkguard.guard.verdict import Verdict
+    from dtkguard.journal.txn import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -475,8 +481,8 @@ class _Run:
         What it wrote is judged inside the transaction (`Watch.judge_run`): a refusal rolls it
         back and puts the watched files back."""
         from dtkguard.guard.baseline import follow
-        from dtkguard.guard.journal import journalled
         from dtkguard.guard.run_effects import Refused
+        from dtkguard.journal.transaction import journalled
 
         def run() -> int:
             code = run_uv(self.uv, args, self.env, capture=False).returncode
@@ -493,9 +499,12 @@ class _Run:
 
         argv = ["dtkuv", *args]
         self.deferred = False  # `Watch.judge_run` compares everything, `put_back` too
-        code = journalled(
-            str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
-        )
+        if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
+            code = run()
+        else:
+            code = journalled(
+                str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
+            )
         if code != 0:  # rolled back: what its builds changed of the watched files too
             self.put_back()
             return self.untouched(code)

@@ -92,7 +92,8 @@ def _chain_journal(journal: Path) -> None:
     """Enter the moved transactions into the journal's digest chain as they are (the journal
     still refuses one that names other folders than the env's)."""
     from dtkguard.env import chain
-    from dtkguard.guard.journal import CHAIN, transactions, txn_digest
+    from dtkguard.journal.chain import CHAIN, txn_digest
+    from dtkguard.journal.txn import transactions
 
     for txn in transactions(journal):
         digest = txn_digest(txn.file.read_text(encoding="utf-8"))

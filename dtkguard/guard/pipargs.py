@@ -61,6 +61,17 @@ VALUE_OPTIONS = frozenset(
     )
 )
 #: options whose value is itself something to install
+#: installer options that send files somewhere else than the environment: not journalled
+ELSEWHERE = ("--user", "--target", "-t", "--prefix", "--root")
+
+
+def installs_elsewhere(argv: list[str]) -> bool:
+    """Does ``argv`` (a pip or uv command line) install into another place than the
+    environment (``--user``, ``--target``, ``--prefix``, ``--root``)? Such a run is not
+    journalled: the journal covers the environment's install roots only."""
+    return any(a == opt or a.startswith(opt + "=") for a in argv for opt in ELSEWHERE)
+
+
 REQUIREMENT_OPTIONS = frozenset({"-r", "--requirement", "-e", "--editable"})
 
 

@@ -205,7 +205,7 @@ def _written_by(sites: list[str], plan: Plan) -> dict[str, tuple[str, list[str]]
     """{canonical name: (version, resolved files of the RECORD uv wrote)} of the dists the plan
     installs, as they are now in ``sites``."""
     from dtkguard.guard.file_effects import real_in, removal_rows
-    from dtkguard.guard.owned import dist_key
+    from dtkguard.journal.owned import dist_key
     from dtkguard.records import split_dist_info
 
     want = {p.key: p.version for p in plan.install}

@@ -5,21 +5,26 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from dtkguard.lock.read import Lock
+from dtkguard.lock.read import Lock, files, version_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from packaging.pylock import Package
 
 
-def _line(name: str, version: str | None, marker: str | None) -> str:
-    text = f"{name}=={version}" if version else name
-    return f"{text} ; {marker}" if marker else text
+def _line(pkg: Package) -> str:
+    """``name==version ; marker``, as packaging spells the version and the marker."""
+    version = version_of(pkg)
+    text = f"{pkg.name}=={version}" if version else pkg.name
+    return f"{text} ; {pkg.marker}" if pkg.marker is not None else text
 
 
 def constraints(lock: Lock) -> str:
-    """``name==version`` per locked package (pip ``-c``, ``uv pip install -c``)."""
+    """``name==version`` per locked package (pip ``-c``, ``uv pip install -c``); the
+    ``[tool.dtkguard]`` installed entries have no wheel to install and are left out."""
     lines = [f"# constraints from {lock.path.name} (dtkguard export constraints)"]
-    for pkg in sorted(lock.packages, key=lambda p: p.key):
-        if pkg.tool.get("dtkguard", {}).get("installed-only"):
-            continue
-        lines.append(_line(pkg.key, pkg.version, pkg.marker))
+    for pkg in sorted(lock.pylock.packages, key=lambda p: p.name):
+        lines.append(_line(pkg))
     return "\n".join(lines) + "\n"
 
 
@@ -30,20 +35,18 @@ def requirements(lock: Lock) -> str:
     links: list[str] = []
     body: list[str] = []
     base = lock.path.parent.absolute()
-    for pkg in sorted(lock.packages, key=lambda p: p.key):
-        if pkg.tool.get("dtkguard", {}).get("installed-only"):
-            continue
+    for pkg in sorted(lock.pylock.packages, key=lambda p: p.name):
         if pkg.index and pkg.index not in indexes:
             indexes.append(pkg.index)
-        for f in pkg.files:
+        for f in files(pkg):
             if f.path:
                 folder = posixpath.dirname(Path(base, f.path).as_posix())
                 if folder not in links:
                     links.append(folder)
         hashes = sorted(
-            {f"{algo}:{digest}" for f in pkg.files for algo, digest in f.hashes.items()}
+            {f"{algo}:{digest}" for f in files(pkg) for algo, digest in f.hashes.items()}
         )
-        entry = _line(pkg.key, pkg.version, pkg.marker)
+        entry = _line(pkg)
         body.append(" \\\n    ".join([entry, *(f"--hash={h}" for h in hashes)]))
     if indexes:
         lines.append(f"--index-url {indexes[0]}")

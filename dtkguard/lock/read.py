@@ -1,38 +1,44 @@
-"""Read PEP 751 ``pylock.*.toml`` files into what audits and exports need.
+"""Read a PEP 751 ``pylock.*.toml`` file: packaging's `Pylock` plus a view of ``[tool.dtkguard]``.
 
-Validation goes through ``packaging.pylock`` when the installed packaging has it (26.0+);
-errors name the file and the offending key.
+The lock is validated and parsed by ``packaging.pylock`` (the declared floor, packaging 26.1,
+has it): names, versions, markers and files are packaging's objects, and errors name the file,
+the line and the offending key. dtkguard reads only its own ``[tool.dtkguard]`` table on top
+(`DtkguardTable`): the policy, the DTK release, and the distributions ``lock --from-env`` found
+installed without a wheel (`Installed`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.pylock import (
+    Package,
+    PackageArchive,
+    PackageSdist,
+    PackageWheel,
+    Pylock,
+    PylockValidationError,
+)
+
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 
-
-@dataclass(frozen=True)
-class LockedFile:
-    """One wheel, sdist or archive of a locked package."""
-
-    name: str | None
-    url: str | None
-    path: str | None
-    size: int | None
-    hashes: dict[str, str]
+#: one file of a locked package: a wheel, its sdist or an archive
+LockedFile = PackageWheel | PackageSdist | PackageArchive
 
 
 @dataclass(frozen=True)
-class LockedPackage:
+class Installed:
+    """One ``[[tool.dtkguard.installed]]`` entry: a distribution `lock --from-env` found
+    installed with no wheel to lock (see lockfiles/README.md)."""
+
     name: str
     version: str | None
-    marker: str | None = None
-    index: str | None = None
-    files: tuple[LockedFile, ...] = ()
-    tool: dict[str, Any] = field(default_factory=dict)
+    #: the entry as written (``name``, ``version`` and whatever else it says)
+    table: Mapping[str, Any]
 
     @property
     def key(self) -> str:
@@ -40,28 +46,63 @@ class LockedPackage:
 
 
 @dataclass(frozen=True)
+class DtkguardTable:
+    """What dtkguard reads of the lock's ``[tool.dtkguard]`` table."""
+
+    policy: str | None = None
+    policy_sha256: str | None = None
+    dtk: str | None = None
+    installed: tuple[Installed, ...] = ()
+    #: the whole table as written (``inputs``, ``note``, ...)
+    table: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Lock:
+    """A read lock: where it is, packaging's `Pylock`, and dtkguard's table."""
+
     path: Path
-    packages: tuple[LockedPackage, ...]
-    requires_python: str | None = None
-    environments: tuple[str, ...] = ()
-    created_by: str = ""
-    #: the ``[tool.dtkguard]`` table: policy name, DTK release, inputs
-    dtkguard: dict[str, Any] = field(default_factory=dict)
+    pylock: Pylock
+    dtkguard: DtkguardTable
 
-    def by_name(self) -> dict[str, LockedPackage]:
-        return {p.key: p for p in self.packages}
+    def by_name(self) -> dict[str, Package]:
+        """The locked packages by (normalised) name; ``installed`` entries are not packages."""
+        return {p.name: p for p in self.pylock.packages}
+
+    def pins(self) -> Iterator[tuple[str, str | None, str | None]]:
+        """(name as written, version, marker) of every package the lock pins, then of every
+        ``installed`` entry (no marker): what an installed set is compared with."""
+        for pkg in self.pylock.packages:
+            marker = str(pkg.marker) if pkg.marker is not None else None
+            yield pkg.name, version_of(pkg), marker
+        for item in self.dtkguard.installed:
+            yield item.name, item.version, None
+
+    def versions(self) -> dict[str, str | None]:
+        """{canonical name: version} of `pins` (a name locked twice, for two markers: the
+        last)."""
+        return {canonical(name): version for name, version, _ in self.pins()}
 
 
-def _file(data: dict[str, Any]) -> LockedFile:
-    size = data.get("size")
-    return LockedFile(
-        data.get("name"),
-        data.get("url"),
-        data.get("path"),
-        int(size) if size is not None else None,
-        dict(data.get("hashes") or {}),
-    )
+def files(pkg: Package) -> Iterator[LockedFile]:
+    """The package's wheels, then its sdist and its archive."""
+    yield from pkg.wheels or ()
+    if pkg.sdist is not None:
+        yield pkg.sdist
+    if pkg.archive is not None:
+        yield pkg.archive
+
+
+def file_name(f: LockedFile) -> str:
+    """The file's name: as the lock says it, else the last part of its path or URL."""
+    import posixpath
+
+    return getattr(f, "name", None) or posixpath.basename(f.path or f.url or "")
+
+
+def version_of(pkg: Package) -> str | None:
+    """The locked version as text (packaging's normal form), None when the lock has none."""
+    return str(pkg.version) if pkg.version is not None else None
 
 
 #: a lock of a few hundred packages with hashes is well under a megabyte
@@ -83,43 +124,8 @@ def read_lock(path: str | Path) -> Lock:
         raise InputError(str(exc), str(path), exc.line, exc.col) from None
     data = parse_toml(text, str(path))
     where = _Where(path, key_positions(text))
-    _validate(where, data)
-    _check_tool_tables(where, data)
-    packages = []
-    for entry in data.get("packages", []):
-        files = [_file(w) for w in entry.get("wheels", [])]
-        for kind in ("sdist", "archive"):
-            if isinstance(entry.get(kind), dict):
-                files.append(_file(entry[kind]))
-        packages.append(
-            LockedPackage(
-                entry["name"],
-                entry.get("version"),
-                entry.get("marker"),
-                entry.get("index"),
-                tuple(files),
-                entry.get("tool", {}),
-            )
-        )
-    dtk = dict(data.get("tool", {}).get("dtkguard", {}))
-    for item in dtk.get("installed", []):
-        # `lock --from-env`: installed dists without a known wheel (see lockfiles/README.md)
-        if isinstance(item, dict) and item.get("name"):
-            packages.append(
-                LockedPackage(
-                    item["name"],
-                    item.get("version"),
-                    tool={"dtkguard": {"installed-only": True, **item}},
-                )
-            )
-    return Lock(
-        path,
-        tuple(packages),
-        data.get("requires-python"),
-        tuple(data.get("environments", [])),
-        data.get("created-by", ""),
-        dtk,
-    )
+    pylock = _validate(where, data)
+    return Lock(path, pylock, _dtkguard_table(where, data))
 
 
 @dataclass
@@ -147,20 +153,14 @@ def _context_loc(context: str | None) -> tuple[object, ...]:
     )
 
 
-def _validate(where: _Where, data: dict[str, Any]) -> None:
+def _validate(where: _Where, data: dict[str, Any]) -> Pylock:
     if not isinstance(data.get("packages", []), list):
         raise where.error(("packages",), "not an array of tables")
     for i, pkg in enumerate(data.get("packages", [])):
         if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
             raise where.error(("packages", i, "name"), "package without a name")
     try:
-        from packaging.pylock import Pylock, PylockValidationError
-    except ImportError:  # packaging < 26: check the essentials by hand
-        if str(data.get("lock-version", "")).split(".")[0] != "1":
-            raise where.error(("lock-version",), "unsupported or missing lock-version") from None
-        return
-    try:
-        Pylock.from_dict(data)
+        return Pylock.from_dict(data)
     except PylockValidationError as exc:
         loc = _context_loc(exc.context)
         raise where.error(loc, f"not a valid PEP 751 lock: {exc.message}") from None
@@ -168,7 +168,7 @@ def _validate(where: _Where, data: dict[str, Any]) -> None:
         raise where.error(("lock-version",), f"not a valid PEP 751 lock: {exc}") from None
 
 
-def _check_tool_tables(where: _Where, data: dict[str, Any]) -> None:
+def _dtkguard_table(where: _Where, data: dict[str, Any]) -> DtkguardTable:
     """``[tool]`` is free-form in PEP 751, but dtkguard reads its own tables: they must be typed
     as dtkguard writes them."""
 
@@ -193,3 +193,14 @@ def _check_tool_tables(where: _Where, data: dict[str, Any]) -> None:
     for i, pkg in enumerate(data.get("packages", [])):
         tool = table(pkg.get("tool", {}), ("packages", i, "tool"))
         table(tool.get("dtkguard", {}), ("packages", i, "tool", "dtkguard"))
+    return DtkguardTable(
+        dtk.get("policy"),
+        dtk.get("policy-sha256"),
+        dtk.get("dtk"),
+        tuple(
+            Installed(item["name"], item.get("version"), dict(item))
+            for item in installed
+            if item.get("name")
+        ),
+        dict(dtk),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dtkguard.guard.journal import Transaction
+from dtkguard.journal.txn import Transaction
 
 
 def render(txns: list[Transaction], journal: Path) -> str:

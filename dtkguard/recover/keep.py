@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dtkguard.guard.journal import Layout, Transaction, transactions
+from dtkguard.journal.layout import Layout
+from dtkguard.journal.txn import Transaction, transactions
 from dtkguard.recover.wanted import Want
 
 

@@ -43,7 +43,7 @@ def plan(
 
 
 def _listed(dist: Dist) -> set[str] | None:
-    from dtkguard.guard.owned import MAX_RECORD
+    from dtkguard.journal.owned import MAX_RECORD
     from dtkguard.records import paths_of
     from dtkguard.util.safe_read import read_capped
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.env.store import overrides_log
-from dtkguard.guard.journal import Layout, Transaction, TransactionFailed
 from dtkguard.guard.plan import run_pip
+from dtkguard.journal.layout import Layout, layout
+from dtkguard.journal.transaction import TransactionFailed, recover, transaction
+from dtkguard.journal.txn import Transaction
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.plan import Install, RestorePlan
 from dtkguard.recover.sources import ONE_SOURCE_ENV
@@ -313,7 +315,6 @@ def restore(
     the vendor builds follows their new stat (the tripwire is quiet). Exit 0 matched, 1
     something not restored."""
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.guard import journal
     from dtkguard.recover.confirm import confirm
     from dtkguard.recover.guard_repair import baseline_from_lock, repair, seeded_by_recreation
     from dtkguard.recover.plan import losses, make_plan, render
@@ -322,9 +323,9 @@ def restore(
 
     interp = interpreter(python)
     seeded = seeded_by_recreation(interp)  # before the record takes the env's identity now
-    lay = journal.layout(python, adopt=not dry_run)
+    lay = layout(python, adopt=not dry_run)
     if not dry_run:
-        journal.recover(lay)
+        recover(lay)
         for line in repair(interp):  # pip and the guard first, from the store
             say(f"dtkguard restore: repaired {line}\n")
     with tempfile.TemporaryDirectory(prefix="dtkguard-restore-") as tmp:
@@ -358,13 +359,12 @@ def _journalled(
     """`execute` the plan in one journal transaction whose snapshot holds the files of the
     distributions it names (None: nothing to do)."""
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.guard import journal
 
     if not (plan.removals or plan.installs):
         return None
     interp = interpreter(python)
     touches = [r.dist.key for r in plan.removals] + [i.want.key for i in plan.installs]
-    with journal.transaction(python, "dtkguard restore", argv, lay=lay, touches=touches) as txn:
+    with transaction(python, "dtkguard restore", argv, lay=lay, touches=touches) as txn:
         execute(python, plan, policy, txn, tmp, overrides_log(interp))
         if not plan.missing:
             archive_overrides(overrides_log(interp), txn)

@@ -21,7 +21,7 @@ from dtkguard.recover.wanted import Want, Wanted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.guard.journal import Layout
+    from dtkguard.journal.layout import Layout
     from dtkguard.recover.vault import Vault
 
 #: environment for `pip download` from one named source only (no pip.conf find-links,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from dtkguard.env.store import overrides_log
 from dtkguard.errors import DtkguardError, InputError
-from dtkguard.guard import journal
-from dtkguard.guard.journal import Layout, Transaction
+from dtkguard.journal.layout import Layout, installed_versions, layout
+from dtkguard.journal.transaction import recover, transaction
+from dtkguard.journal.txn import Transaction, transactions
 from dtkguard.recover.restore import say
 
 TYPE_CHECKING = False
@@ -36,7 +37,7 @@ class NothingToUndo(DtkguardError):
 
 def pick(lay: Layout, number: int | None) -> Transaction:
     """The transaction to undo: ``number``, or the newest committed one."""
-    txns = {t.id: t for t in journal.transactions(lay.journal)}
+    txns = {t.id: t for t in transactions(lay.journal)}
     if number is None:
         live = [t for t in txns.values() if t.state == "committed"]
         if not live:
@@ -53,9 +54,7 @@ def pick(lay: Layout, number: int | None) -> Transaction:
 def conflicts(lay: Layout, txn: Transaction, now: dict[str, str]) -> list[str]:
     """Why ``txn`` cannot be undone as it is: its packages changed since."""
     out = []
-    later = [
-        t for t in journal.transactions(lay.journal) if t.id > txn.id and t.state == "committed"
-    ]
+    later = [t for t in transactions(lay.journal) if t.id > txn.id and t.state == "committed"]
     for key, _, after in txn.changes():
         if now.get(key) != after:
             who = next((t.id for t in later if key in {k for k, _, _ in t.changes()}), None)
@@ -172,12 +171,12 @@ def undo(
     from dtkguard.guard.dtkpip import load_guard_policy
     from dtkguard.recover.confirm import confirm
 
-    lay = journal.layout(python)
-    journal.recover(lay)
+    lay = layout(python)
+    recover(lay)
     txn = pick(lay, number)
     interp = interpreter(python)
     policy = load_guard_policy(None, interp)
-    now, _ = journal.installed_versions(lay.roots)
+    now, _ = installed_versions(lay.roots)
     problems = conflicts(lay, txn, now)
     if problems:
         return _refuse(txn, python, problems, "cannot be undone")
@@ -218,7 +217,7 @@ def _do(
     ovr = Override(log, reason, "dtkguard undo") if reason else None
     redo = _redoes_restore(lay, txn)
     touches = [key for key, _, _ in txn.changes()]  # only these dists' files change
-    with journal.transaction(
+    with transaction(
         python, "dtkguard undo", argv, reason=reason, undoes=txn.id, lay=lay, touches=touches
     ) as new:
         put_back(python, remove, builds, [], dict(os.environ), tmp, ovr)
@@ -234,7 +233,7 @@ def _do(
 def _redoes_restore(lay: Layout, txn: Transaction) -> bool:
     """Undoing ``txn`` does a restore again: ``txn`` is the undo of a restore, or of an undo
     of an undo of one (an odd number of undos down to it)."""
-    by_id = {t.id: t for t in journal.transactions(lay.journal)}
+    by_id = {t.id: t for t in transactions(lay.journal)}
     depth, first = 0, txn
     while first.tool == "dtkguard undo" and first.undoes in by_id:
         depth, first = depth + 1, by_id[first.undoes]
@@ -248,7 +247,7 @@ def _follow(lay: Layout, interp: Interpreter, new: Transaction, txn: Transaction
     from dtkguard.guard.baseline import APPROVING_TOOLS, follow
     from dtkguard.recover.restore import BASELINE_BACK
 
-    by_id = {t.id: t for t in journal.transactions(lay.journal)}
+    by_id = {t.id: t for t in transactions(lay.journal)}
     first: Transaction | None = txn
     while first is not None and first.tool == "dtkguard undo":
         first = by_id.get(first.undoes) if first.undoes is not None else None

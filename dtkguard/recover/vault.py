@@ -22,7 +22,7 @@ from dtkguard.util.atomic import atomic_write_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.dist import Dist
-    from dtkguard.guard.journal import Layout
+    from dtkguard.journal.layout import Layout
 
 VAULT_DIR = "vault"
 INDEX = "vault.json"
@@ -87,7 +87,7 @@ def create(
     the vault for the same build is kept as it is.
     """
     from dtkguard.env.environment import from_python
-    from dtkguard.guard.journal import layout
+    from dtkguard.journal.layout import layout
 
     start = time.perf_counter()
     env = from_python(python)

@@ -8,7 +8,6 @@ the wheel is (URL or path).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,11 +69,13 @@ class Wanted:
 
 
 def _lock_wheels(lock: Any, pkg: Any) -> list[LockWheel]:
+    from dtkguard.lock.read import file_name, files
+
     out = []
     base = Path(lock.path).parent
-    for f in pkg.files:
+    for f in files(pkg):
         where = f.url or (str((base / f.path).resolve()) if f.path else None)
-        name = f.name or os.path.basename(f.path or f.url or "")
+        name = file_name(f)
         if where and name.endswith(".whl"):
             out.append(LockWheel(where, dict(f.hashes), name))
     return out
@@ -122,25 +123,29 @@ def from_baseline(baseline: dict[str, Any], lock: Any = None, at_install: bool =
 def from_lock(lock: Any, policy: CompiledPolicy, environment: dict[str, str]) -> Wanted:
     """The lock's packages whose marker applies here; a package is a vendor build when the
     policy pins it or its version carries a DAS/DTK label."""
-    from packaging.markers import InvalidMarker, Marker
-
+    from dtkguard.lock.read import version_of
     from dtkguard.policy.labels import label_of
 
+    def want(name: str, version: str | None, wheels: list[LockWheel]) -> Want:
+        if not version:
+            raise InputError("package without a version", str(lock.path), field=name)
+        label = label_of(version)
+        vendor = bool(policy.vendor_build(name)) or (label is not None and label.is_vendor)
+        return Want(canonical(name), name, version, vendor, wheels)
+
     dists: dict[str, Want] = {}
-    for pkg in lock.packages:
-        if pkg.marker:
+    for pkg in lock.pylock.packages:
+        if pkg.marker is not None:
             try:
-                if not Marker(pkg.marker).evaluate(environment):
+                if not pkg.marker.evaluate(environment):
                     continue
-            except (InvalidMarker, KeyError, ValueError):
+            except (KeyError, ValueError):
                 raise InputError(
-                    f"unreadable marker {pkg.marker!r}", str(lock.path), field=pkg.name
+                    f"unreadable marker {str(pkg.marker)!r}", str(lock.path), field=pkg.name
                 ) from None
-        if not pkg.version:
-            raise InputError("package without a version", str(lock.path), field=pkg.name)
-        label = label_of(pkg.version)
-        vendor = bool(policy.vendor_build(pkg.name)) or (label is not None and label.is_vendor)
-        dists[pkg.key] = Want(pkg.key, pkg.name, pkg.version, vendor, _lock_wheels(lock, pkg))
+        dists[pkg.name] = want(pkg.name, version_of(pkg), _lock_wheels(lock, pkg))
+    for item in lock.dtkguard.installed:  # `lock --from-env`: installed, no wheel known
+        dists[item.key] = want(item.name, item.version, [])
     return Wanted("lock", str(lock.path), dists, None)
 
 

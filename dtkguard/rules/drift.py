@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from dtkguard.decision import canonical
 from dtkguard.env.dist import Dist
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
@@ -87,15 +88,10 @@ def _other_python(lock: Any, known: dict[str, str]) -> str:
     """One line when the lock is for another Python than the target's ("" when it is not,
     or when either is unknown): then nothing of it can be compared. Only ``X.Y`` of the
     target is known: any of its patch releases that the lock's requires-python takes counts."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    wanted, have = lock.requires_python, known.get("python_version")
-    if not wanted or not have:
+    spec, have = lock.pylock.requires_python, known.get("python_version")
+    if spec is None or not str(spec) or not have:
         return ""
-    try:
-        spec = SpecifierSet(wanted)
-    except InvalidSpecifier:
-        return ""
+    wanted = str(spec)
     if any(spec.contains(f"{have}.{patch}", prereleases=True) for patch in range(64)):
         return ""
     return (
@@ -124,32 +120,33 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             where, other, "compare the target with a lock made for its Python", where, {}
         )
         return
-    locked = {p.key: p for p in lock.packages if marker_applies(p.marker, known)}
-    all_locked = {p.key for p in lock.packages}
+    pins = list(lock.pins())  # (name, version, marker): packages, then installed entries
+    locked = {
+        canonical(name): (name, version) for name, version, m in pins if marker_applies(m, known)
+    }
+    all_locked = {canonical(name) for name, _, _ in pins}
     dists = pick_group(ctx, set(locked))
     installed = {d.key: d for d in dists}
-    for key, pkg in sorted(locked.items()):
+    for key, (name, version) in sorted(locked.items()):
         dist = installed.get(key)
         if dist is None:
             yield DRIFT_MISSING.finding(
                 key,
-                f"{pkg.name} {pkg.version or ''} is in the lock but not installed".replace(
-                    "  ", " "
-                ),
-                f"reinstall from the lock: pip install --no-deps '{pkg.name}=={pkg.version}'"
-                if pkg.version
-                else f"reinstall {pkg.name} from the lock",
+                f"{name} {version or ''} is in the lock but not installed".replace("  ", " "),
+                f"reinstall from the lock: pip install --no-deps '{name}=={version}'"
+                if version
+                else f"reinstall {name} from the lock",
                 where,
-                {"locked": pkg.version, "lock": where},
+                {"locked": version, "lock": where},
             )
-        elif pkg.version and not same(dist.version, pkg.version):
+        elif version and not same(dist.version, version):
             yield DRIFT_VERSION.finding(
                 key,
-                f"{dist.name} {dist.version} is installed; the lock has {pkg.version}",
+                f"{dist.name} {dist.version} is installed; the lock has {version}",
                 f"reinstall the locked version: pip install --no-deps --force-reinstall "
-                f"'{pkg.name}=={pkg.version}'",
+                f"'{name}=={version}'",
                 f"{dist.location}/METADATA",
-                {"installed": dist.version, "locked": pkg.version, "lock": where},
+                {"installed": dist.version, "locked": version, "lock": where},
             )
     severity = Severity.parse(ctx.policy.drift_extra_severity)
     for key, dist in sorted(installed.items()):

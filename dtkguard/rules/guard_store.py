@@ -230,7 +230,8 @@ def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:
 
 
 def _chains(es: EnvStore, rec: Record) -> Iterator[Finding]:
-    from dtkguard.env import chain, journal_chain
+    from dtkguard.env import chain
+    from dtkguard.journal import chain as journal_chain
 
     roots = [r for r in rec.identity.roots if os.path.isdir(r)]
     for where, problems in (

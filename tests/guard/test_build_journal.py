@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.guard.journal import transactions
+from dtkguard.journal.txn import transactions
 from tests.guard.conftest import TORCH, Guarded, changed
 
 pytestmark = pytest.mark.wheel_cache

@@ -102,7 +102,7 @@ def test_killed_transaction_is_rolled_back_by_the_next(fresh: Guarded) -> None:
     g.venv.pip("install", "--no-index", "-f", str(g.extra), "pins-torch==1.0")
     before = files(g)
     code = (
-        "import os,subprocess,sys;from dtkguard.guard import journal;"
+        "import os,subprocess,sys;from dtkguard.journal import transaction as journal;"
         "cm=journal.transaction(sys.argv[1],'test',['kill-me']);cm.__enter__();"
         "subprocess.run([sys.argv[1],'-m','pip','uninstall','-y','pins-torch'],check=True);"
         "os.kill(os.getpid(),9)"

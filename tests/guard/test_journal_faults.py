@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: open a transaction, let pip install ``sys.argv[3:]``, then die by SIGKILL (touches:
 #: sys.argv[2], "-" for an unknown plan)
 _KILLED = (
-    "import os,subprocess,sys;from dtkguard.guard import journal;"
+    "import os,subprocess,sys;from dtkguard.journal import transaction as journal;"
     "t={} if sys.argv[2]=='-' else {'touches':sys.argv[2].split(',')};"
     "cm=journal.transaction(sys.argv[1],'dtkpip',['dtkpip','install'],**t);"
     "txn=cm.__enter__();print(txn.dir,flush=True);"
@@ -67,7 +67,7 @@ def _killed(venv: Venv, wheels: Path, touches: str, *reqs: str) -> Path:
 def _after_the_window(txn_dir: Path) -> None:
     """Wait until the killed transaction's heartbeat window is over (what runs later is not
     its doing): a condition, not a timed assertion."""
-    from dtkguard.guard.owned import last_beat_ns
+    from dtkguard.journal.owned import last_beat_ns
 
     end = last_beat_ns(str(txn_dir / "heartbeat")) or 0
     while time.time_ns() <= end:

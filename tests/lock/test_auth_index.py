@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.lock.read import read_lock
+from dtkguard.lock import read
 from tests.support.cli import dtkguard_in
 from tests.support.index import serve_index
 from tests.support.venvs import hermetic_env, make_venv, run_uv
@@ -56,11 +56,11 @@ def _nowhere(tmp_path, proc, secret: str = PASSWORD) -> None:
 def test_url_userinfo_locks_and_the_password_is_never_written(auth_index, tmp_path):
     proc = _run(tmp_path, "--index-url", _with_auth(auth_index.url))
     assert proc.returncode == 0, proc.stderr
-    lock = read_lock(tmp_path / "pylock.a.toml")
-    assert {p.key: p.version for p in lock.packages} == {"app": "1.0", "lib": "1.2"}
-    for pkg in lock.packages:
+    lock = read.read_lock(tmp_path / "pylock.a.toml")
+    assert lock.versions() == {"app": "1.0", "lib": "1.2"}
+    for pkg in lock.pylock.packages:
         assert pkg.index == auth_index.url  # no userinfo
-        assert all(f.url.startswith(auth_index.base_url) for f in pkg.files)
+        assert all(f.url.startswith(auth_index.base_url) for f in read.files(pkg))
     assert "@" not in (tmp_path / "pylock.a.toml").read_text()
     assert auth_index.authorizations[-1].startswith("Basic ")
     _nowhere(tmp_path, proc)
@@ -86,7 +86,7 @@ def test_netrc_and_environment_variables_supply_credentials(auth_index, tmp_path
                     UV_INDEX_SITE_MIRROR_USERNAME=USER,
                     UV_INDEX_SITE_MIRROR_PASSWORD=PASSWORD)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert read_lock(tmp_path / "pylock.a.toml").by_name()["lib"].index == auth_index.url
+    assert read.read_lock(tmp_path / "pylock.a.toml").by_name()["lib"].index == auth_index.url
     _nowhere(tmp_path, proc)
 
 

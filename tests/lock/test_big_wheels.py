@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dtkguard.lock.read import read_lock
+from dtkguard.lock.read import files, read_lock
 from tests.support.cli import REPO
 from tests.support.index import serve_index
 from tests.support.rss import measure
@@ -51,8 +51,8 @@ def test_range_requests_read_only_the_central_directory(big_house, tmp_path):
         assert peak < PEAK_RSS, f"peak RSS {peak >> 20} MiB"
     big = read_lock(tmp_path / "pylock.big.toml").by_name()["big"]
     wheel = big_house / "big-1.0-py3-none-any.whl"
-    assert big.files[0].size == wheel.stat().st_size
-    assert big.version == "1.0" and "lib" in read_lock(tmp_path / "pylock.big.toml").by_name()
+    assert next(files(big)).size == wheel.stat().st_size
+    assert str(big.version) == "1.0" and "lib" in read_lock(tmp_path / "pylock.big.toml").by_name()
 
 
 def test_a_server_without_ranges_is_streamed_to_disk_not_memory(big_house, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from dtkguard.lock.read import read_lock
+from dtkguard.lock.read import files, read_lock
 from tests.support.venvs import make_venv
 from tests.support.wheels import build_wheel
 
@@ -54,21 +54,18 @@ def test_from_env_matches_wheels_by_record_and_keeps_the_rest(
     orig = read_lock(work / "pylock.das.toml")
     by_name = env_lock.by_name()
     # every dist is in the lock, with the version installed
-    assert {k: p.version for k, p in by_name.items()} == {
-        **{p.key: p.version for p in orig.packages},
-        "site-tool": "1.0",
-    }
+    assert env_lock.versions() == {**orig.versions(), "site-tool": "1.0"}
     torch = by_name["torch"]
-    assert torch.files and torch.tool["dtkguard"]["match"] == "record"
-    assert torch.files[0].hashes == orig.by_name()["torch"].files[0].hashes
-    for name in ("vllm", "site-tool"):
-        assert by_name[name].tool["dtkguard"]["installed-only"] is True
-    assert "installed files differ" in by_name["vllm"].tool["dtkguard"]["reason"]
-    assert by_name["site-tool"].tool["dtkguard"]["reason"].startswith("no wheel")
+    assert torch.wheels and torch.tool and torch.tool["dtkguard"]["match"] == "record"
+    assert next(files(torch)).hashes == next(files(orig.by_name()["torch"])).hashes
+    installed = {i.key: i for i in env_lock.dtkguard.installed}
+    assert {"vllm", "site-tool"} <= set(installed) and not set(installed) & set(by_name)
+    assert "installed files differ" in installed["vllm"].table["reason"]
+    assert installed["site-tool"].table["reason"].startswith("no wheel")
     # the lock stays installable: uv installs the matched part
     other = make_venv(tmp_path / "again", with_pip=False)
     other.uv_pip("install", "--preview-features", "pylock", "-r", work / "pylock.env.toml")
-    assert "vllm" not in other.installed() and other.installed()["torch"] == torch.version
+    assert "vllm" not in other.installed() and other.installed()["torch"] == str(torch.version)
 
 
 def test_from_env_locks_for_the_environments_python_not_the_policys(tmp_path):
@@ -86,7 +83,7 @@ def test_from_env_locks_for_the_environments_python_not_the_policys(tmp_path):
         assert proc.returncode == 0, proc.stderr
         text = (tmp_path / "pylock.env.toml").read_text()
         assert f'requires-python = "=={here}.*"' in text, how
-        assert read_lock(tmp_path / "pylock.env.toml").by_name()["alpha"].version == "1.0"
+        assert read_lock(tmp_path / "pylock.env.toml").versions()["alpha"] == "1.0"
 
 
 def test_from_env_of_a_dist_installed_without_its_dependencies_warns_and_locks(tmp_path):
@@ -114,8 +111,8 @@ def test_from_env_of_a_dist_installed_without_its_dependencies_warns_and_locks(t
         "dtkguard: warning: app 1.0 requires ray[cgraph]>=2, which the lock does not hold",
         "dtkguard: warning: helper 1.0 requires ray[default], which the lock does not hold",
     ]
-    by_name = read_lock(tmp_path / "pylock.env.toml").by_name()
-    assert {k: p.version for k, p in by_name.items() if k in ("app", "helper")} == {
+    by_name = read_lock(tmp_path / "pylock.env.toml").versions()
+    assert {k: v for k, v in by_name.items() if k in ("app", "helper")} == {
         "app": "1.0",
         "helper": "1.0",
     }

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from dtkguard.lock.read import read_lock
+from dtkguard.lock.read import files, read_lock
 from tests.support.cli import dtkguard_in
 from tests.support.venvs import make_venv
 
@@ -63,17 +63,17 @@ def test_lock_is_valid_complete_and_byte_identical_on_rerun(
     path, proc = locked
     first = path.read_bytes()
     lock = read_lock(path)
-    versions = {p.key: p.version for p in lock.packages}
+    versions = lock.versions()
     assert {k: versions[k] for k in VENDOR} == VENDOR
     assert not [n for n in versions if n.startswith(("nvidia-", "cupy-", "xformers"))]
-    assert lock.dtkguard["policy"] == "dtk-25.04.1"
-    assert lock.dtkguard["dtk"] == "25.04.1"
-    assert len(lock.dtkguard["policy-sha256"]) == 64
-    assert lock.requires_python == "==3.10.*"
+    assert lock.dtkguard.policy == "dtk-25.04.1"
+    assert lock.dtkguard.dtk == "25.04.1"
+    assert len(lock.dtkguard.policy_sha256 or "") == 64
+    assert str(lock.pylock.requires_python) == "==3.10.*"
     torch = lock.by_name()["torch"]
-    assert torch.files[0].path == "vendor/torch-2.4.1+das.opt1.dtk25041-py3-none-any.whl"
+    assert next(files(torch)).path == "vendor/torch-2.4.1+das.opt1.dtk25041-py3-none-any.whl"
     assert torch.tool["dtkguard"] == {"source": "vendor", "vendor-build": True}
-    assert all(f.hashes.get("sha256") and f.size for p in lock.packages for f in p.files)
+    assert all(f.hashes.get("sha256") and f.size for p in lock.pylock.packages for f in files(p))
     assert "resolver rounds" in proc.stderr and "0 wheel downloads" in proc.stderr
     assert das_index.downloads() == []
     for _ in range(3):  # prefetching threads race differently each time: bytes must not
@@ -83,7 +83,7 @@ def test_lock_is_valid_complete_and_byte_identical_on_rerun(
 
 
 def _installed_matches(venv, lock, ignore=("pip",)):
-    want = {p.key: p.version for p in lock.packages}
+    want = lock.versions()
     got = {k: v for k, v in venv.installed().items() if k not in ignore}
     assert got == want
 

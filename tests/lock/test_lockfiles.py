@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dtkguard.decision import canonical
-from dtkguard.lock.read import read_lock
+from dtkguard.lock.read import files, read_lock
 from tests.support.venvs import hermetic_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,11 +27,11 @@ def test_committed_lock_regenerates_identically():
 
 def test_committed_lock_content():
     lock = read_lock(LOCK)
-    versions = {p.key: p.version for p in lock.packages}
+    versions = lock.versions()
     assert versions["vllm"] == "0.8.5.post1+das.opt1.dtk25041"
     assert versions["torch"] == "2.4.1+das.opt1.dtk25041"
     assert len(versions) > 130
-    vendor = {p.key for p in lock.packages if p.tool["dtkguard"].get("vendor-build")}
+    vendor = {p.name for p in lock.pylock.packages if p.tool["dtkguard"].get("vendor-build")}
     image = REPO / "tests" / "data" / "das-25.04.1-pip-list.txt"
     assert vendor == {canonical(line.split()[0]) for line in image.read_text().splitlines()}
     assert {k: versions[k] for k in vendor} == {
@@ -39,8 +39,8 @@ def test_committed_lock_content():
         for name, version in (line.split() for line in image.read_text().splitlines())
     }
     assert all(
-        f.path.startswith("wheelhouse/vendor/") for k in vendor for f in lock.by_name()[k].files
+        f.path.startswith("wheelhouse/vendor/") for k in vendor for f in files(lock.by_name()[k])
     )
-    assert "test wheelhouse" in lock.dtkguard["note"]
+    assert "test wheelhouse" in lock.dtkguard.table["note"]
     text = LOCK.read_text()
     assert "://" not in text  # no registry, no machine path

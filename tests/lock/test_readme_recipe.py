@@ -38,7 +38,7 @@ def test_image_builder_recipe_as_written(tmp_path, das_wheelhouses, das_index):
     proc = run_shell(script, cwd=work, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lock = read_lock(work / "pylock.vllm.toml")
-    versions = {p.key: p.version for p in lock.packages}
+    versions = lock.versions()
     assert versions["torch"] == "2.4.1+das.opt1.dtk25041"
     assert versions["vllm"] == "0.8.5.post1+das.opt1.dtk25041"
     installed = {k: v for k, v in image.installed().items() if k != "pip"}

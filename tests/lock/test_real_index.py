@@ -8,6 +8,7 @@ import json
 import sys
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from dtkguard.lock.read import read_lock
@@ -55,7 +56,7 @@ def _lock(tmp_path, url: str, *args: str):
                    "-o", out, cwd=tmp_path)  # fmt: skip
     got = {}
     if proc.returncode == 0:
-        got = {p.key: p.version for p in read_lock(out).packages}
+        got = read_lock(out).versions()
     return proc, got, out
 
 
@@ -151,10 +152,10 @@ def test_a_patch_level_target_is_accepted_and_used_as_pip_and_uv_use_it(tmp_path
                            "--python-version", python, "-o", out, cwd=tmp_path)  # fmt: skip
             assert proc.returncode == 0, proc.stderr
             lock = read_lock(out)
-            assert lock.by_name()["lib"].version == want
+            assert str(lock.by_name()["lib"].version) == want
             assert _pip(pip263, server.url, ["lib"], tmp_path, python) == (0, {"lib": want})
             assert _uv(server.url, ["lib"], python) == (0, {"lib": want})
-        assert lock.requires_python == ">=3.10.12,==3.10.*"
+        assert lock.pylock.requires_python == SpecifierSet(">=3.10.12,==3.10.*")
     bad = run_cli("lock", "lib", "--python-version", "3.10.x", "-o", "pylock.p.toml",
                   cwd=tmp_path)  # fmt: skip
     assert bad.returncode == 2 and "--python-version" in bad.stderr

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dtkguard.lock.read import read_lock
+from dtkguard.lock.read import file_name, files, read_lock
 from tests.support.cache import find_wheel
 from tests.support.cli import dtkguard_in
 from tests.support.index import serve_index
@@ -48,7 +48,7 @@ def _lock(tmp_path, *args: str):
     env = hermetic_env(DTKGUARD_CACHE_DIR=str(tmp_path / "cache"))
     proc = dtkguard_in(env, "lock", *args, "--policy", "dtk-25.04.1", *HERE, "-o", out,
                        cwd=tmp_path)  # fmt: skip
-    got = {p.key: p.version for p in read_lock(out).packages} if proc.returncode == 0 else {}
+    got = read_lock(out).versions() if proc.returncode == 0 else {}
     return proc, got, out
 
 
@@ -57,9 +57,9 @@ def test_static_pkg_info_is_read_without_a_build(house, tmp_path):
     assert proc.returncode == 0, proc.stderr  # no build requirements anywhere: no build ran
     assert got == {"alpha": "1.0", "beta": "1.1"}
     alpha = read_lock(out).by_name()["alpha"]
-    assert [f.name for f in alpha.files] == ["alpha-1.0.tar.gz"]
+    assert [file_name(f) for f in files(alpha)] == ["alpha-1.0.tar.gz"]
     assert "[packages.sdist]" in out.read_text() or "sdist = {" in out.read_text()
-    assert alpha.files[0].hashes["sha256"]
+    assert next(files(alpha)).hashes["sha256"]
 
 
 def test_dynamic_metadata_is_built_from_the_locks_sources_and_cached(house, tmp_path, build_deps):

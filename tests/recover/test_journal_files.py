@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dtkguard.guard import journal
-from dtkguard.guard.journal import Layout, Transaction
+from dtkguard.journal import transaction as journal
+from dtkguard.journal.layout import Layout
+from dtkguard.journal.prune import prune
+from dtkguard.journal.txn import Transaction, transactions
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -65,7 +67,7 @@ def test_rollback_puts_everything_back(lay: Layout) -> None:
         damage(lay)
         raise RuntimeError("pip failed")
     assert [tree(r) for r in lay.roots] == before
-    [txn] = journal.transactions(lay.journal)
+    [txn] = transactions(lay.journal)
     assert txn.state == "rolled-back" and "pip failed" in txn.note
 
 
@@ -89,10 +91,11 @@ def test_killed_open_transaction_is_rolled_back_by_the_next(lay: Layout) -> None
     before = [tree(r) for r in lay.roots]
     code = (
         "import os, sys; from pathlib import Path\n"
-        "from dtkguard.guard import journal\n"
+        "from dtkguard.journal import transaction as journal\n"
+        "from dtkguard.journal.layout import Layout\n"
         "from tests.recover.test_journal_files import damage\n"
         "site, scripts, prefix = map(Path, sys.argv[1:4])\n"
-        "lay = journal.Layout(prefix, [site, scripts], scripts, site)\n"
+        "lay = Layout(prefix, [site, scripts], scripts, site)\n"
         "cm = journal.transaction('-', 't', ['first'], lay=lay); cm.__enter__()\n"
         "damage(lay)\n"
         "os.kill(os.getpid(), 9)\n"
@@ -106,7 +109,7 @@ def test_killed_open_transaction_is_rolled_back_by_the_next(lay: Layout) -> None
     assert [tree(r) for r in lay.roots] != before
     with journal.transaction("-", "t", ["second"], lay=lay):
         assert [tree(r) for r in lay.roots] == before
-    states = [t.state for t in journal.transactions(lay.journal)]
+    states = [t.state for t in transactions(lay.journal)]
     assert states == ["rolled-back"]  # the second changed nothing and is not kept
 
 
@@ -130,7 +133,7 @@ def test_killed_commit_is_finished_not_rolled_back(
         damage(lay)
     monkeypatch.setattr(journal.os, "unlink", real_unlink)
     after = [tree(r) for r in lay.roots]
-    [txn] = journal.transactions(lay.journal)
+    [txn] = transactions(lay.journal)
     assert txn.state == "committing" and (txn.dir / "pre.list").exists()
     journal.recover(lay)
     assert [tree(r) for r in lay.roots] == after
@@ -146,6 +149,6 @@ def test_prune_says_what_it_frees(lay: Layout) -> None:
     with journal.transaction("-", "t", ["t"], lay=lay) as txn:
         damage(lay)
     kept = Transaction.load(txn.dir).kept_files
-    [(pruned, files, size)] = journal.prune(lay.journal, 0)
+    [(pruned, files, size)] = prune(lay.journal, 0)
     assert pruned.state == "pruned" and files == kept == 3 and size > 0
-    assert journal.prune(lay.journal, 0) == []
+    assert prune(lay.journal, 0) == []

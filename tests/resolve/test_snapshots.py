@@ -140,6 +140,6 @@ def test_cli_pre_flag_reaches_the_lock(snapshot, tmp_path):
     plain = run_cli("lock", "pip", *common, "-o", "pylock.a.toml", cwd=tmp_path)
     pre = run_cli("lock", "pip", "--pre", *common, "-o", "pylock.b.toml", cwd=tmp_path)
     assert plain.returncode == 0 and pre.returncode == 0, plain.stderr + pre.stderr
-    assert read_lock(tmp_path / "pylock.a.toml").by_name()["pip"].version == "20.2.4"
-    assert read_lock(tmp_path / "pylock.b.toml").by_name()["pip"].version == "20.3b1"
+    assert read_lock(tmp_path / "pylock.a.toml").versions()["pip"] == "20.2.4"
+    assert read_lock(tmp_path / "pylock.b.toml").versions()["pip"] == "20.3b1"
     assert "pre = true" in (tmp_path / "pylock.b.toml").read_text()

@@ -1,6 +1,6 @@
 """What the journal's own records must be, so a forged or edited transaction is refused.
 
-The journal (`dtkguard.guard.journal`) lives in the env's store folder; every time it writes a
+The journal (`dtkguard.journal.transaction`) lives in the env's store folder; every time it writes a
 transaction's ``txn.json`` it first appends that file's digest to ``chain.jsonl`` beside the
 transactions (a `dtkguard.env.chain` log). A transaction the journal may act on names exactly
 the install roots the store recorded for the env, and its ``txn.json`` is one the chain holds.

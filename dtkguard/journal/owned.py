@@ -2,7 +2,7 @@
 
 A change's plan names the distributions it installs, upgrades or removes; their files are
 what their RECORD (``installed-files.txt`` of an ``.egg-info``) lists and what their metadata
-folder holds. The journal snapshots only those (`dtkguard.guard.journal`), and a rollback
+folder holds. The journal snapshots only those (`dtkguard.journal.transaction`), and a rollback
 removes a file that was not there before only when it is one of them now, or was created
 while the transaction ran (between its start and its last heartbeat): anything else (a
 package plain pip installed after a killed dtkpip, a file a user dropped) is kept and

@@ -1,0 +1,1 @@
+"""The transaction journal of an environment: every change, the files it removed, rollback."""
