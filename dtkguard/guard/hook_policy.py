@@ -7,6 +7,10 @@ from pathlib import Path
 
 from dtkguard.policy.compiled import CompiledPolicy
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.interpreter import Interpreter
+
 
 def constraints_lines(policy: CompiledPolicy) -> list[str]:
     """``name==version`` of every vendor build, with its full local label (PEP 440 ``==``
@@ -33,3 +37,19 @@ def read_policy_json(path: Path) -> CompiledPolicy | None:
         return CompiledPolicy.from_json(json_loads(read_capped(path, 16 << 20)))
     except (OSError, ValueError, TypeError, KeyError):
         return None
+
+
+def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
+    """--policy, else the policy `guard install` recorded (the store's copy: the one in the
+    env is only the hook's cache, and whoever writes the env can edit it), else the default
+    lookup."""
+    from dtkguard.env.store import env_store
+    from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
+
+    if ref is None:
+        es = env_store(interp.prefix)
+        installed = read_policy_json(es.policy if es.policy.is_file() else interp.policy_file)
+        if installed is not None:
+            return installed
+    return load_policy(ref, known_rule=is_known)
