@@ -75,9 +75,6 @@ class PipFrontend(Frontend):
 
     tool = DTKPIP
     hook_token = True  # pip runs dtkguard's hook: it takes the override's token
-    conflict_sentence = False
-    free_words = True
-    judges_removal = False
 
     def __init__(
         self,
@@ -226,7 +223,7 @@ def _install_once(front: PipFrontend) -> int | None:
             run.finish()
             say(text)
             return 1
-        return flow.journalled(front, run.go, [p.key for p in plan.install], front.typed)
+        return flow.journalled(front, run.go, [p.key for p in plan.install])
     finally:
         run.finish()
 

@@ -164,12 +164,6 @@ class UvFrontend(Frontend):
     def pins(self) -> list[str]:
         return [] if self.cmd.command == "uninstall" else ["-c", str(self.constraints)]
 
-    def override_argv(self) -> list[str]:
-        return ["uv", "pip", str(self.cmd.command), *self.cmd.args]
-
-    def journal_args(self, args: list[str]) -> list[str]:
-        return list(args)
-
     def pass_dry_run(self) -> int:
         return run_uv(self.uv, [*self.args, *self.pins()], self.env, capture=False).returncode
 

@@ -44,8 +44,8 @@ def install(front: Frontend) -> int:
 def _planned(front: Frontend) -> int:
     """Plan, judge, then veto or run once."""
     pinned, plan = _plan(front)
-    if plan is None:
-        return _unresolved(front, pinned)
+    if not plan.ok:
+        return _unresolved(front, pinned, plan)
     failed_with_pins = plan is not pinned
     front.check_plan(plan)
     if not plan.install and not plan.remove and not failed_with_pins:
@@ -60,8 +60,7 @@ def _planned(front: Frontend) -> int:
     if verdict.blocked and not front.reason:
         return veto(front, verdict, failed_with_pins)
     if not verdict.blocked and failed_with_pins:
-        # pins conflict without a rule finding: the installer's own words
-        say((plan if front.free_words else pinned).stderr)
+        say(pinned.stderr)  # pins conflict without a rule finding: the installer's own words
         return front.finish(1)
     pins = True
     if verdict.blocked:
@@ -76,28 +75,31 @@ def _planned(front: Frontend) -> int:
     return real(front, front.real_args(pins), plan, touches)
 
 
-def _plan(front: Frontend) -> tuple[Plan, Plan | None]:
+def _plan(front: Frontend) -> tuple[Plan, Plan]:
     """(the plan with the vendor pins, the plan to judge): the pinned plan, else on a conflict
-    the plan without the pins; None when neither is."""
+    the plan without the pins (not ``ok`` when that failed too)."""
     from dtkguard.guard.progress import planning
 
     with planning(front.tool.name, front.tool.runs, front.requested_count()):
         pinned = front.plan(pins=True)
     if pinned.ok:
         return pinned, pinned
-    free = front.plan(pins=False) if pinned.conflict else None
-    return pinned, free if free is not None and free.ok else None
+    return pinned, front.plan(pins=False) if pinned.conflict else pinned
 
 
-def _unresolved(front: Frontend, pinned: Plan) -> int:
-    """The installer could not plan: its words, and on a conflict dtkguard's sentence."""
+def _unresolved(front: Frontend, pinned: Plan, free: Plan) -> int:
+    """The installer could not plan: its words; on a conflict dtkguard's sentence, which
+    blames the vendor pins only where the request resolves without them."""
     say_stdout(pinned.stdout)
     say(pinned.stderr)
-    if pinned.conflict and front.conflict_sentence:
+    if pinned.conflict:
+        if free.conflict:  # the request itself conflicts: the pins are not the cause
+            why, see = "with or without the vendor builds", ""
+        else:
+            why, see = "while keeping the vendor builds", " See `dtkguard policy explain torch`."
         say(
             f"{front.tool.name}: stopped `{front.command}`: {front.tool.runs} cannot satisfy it "
-            f"while keeping the vendor builds of policy {front.policy.name}; nothing was "
-            "installed or removed. See `dtkguard policy explain torch`.\n"
+            f"{why} of policy {front.policy.name}; nothing was installed or removed.{see}\n"
         )
     return front.finish(pinned.returncode)
 
@@ -173,7 +175,7 @@ def record_override(front: Frontend, allowed: list[str]) -> None:
     """Record the override of ``allowed`` and hand it to the real run in ``front.env`` (with a
     one-time token where the run passes the pip hook, so the hook records it no second time)."""
     log = overrides_log(front.interp)
-    argv = front.override_argv()
+    argv = [front.tool.runs, *front.typed]
     if front.hook_token:
         token = overrides.record_with_token(log, front.reason, argv, allowed, front.tool.name)
         front.env[overrides.TOKEN_VAR] = token
@@ -187,10 +189,10 @@ def real(front: Frontend, args: list[str], plan: Plan | None, touches: list[str]
     """The real run as one transaction of the environment's journal (`dtkguard history`;
     `dtkguard undo` reverts it, a failed run is rolled back); ``touches``: the names its plan
     installs or removes (only their files are snapshotted)."""
-    return journalled(front, lambda: _run_once(front, args, plan), touches, args)
+    return journalled(front, lambda: _run_once(front, args, plan), touches)
 
 
-def journalled(front: Frontend, run: Callable[[], int], touches: list[str], args: list[str]) -> int:
+def journalled(front: Frontend, run: Callable[[], int], touches: list[str]) -> int:
     """``run`` inside the journal's transaction; the baseline follows what it changed."""
     from dtkguard.guard.baseline import follow
     from dtkguard.guard.journal import journalled as in_transaction
@@ -198,7 +200,7 @@ def journalled(front: Frontend, run: Callable[[], int], touches: list[str], args
     def then(txn: Transaction) -> None:
         follow(front.interp, txn.changes(), touched=touches)
 
-    argv = [front.tool.name, *front.journal_args(args)]
+    argv = [front.tool.name, *front.typed]
     code = in_transaction(
         str(front.interp.python), front.tool.name, argv, run, then, touches=touches or None
     )
@@ -218,7 +220,7 @@ def _run_once(front: Frontend, args: list[str], plan: Plan | None) -> int:
 def uninstall(front: Frontend) -> int:
     """A guarded uninstall: a vendor build may not be removed, nor what the environment after
     the removal needs (judged like an install), unless overridden."""
-    from dtkguard.guard.verdict import Verdict, judge, vendor_removals
+    from dtkguard.guard.verdict import judge, vendor_removals
     from dtkguard.guard.veto_text import render, render_removal
 
     plan = front.removal_plan()
@@ -231,10 +233,8 @@ def uninstall(front: Frontend) -> int:
         say(render_removal(vendor, front.policy, front.command, front.tool))
         return front.finish(1)
     before = front.before()
-    if front.judges_removal:
-        verdict = judge(before, plan, front.policy, front.interp.purelib)
-    else:
-        verdict = Verdict(plan, before, before, [], [])
+    # the env after the removals, judged like an install: `vendor-deps-broken` ...
+    verdict = judge(before, plan, front.policy, front.interp.purelib)
     if not verdict.blocked and not vendor:
         code = _allowed(front, front.judge_files(plan, before))
         if code is not None:

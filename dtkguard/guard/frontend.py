@@ -51,10 +51,6 @@ class Frontend:
     cmd: PipCommand
     #: the real run passes through dtkguard's pip hook, which consumes an override's token
     hook_token = False
-    #: drifts kept for now (each decided in its own commit)
-    conflict_sentence = True
-    free_words = False
-    judges_removal = True
 
     def __init__(
         self, interp: Interpreter, policy: CompiledPolicy, reason: str, typed: list[str]
@@ -82,14 +78,6 @@ class Frontend:
     def system_args(self) -> list[str]:
         """``--break-system-packages`` where the PEP 668 marker is dtkguard's own."""
         return ["--break-system-packages"] if externally_managed_by_us(self.interp) else []
-
-    def override_argv(self) -> list[str]:
-        """The command an override record names."""
-        return [self.tool.runs, *self.typed]
-
-    def journal_args(self, args: list[str]) -> list[str]:
-        """The arguments the journal's transaction names."""
-        return list(self.typed)
 
     # planning
     def requested_count(self) -> int:
