@@ -129,11 +129,13 @@ class PipFrontend(Frontend):
         flow.say_stdout(plan.satisfied_output())
 
     def pass_dry_run(self) -> int:
-        return run_pip(self.interp.python, [*self.typed, *self.pins()], self.env, False).returncode
+        # pip checks PEP 668 on a dry run without --report too
+        args = [*self.typed, *self.pins(), *self.system_args()]
+        return run_pip(self.interp.python, args, self.env, False).returncode
 
     def real_args(self, pins: bool) -> list[str]:
         if self.cmd.command == "uninstall":
-            return list(self.typed)
+            return [*self.typed, *self.system_args()]
         return [*self.typed, *(self.pins() if pins else ()), *self.system_args()]
 
     def lift_pins(self) -> None:

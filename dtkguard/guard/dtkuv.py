@@ -18,7 +18,7 @@ from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
 from dtkguard.errors import InputError
 from dtkguard.guard import flow
-from dtkguard.guard.frontend import Frontend, say
+from dtkguard.guard.frontend import Frontend, is_quiet, say
 from dtkguard.guard.hook_policy import load_guard_policy
 from dtkguard.guard.owned import dist_key
 from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
@@ -60,6 +60,8 @@ def main(argv: list[str]) -> int:
     top = split_pip(opts.pip_args, UV_VALUE_OPTIONS)
     sub = split_pip(top.args, UV_VALUE_OPTIONS)
     wants_help = top.has("-h", "--help") or (top.command == "help") or not opts.pip_args
+    if top.command == "pip" and not wants_help:
+        refuse_empty_places(sub, "dtkuv")
     if wants_help:
         from dtkguard.guard.usage import print_own_help
 
@@ -116,6 +118,11 @@ def _destination_outside(sub: PipCommand, interp: Interpreter) -> str | None:
     return None
 
 
+def _loud(args: list[str]) -> list[str]:
+    """A dry run's arguments without ``-q``: its plan is read from what uv says."""
+    return [a for a in args if not is_quiet(a)]
+
+
 class UvFrontend(Frontend):
     """One judged ``uv pip install|sync|uninstall``: uv's dry runs, the wheels it names, its
     satisfied probe, the watch of what its builds and real run change, its one real run."""
@@ -138,7 +145,8 @@ class UvFrontend(Frontend):
         #: ``[uv globals] pip [pip globals]``
         self.head = [*top.global_args, "pip", *sub.global_args]
         #: the user's command line with the target named: ``[globals] pip CMD --python PY ...``
-        self.args = [*self.head, str(sub.command), *python, *sub.args]
+        system = self.system_args()  # uv checks PEP 668 on every run, dry runs too
+        self.args = [*self.head, str(sub.command), *python, *system, *sub.args]
         #: the environment before the change, its file facts, and the hook's build journal of it
         self.watched: Environment | None = None
         self.files: EnvFiles | None = None
@@ -182,7 +190,8 @@ class UvFrontend(Frontend):
         words are said. False (plan and watch as usual) when it did anything else."""
         if self.cmd.command != "install" or self.cmd.has("--no-build") or not self.installed():
             return False
-        probe = uv_dry_run(self.uv, [*self.args, "--dry-run", "--no-build", *pins], self.env, set())
+        args = _loud([*self.args, "--dry-run", "--no-build", *pins])
+        probe = uv_dry_run(self.uv, args, self.env, set())
         lines = probe.stderr.splitlines()
         audited = any(_CHECKED.match(line) for line in lines)
         if not probe.ok or probe.install or probe.remove or not audited:
@@ -190,7 +199,7 @@ class UvFrontend(Frontend):
         if any(line.startswith("Resolved ") for line in lines):
             return False
         self.check_plan(probe)
-        say(quiet_output(probe))
+        self.say_satisfied(probe)
         return True
 
     def installed(self) -> bool:
@@ -228,7 +237,7 @@ class UvFrontend(Frontend):
         an override put back and recorded."""
         from dtkguard.guard.run_effects import Refused
 
-        plan = uv_dry_run(self.uv, args, self.env, requested)
+        plan = uv_dry_run(self.uv, _loud(args), self.env, requested)
         if self.watch is not None:
             try:
                 self.watch.after_dry_run()
@@ -254,14 +263,16 @@ class UvFrontend(Frontend):
         return self.dry([*self.args, "--dry-run", *(self.pins() if pins else ())], self.requested())
 
     def removal_plan(self) -> Plan:
-        return uv_dry_run(self.uv, [*self.args, "--dry-run"], self.env, set())
+        return uv_dry_run(self.uv, _loud([*self.args, "--dry-run"]), self.env, set())
 
     def probe(self, args: list[str]) -> Plan:
-        cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
+        cmd = [*self.head, "install", "--python", self.interp.python, *self.system_args()]
+        cmd.append("--dry-run")
         return self.dry([*cmd, *args, *self.pins()], self.requested())
 
     def say_satisfied(self, plan: Plan) -> None:
-        say(quiet_output(plan))
+        if not self.quiet:
+            say(quiet_output(plan))
 
     def real_args(self, pins: bool) -> list[str]:
         return [*self.args, *(self.pins() if pins else ())]

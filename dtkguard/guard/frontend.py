@@ -42,6 +42,11 @@ def externally_managed_by_us(interp: Interpreter) -> bool:
         return False
 
 
+def is_quiet(arg: str) -> bool:
+    """``-q``, ``-qq``, ``--quiet``: pip's and uv's option to say less."""
+    return arg == "--quiet" or re.fullmatch(r"-q+", arg) is not None
+
+
 class Frontend:
     """One guarded ``install``/``uninstall`` of one installer: what the flow asks of it."""
 
@@ -73,7 +78,7 @@ class Frontend:
     @property
     def quiet(self) -> bool:
         """The user asked the installer to say less (``-q``): its plan's words are not said."""
-        return any(a == "--quiet" or re.fullmatch(r"-q+", a) for a in self.typed)
+        return any(is_quiet(a) for a in self.typed)
 
     def system_args(self) -> list[str]:
         """``--break-system-packages`` where the PEP 668 marker is dtkguard's own."""
