@@ -38,7 +38,7 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
@@ -148,7 +148,7 @@ class UvFrontend(Frontend):
         system = self.system_args()  # uv checks PEP 668 on every run, dry runs too
         self.args = [*self.head, str(sub.command), *python, *system, *sub.args]
         #: the environment before the change, its file facts, and the hook's build journal of it
-        self.watched: Environment | None = None
+        self.before_env: Environment | None = None
         self.files: EnvFiles | None = None
         self.watch: Watch | None = None
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
@@ -158,16 +158,11 @@ class UvFrontend(Frontend):
         self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
-        if self.cmd.command == "uninstall":
-            if self.cmd.has("--dry-run"):  # changes nothing: no transaction
-                return self.pass_dry_run()
-            return flow.uninstall(self)
-        from dtkguard.guard.run_effects import Refused
-
-        try:
+        if self.cmd.command != "uninstall":
             return flow.install(self)
-        except Refused as exc:
-            return flow.refuse(self, exc.problems, self.put_back())
+        if self.cmd.has("--dry-run"):  # changes nothing: no transaction
+            return self.pass_dry_run()
+        return flow.uninstall(self)
 
     def pins(self) -> list[str]:
         return [] if self.cmd.command == "uninstall" else ["-c", str(self.constraints)]
@@ -176,11 +171,19 @@ class UvFrontend(Frontend):
         return run_uv(self.uv, [*self.args, *self.pins()], self.env, capture=False).returncode
 
     def shortcut(self) -> int | None:
-        """Satisfied already (nothing runs, nothing is watched), else start the watch."""
-        if self.satisfied(self.pins()):
-            return self.finish(0)
-        self.start_watch()
-        return None
+        """Satisfied already: nothing runs, nothing is watched."""
+        return self.finish(0) if self.satisfied(self.pins()) else None
+
+    def watched(self, rest: Callable[[], int]) -> int:
+        """``rest`` with the watch of what uv's builds and runs change: a refusal puts it
+        back (`dtkguard.guard.run_effects`)."""
+        from dtkguard.guard.run_effects import Refused
+
+        try:
+            self.start_watch()
+            return rest()
+        except Refused as exc:
+            return flow.refuse(self, exc.problems, self.put_back())
 
     def satisfied(self, pins: list[str]) -> bool:
         """The environment already holds what ``uv pip install`` asks for: uv's dry run with
@@ -219,12 +222,12 @@ class UvFrontend(Frontend):
         from dtkguard.guard.file_effects import EnvFiles
         from dtkguard.guard.run_effects import Watch
 
-        self.watched = from_python(self.interp.python)
-        self.files = EnvFiles(self.interp, self.watched, self.policy.to_json())
+        self.before_env = from_python(self.interp.python)
+        self.files = EnvFiles(self.interp, self.before_env, self.policy.to_json())
         self.watch = Watch(self.interp, self.files.policy, self.files)
 
     def before(self) -> Environment:
-        return self.watched if self.watched is not None else super().before()
+        return self.before_env if self.before_env is not None else super().before()
 
     def put_back(self) -> str:
         """Put back what uv changed of the watched files; said in one sentence ("" if none)."""

@@ -38,7 +38,7 @@ def install(front: Frontend) -> int:
         code = front.shortcut()
         if code is not None:
             return code
-        return _planned(front)
+        return front.watched(lambda: _planned(front))
 
 
 def _planned(front: Frontend) -> int:

@@ -21,6 +21,8 @@ from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
 
@@ -132,6 +134,11 @@ class Frontend:
     def shortcut(self) -> int | None:
         """An exit code when the install is settled before the flow plans (None: plan)."""
         return None
+
+    def watched(self, rest: Callable[[], int]) -> int:
+        """The rest of the flow (plan, judge, real run), inside what the installer needs
+        around it (uv: the watch of what its builds and runs change)."""
+        return rest()
 
     def check_plan(self, plan: Plan) -> None:
         """Raise `InputError` when the plan is not for the environment judged."""
