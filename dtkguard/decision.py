@@ -42,7 +42,7 @@ class Problem:
 # -- names and versions ---------------------------------------------------------------------
 
 
-def canonical(name):
+def canonical(name: "str | None") -> str:
     """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
     return re.sub(r"[-_.]+", "-", (name or "").strip()).lower()
 
@@ -715,7 +715,7 @@ def judge_build(baseline, name, version, files=None, wheel_sha256=None):
 # -- exceptions and the verdict -------------------------------------------------------------
 
 
-def exception_covers(exception, rule, subject):
+def exception_covers(exception: "dict", rule: str, subject: object) -> bool:
     """Does the policy exception (a JSON dict) name ``rule`` for ``subject`` (a package name,
     or a path when the exception's package contains ``/``)?"""
     if exception.get("rule") != rule:
@@ -723,10 +723,10 @@ def exception_covers(exception, rule, subject):
     pattern = exception.get("package", "")
     if "/" in pattern:
         return fnmatch.fnmatchcase(str(subject).lower(), pattern)
-    return fnmatch.fnmatchcase(canonical(subject), pattern)
+    return fnmatch.fnmatchcase(canonical(str(subject)), pattern)
 
 
-def exception_active(exception, today):
+def exception_active(exception: "dict", today: object) -> bool:
     """Unexpired on ``today`` (an ISO date string): the exception's last day is ``expires``."""
     return str(today) <= str(exception.get("expires", ""))
 

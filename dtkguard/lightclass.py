@@ -91,7 +91,8 @@ def record(cls: Any = None, /, *, frozen: bool = False, eq: bool = True) -> Any:
     """``@dataclass`` for the hot paths: ``@record``, ``@record(frozen=True)``."""
 
     def wrap(cls: type[T]) -> type[T]:
-        return _process(cls, frozen, eq)
+        made: type[T] = _process(cls, frozen, eq)
+        return made
 
     return wrap if cls is None else wrap(cls)
 
@@ -109,7 +110,8 @@ def _table(cls: type) -> tuple[Field, ...] | None:
     for klass in cls.__mro__:
         own = klass.__dict__
         if "__record_fields__" in own:
-            return own["__record_fields__"]
+            fields_: tuple[Field, ...] = own["__record_fields__"]
+            return fields_
         if "__dataclass_fields__" in own:
             return None
     return None
@@ -118,7 +120,8 @@ def _table(cls: type) -> tuple[Field, ...] | None:
 def asdict(obj: Any) -> dict[str, Any]:
     """`dataclasses.asdict` of a record: records, lists, tuples and dicts recursed, the rest
     copied deeply (atoms as they are)."""
-    return _asdict(obj)
+    out: dict[str, Any] = _asdict(obj)
+    return out
 
 
 def replace(obj: T, /, **changes: Any) -> T:

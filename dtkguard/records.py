@@ -48,9 +48,24 @@ def rows_of(text: str) -> Iterator[list[str] | None]:
             yield None
 
 
+#: the paths of the last RECORDs read, by their whole text (never stale): one guarded install
+#: reads a vendor build's RECORD for the hook's snapshot, the file judgement and the baseline
+_PATHS: dict[str, tuple[str, ...]] = {}
+
+
 def paths_of(text: str) -> list[str]:
     """The path of every RECORD row that has one, in order (hash and size not looked at)."""
-    return [row[0] for row in rows_of(text) if row and row[0]]
+    got = _PATHS.get(text)
+    if got is None:
+        if '"' in text:
+            got = tuple(row[0] for row in rows_of(text) if row and row[0])
+        else:  # rows_of's rows without quotes, only their first field
+            lines = text.replace("\0", "").splitlines()
+            got = tuple(h for line in lines if line.strip() for h in (line.partition(",")[0],) if h)
+        if len(_PATHS) >= 4:
+            _PATHS.pop(next(iter(_PATHS)))
+        _PATHS[text] = got
+    return list(got)
 
 
 def record_bytes(info: str, files: Iterable[tuple[str, bytes]]) -> bytes:

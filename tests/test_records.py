@@ -117,3 +117,23 @@ def test_every_reader_reads_hostile_rows_as_check_does(case: str) -> None:
     assert records.paths_of(text) == paths
     assert [p for p, _ in _record_rows(text)] == paths
     assert _record_entries(text) == hashed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n".join(LINES[:5]) + "\n",  # no quote: the first-field fast path
+        "\n".join(LINES) + "\n",  # a quoted row: csv's path
+        "a,b\n\n   \n ,x\n,y\nz\r\nq\0r,1\n",
+        "",
+    ],
+    ids=["plain", "quoted", "blank-and-empty-first-fields", "empty"],
+)
+def test_paths_of_is_rows_of_first_fields_and_its_memo_hands_out_copies(text: str) -> None:
+    want = [row[0] for row in rows_of(text) if row and row[0]]
+    records._PATHS.clear()
+    first = records.paths_of(text)
+    assert first == want
+    first.append("changed by a caller")
+    assert records.paths_of(text) == want  # the remembered paths are not the caller's list
+    assert records.paths_of(text + "extra,,\n") == [*want, "extra"]  # other bytes: parsed again

@@ -394,7 +394,7 @@ def _identify(node: NodeResult, data: dict[str, Any]) -> None:
     _identify_stack(node, data)
 
 
-def _identify_containers(node: NodeResult, data: dict[str, Any], target: dict) -> None:
+def _identify_containers(node: NodeResult, data: dict[str, Any], target: dict[str, Any]) -> None:
     """A `report node` report: its containers' counts and those not audited, and why."""
     from dtkguard.fleet.node import AUDITED, summary_line
 

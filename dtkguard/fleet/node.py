@@ -37,6 +37,7 @@ from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.findings import Finding
     from dtkguard.report.schema import ReportDict
 
 _CONTAINER_ID = re.compile(r"([0-9a-f]{64})")
@@ -159,11 +160,13 @@ def _scan(proc: Path) -> tuple[dict[tuple[int, int], list[str]], dict[str, Any]]
 def _host_root(proc: Path, ids: dict[str, Any]) -> tuple[int, int] | None:
     """The host's root: process 1's; when that may not be read (a sandbox's init), the root of
     the first process whose cgroup names no container."""
-    if isinstance(ids.get("1"), tuple):
-        return ids["1"]
+    first = ids.get("1")
+    if isinstance(first, tuple):
+        return first
     for pid in sorted(ids, key=int):
-        if isinstance(ids[pid], tuple) and not _container_id(proc, pid):
-            return ids[pid]
+        rid = ids[pid]
+        if isinstance(rid, tuple) and not _container_id(proc, pid):
+            return rid
     return None
 
 
@@ -284,7 +287,7 @@ def audit_container(
     return _classify(code, report, err)
 
 
-def _finding(c: Container, outcome: Outcome):
+def _finding(c: Container, outcome: Outcome) -> Finding:
     """The node report's finding of a container that was not audited (info when it had
     nothing to audit, high when it could not be read)."""
     from dtkguard.findings import Finding, Severity

@@ -151,6 +151,8 @@ class UvFrontend(Frontend):
         self.before_env: Environment | None = None
         self.files: EnvFiles | None = None
         self.watch: Watch | None = None
+        #: a dry run's build may have changed vendor files not compared yet (`finish`)
+        self.deferred = False
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
         # folder (from the command line or, for a refusal, from uv's config: site-packages)
         dests = sub.option_values("-t", "--target", "--prefix")
@@ -177,13 +179,16 @@ class UvFrontend(Frontend):
     def watched(self, rest: Callable[[], int]) -> int:
         """``rest`` with the watch of what uv's builds and runs change: a refusal puts it
         back (`dtkguard.guard.run_effects`)."""
-        from dtkguard.guard.run_effects import Refused
+        from dtkguard.guard.run_effects import Refused  # loads the pip hook: not before
 
         try:
             self.start_watch()
             return rest()
         except Refused as exc:
             return flow.refuse(self, exc.problems, self.put_back())
+        except BaseException:
+            self.finish(1)  # a crash too: what a dry run's build changed goes back
+            raise
 
     def satisfied(self, pins: list[str]) -> bool:
         """The environment already holds what ``uv pip install`` asks for: uv's dry run with
@@ -233,6 +238,7 @@ class UvFrontend(Frontend):
         """Put back what uv changed of the watched files; said in one sentence ("" if none)."""
         from dtkguard.guard.run_effects import put_back_said
 
+        self.deferred = False
         return put_back_said(self.watch) if self.watch is not None else ""
 
     def dry(self, args: list[str], requested: set[str]) -> Plan:
@@ -242,8 +248,9 @@ class UvFrontend(Frontend):
 
         plan = uv_dry_run(self.uv, _loud(args), self.env, requested)
         if self.watch is not None:
-            try:
-                self.watch.after_dry_run()
+            try:  # the vendor files are compared once, after the real run or before refusing
+                self.watch.after_dry_run(quick=not self.reason)
+                self.deferred = not self.reason
             except Refused as exc:
                 if not self.reason:
                     raise
@@ -346,7 +353,15 @@ class UvFrontend(Frontend):
             )
 
     def finish(self, code: int) -> int:
-        """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it."""
+        """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it, and
+        what a dry run's build changed of the vendor files is put back and refused."""
+        if self.deferred and self.watch is not None:
+            self.deferred = False
+            moved, added = self.watch.changed()
+            if moved or added:
+                from dtkguard.guard.run_effects import built_problem
+
+                return flow.refuse(self, [built_problem(moved + added)], self.put_back())
         for lock in self.new_locks:
             try:
                 if lock.stat().st_size == 0:
@@ -354,6 +369,9 @@ class UvFrontend(Frontend):
             except OSError:
                 pass
         return code
+
+    def starting(self) -> None:
+        self.deferred = False  # `Watch.judge_run` compares everything, `put_back` too
 
     def run(self, args: list[str], plan: Plan | None) -> int:
         """Run the real uv once. What it wrote is judged inside the transaction

@@ -8,7 +8,6 @@ transaction of the environment's journal. uninstall: the same judgement of what 
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from dtkguard.decision import canonical
@@ -30,7 +29,9 @@ if TYPE_CHECKING:
 
 def install(front: Frontend) -> int:
     """One guarded install (the vendor pins written for the whole of it)."""
-    with tempfile.TemporaryDirectory(prefix=f"{front.tool.name}-") as tmp:
+    from dtkguard.util.scratch import scratch_dir
+
+    with scratch_dir(f"{front.tool.name}-") as tmp:
         front.constraints = Path(tmp) / "dtkguard-constraints.txt"
         front.constraints.write_text(constraints_text(front.policy), encoding="utf-8")
         if front.cmd.has("--dry-run"):  # changes nothing: no transaction
@@ -201,6 +202,7 @@ def journalled(front: Frontend, run: Callable[[], int], touches: list[str]) -> i
         follow(front.interp, txn.changes(), touched=touches)
 
     argv = [front.tool.name, *front.typed]
+    front.starting()
     code = in_transaction(
         str(front.interp.python), front.tool.name, argv, run, then, touches=touches or None
     )

@@ -154,6 +154,9 @@ class Frontend:
         """What the real run would write where nothing judges it nor rolls it back."""
         return []
 
+    def starting(self) -> None:
+        """Just before the journalled real run."""
+
     def finish(self, code: int) -> int:
         """Leave the environment as it was after a run that changed nothing."""
         return code

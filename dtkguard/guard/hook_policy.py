@@ -43,13 +43,14 @@ def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
     """--policy, else the policy `guard install` recorded (the store's copy: the one in the
     env is only the hook's cache, and whoever writes the env can edit it), else the default
     lookup."""
-    from dtkguard.env.store import env_store
-    from dtkguard.policy.load import load_policy
-    from dtkguard.rules.catalog import is_known
-
     if ref is None:
+        from dtkguard.env.store import env_store
+
         es = env_store(interp.prefix)
         installed = read_policy_json(es.policy if es.policy.is_file() else interp.policy_file)
         if installed is not None:
             return installed
+    from dtkguard.policy.load import load_policy
+    from dtkguard.rules.catalog import is_known
+
     return load_policy(ref, known_rule=is_known)

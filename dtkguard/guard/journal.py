@@ -27,11 +27,11 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.env.journal_chain import CHAIN, txn_digest
 from dtkguard.errors import DtkguardError
+from dtkguard.lightclass import field, record
 from dtkguard.util.atomic import atomic_write_text
 
 TYPE_CHECKING = False
@@ -51,7 +51,7 @@ class JournalError(DtkguardError):
     exit_code = 1
 
 
-@dataclass
+@record
 class Layout:
     """Where an interpreter keeps its journal and which folders a transaction covers."""
 
@@ -107,7 +107,7 @@ def untrusted(txn: Transaction, lay: Layout) -> str | None:
     return why(txn.dir, [str(r) for r in lay.roots])
 
 
-@dataclass
+@record
 class Transaction:
     """One journalled change."""
 
@@ -344,7 +344,7 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
                 stack.append(path)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One path of a root before the change: ``pre/<n>`` holds a file's link."""
 
@@ -531,7 +531,7 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-@dataclass
+@record
 class _Rollback:
     """What a rollback may touch: the change's files, and the time it ran."""
 

@@ -12,10 +12,13 @@ reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
 
+from dtkguard.lightclass import record
 from dtkguard.util.safe_read import read_capped
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 #: the RECORD of torch is about 2 MiB
 MAX_RECORD = 16 << 20
@@ -23,7 +26,7 @@ MAX_RECORD = 16 << 20
 HEARTBEAT = 1.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Owned:
     """Files (normalised absolute paths) and metadata folders of some distributions."""
 

@@ -3,9 +3,8 @@ options and its requirement arguments. pip's arguments are passed on untouched."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dtkguard.errors import InputError
+from dtkguard.lightclass import field, record
 
 #: pip options (global and install/uninstall) that take a value as the next argument
 VALUE_OPTIONS = frozenset(
@@ -65,7 +64,7 @@ VALUE_OPTIONS = frozenset(
 REQUIREMENT_OPTIONS = frozenset({"-r", "--requirement", "-e", "--editable"})
 
 
-@dataclass
+@record
 class DtkpipArgs:
     """``dtkpip [--python PY] [--policy P] [--override REASON] PIP_ARGS...``"""
 
@@ -101,7 +100,7 @@ def split_dtkpip(argv: list[str], own: tuple[str, ...] = ()) -> DtkpipArgs:
     return out
 
 
-@dataclass
+@record
 class PipCommand:
     """pip's arguments, split around the subcommand."""
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.decision import canonical
-from dtkguard.env.dist import Dist
-from dtkguard.env.environment import Environment
+from dtkguard.lightclass import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Sequence
+
+    from dtkguard.env.environment import Environment
 
 #: pip's (all supported versions) and uv's words when the resolver cannot satisfy the request
 _CONFLICT_MARKERS = (
@@ -23,7 +25,7 @@ _CONFLICT_MARKERS = (
 )
 
 
-@dataclass
+@record
 class Planned:
     """One distribution pip would install, from the report."""
 
@@ -52,7 +54,7 @@ class Planned:
         return out
 
 
-@dataclass
+@record
 class Plan:
     """The outcome of one dry run."""
 
@@ -89,6 +91,8 @@ class Plan:
 def run_pip(
     python: str, args: list[str], env: dict[str, str] | None = None, capture: bool = True
 ) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
     cmd = [python, "-m", "pip", *args]
     return subprocess.run(
         cmd, env=env if env is not None else dict(os.environ), capture_output=capture, text=True
@@ -107,7 +111,9 @@ def dry_run(
     No ``--quiet``: stdout then holds pip's "Requirement already satisfied" lines, printed
     as they are when the plan is empty; the report goes to a file so it never mixes with them.
     """
-    with tempfile.TemporaryDirectory(prefix="dtkpip-") as tmp:
+    from dtkguard.util.scratch import scratch_dir
+
+    with scratch_dir("dtkpip-") as tmp:
         report = Path(tmp) / "report.json"
         args = [*global_args, "install", "--dry-run", "--report", str(report), *install_args]
         if constraints is not None:
@@ -149,6 +155,9 @@ def after_install(
 ) -> Environment:
     """The environment as it would be once ``removed`` are gone and ``planned`` is installed
     into ``site``."""
+    from dtkguard.env.dist import Dist
+    from dtkguard.env.environment import Environment
+
     keys = {p.key for p in planned} | {canonical(n) for n in removed}
     kept = [d for d in env.dists if d.key not in keys]
     new = [

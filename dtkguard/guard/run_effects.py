@@ -89,19 +89,27 @@ class Watch:
         hook._take_snapshot(policy)
         self.snap: dict = state["snapshot"] or {"stat": {}, "names": {}, "store": None}
         state["snapshot"] = None
+        #: what runs when uv next starts the interpreter: the protected set and the site
+        #: folders (their entries: a planted ``.pth``); compared after every dry run
+        self.quick = [p for p in self.snap["stat"] if p in facts.table or p in facts.sites]
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")
             with contextlib.suppress(OSError):
                 self.snap["names"][cache] = set(os.listdir(cache))
 
-    def changed(self) -> tuple[list[str], list[str]]:
+    def changed(self, quick: bool = False) -> tuple[list[str], list[str]]:
         """(watched paths whose (size, inode, ctime, mode, mtime) moved, new entries of the
-        watched folders). A folder whose entries are the same (uv's ``.lock`` aside) did not
-        change: only its times moved."""
-        now = hook._stat_all(self.snap["stat"])
+        watched folders); ``quick``: of `quick` only. A folder whose entries are the same
+        (uv's ``.lock`` aside) did not change: only its times moved."""
+        was = self.snap["stat"]
+        paths = self.quick if quick else was
+        now = hook._stat_all(paths)
         moved, added = [], []
-        for folder, names in self.snap["names"].items():
+        folders = self.snap["names"]
+        if quick:
+            folders = {f: folders[f] for f in self.quick if f in folders}
+        for folder, names in folders.items():
             try:
                 there = set(os.listdir(folder))
             except OSError:
@@ -109,9 +117,9 @@ class Watch:
             added += [os.path.join(folder, n) for n in sorted(there - names - UV_OWN)]
             if names - there:
                 moved.append(folder)
-        for path, before in self.snap["stat"].items():
-            after = now[path]
-            if after == before or path in moved:
+        for path in [p for p in paths if now[p] != was[p]]:
+            before, after = was[path], now[path]
+            if path in moved:
                 continue
             same_folder = before and after and stat.S_ISDIR(before[3]) and before[3] == after[3]
             if same_folder and path in self.snap["names"]:
@@ -132,10 +140,11 @@ class Watch:
         done, failed = hook._put_back(self.snap, [p for p in moved if p in self.snap["stat"]])
         return done + len(added), failed
 
-    def after_dry_run(self) -> None:
-        """`Refused` when code uv ran to plan (an sdist's build) changed what is watched; what
-        it changed is put back first."""
-        moved, added = self.changed()
+    def after_dry_run(self, quick: bool = False) -> None:
+        """`Refused` when code uv ran to plan (an sdist's build) changed what is watched
+        (``quick``: what runs when uv next starts the interpreter, `quick`; the caller then
+        compares the rest before it returns, or `judge_run` does)."""
+        moved, added = self.changed(quick)
         if moved or added:
             raise Refused([_built_problem((moved + added)[0], len(moved + added))])
 
@@ -177,6 +186,11 @@ class Watch:
         return decision.judge_files(
             self.policy, key, version, paths, self.facts.facts, contents, members
         ) + file_problems(self.policy, key, paths)
+
+
+def built_problem(paths: list[str]) -> decision.Problem:
+    """The refusal of code uv ran that changed the watched ``paths``."""
+    return _built_problem(paths[0], len(paths))
 
 
 def _built_problem(first: str, count: int) -> decision.Problem:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dtkguard.lightclass import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Tool:
     """The guarded installer a message speaks of: dtkpip (runs pip) or dtkuv (runs uv)."""
 

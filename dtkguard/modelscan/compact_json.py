@@ -54,7 +54,8 @@ def _ints(parts: list[str], max_int: int) -> list[int] | None:
         return None
     if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) > max_int):
         return None
-    return values
+    ints: list[int] = values
+    return ints
 
 
 def _metadata(body: str, decoder: json.JSONDecoder) -> tuple[dict[str, str] | None, int] | None:

@@ -49,11 +49,13 @@ def _read(fh: CountingReader, n: int) -> bytes:
 
 
 def _u32(fh: CountingReader) -> int:
-    return struct.unpack("<I", _read(fh, 4))[0]
+    value: int = struct.unpack("<I", _read(fh, 4))[0]
+    return value
 
 
 def _u64(fh: CountingReader) -> int:
-    return struct.unpack("<Q", _read(fh, 8))[0]
+    value: int = struct.unpack("<Q", _read(fh, 8))[0]
+    return value
 
 
 def _string(fh: CountingReader, size: int) -> bytes:

@@ -138,7 +138,7 @@ def _decoder_with(parse_int: Any) -> json.JSONDecoder:
     return json.JSONDecoder(**{**_hooks(), "parse_int": parse_int})
 
 
-def _strict_json(text: str) -> dict:
+def _strict_json(text: str) -> dict[str, Any]:
     try:
         data = json_loads(text, **_hooks())
     except json.JSONDecodeError as exc:
@@ -150,7 +150,7 @@ def _strict_json(text: str) -> dict:
     return data
 
 
-def _validate(path: str, n: int, size: int, data: dict) -> SafetensorsHeader:
+def _validate(path: str, n: int, size: int, data: dict[str, Any]) -> SafetensorsHeader:
     buffer_len = size - 8 - n
     out = SafetensorsHeader(path=path, header_len=n, file_size=size)
     meta = data.pop("__metadata__", None)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from dtkguard.decision import canonical
 from dtkguard.errors import PolicyError
 from dtkguard.policy.compiled import (
     BinaryRule,
@@ -25,7 +26,6 @@ from dtkguard.policy.compiled import (
     StackRule,
     SupportRow,
     Target,
-    canonical,
     series_key,
 )
 from dtkguard.policy.locate import MAX_POLICY_BYTES
@@ -103,7 +103,7 @@ def _message(err: Any, loc: tuple[object, ...]) -> str:
         return f"unknown key {loc[-1]!r}{hint}"
     if kind == "missing":
         return "required key missing"
-    message = err["msg"]
+    message = str(err["msg"])
     return message.removeprefix("Value error, ")
 
 

@@ -84,7 +84,8 @@ class Fp8Rule:
             key = card.strip().upper().replace("-", "_")
             if key in self.cards:
                 return self.cards[key]
-        return getattr(self, kind)
+        action: str = getattr(self, kind)
+        return action
 
     def severity(self, kind: str, card: str | None = None) -> Severity | None:
         """The severity of a finding of ``kind``; None when the policy allows it."""
@@ -419,4 +420,5 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
 def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
         raise ValueError(f"{what}: {value!r} is not one of {', '.join(allowed)}")
-    return value
+    chosen: str = value
+    return chosen

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+__all__ = ["FORMATS", "Report", "emit", "render", "use_color"]
+
 FORMATS: dict[str, str] = {
     "table": "dtkguard.report.table:render",
     "json": "dtkguard.report.json_format:render",
@@ -33,7 +35,8 @@ def render(
 ) -> str:
     module, _, func = FORMATS[fmt].partition(":")
     renderer = getattr(importlib.import_module(module), func)
-    return renderer(report, fail_on=fail_on, color=color)
+    text: str = renderer(report, fail_on=fail_on, color=color)
+    return text
 
 
 def use_color(stream: Any = None) -> bool:

@@ -11,6 +11,8 @@ from dtkguard.findings import Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.report.model import Report
 
 WIDTH = 80
@@ -34,14 +36,14 @@ def _row(label: str, text: str, width: int) -> list[str]:
     return lines
 
 
-def _cards(stack: dict) -> str:
+def _cards(stack: dict[str, Any]) -> str:
     cards = stack.get("cards")
     if cards is None:
         note = "; ".join(stack.get("notes") or []) or "not read (an image has no cards)"
         return f"unknown: {note}"
     if not cards:
         return f"none seen ({stack.get('cards_source')})"
-    groups: dict[tuple, int] = {}
+    groups: dict[tuple[Any, ...], int] = {}
     for c in cards:
         key = (c.get("series") or "?", c.get("driver") or "driver ?", c.get("vram_mib"))
         groups[key] = groups.get(key, 0) + 1
@@ -53,7 +55,7 @@ def _cards(stack: dict) -> str:
     return "; ".join(parts) + f" ({stack.get('cards_source')})"
 
 
-def _dtk(stack: dict) -> str:
+def _dtk(stack: dict[str, Any]) -> str:
     if not stack.get("dtk"):
         return "not found (no /opt/dtk/.info/version, version-dev or /opt/dtk link)"
     text = f"{stack['dtk']} ({stack.get('dtk_source')})"
@@ -62,7 +64,7 @@ def _dtk(stack: dict) -> str:
     return text
 
 
-def _torch(stack: dict) -> str:
+def _torch(stack: dict[str, Any]) -> str:
     torch = stack.get("torch") or {}
     if not torch.get("version"):
         return "not installed"
@@ -75,7 +77,7 @@ def _torch(stack: dict) -> str:
     return f"{torch['version']}, {kind}"
 
 
-def _vendor(vendor: dict) -> str:
+def _vendor(vendor: dict[str, Any]) -> str:
     text = f"{vendor['installed']} of {vendor['policy']} installed"
     if vendor["installed"] != vendor["exact"]:
         text += f", {vendor['installed'] - vendor['exact']} not the pinned build"
@@ -84,7 +86,7 @@ def _vendor(vendor: dict) -> str:
     return text
 
 
-def _runtime(rows: dict) -> str:
+def _runtime(rows: dict[str, Any]) -> str:
     """Per vendor build with native code: the GPU runtime its binaries link."""
     if not rows:
         return "no vendor build with native code installed"
@@ -98,7 +100,7 @@ def _runtime(rows: dict) -> str:
     return "; ".join(parts) + " (ELF DT_NEEDED)"
 
 
-def _fp8(rows: list[dict]) -> str:
+def _fp8(rows: list[dict[str, Any]]) -> str:
     parts = []
     for row in rows:
         kinds = {"weights": row["weights"], "kv cache": row["kv_cache"], "serving": row["serving"]}
@@ -113,7 +115,7 @@ def _fp8(rows: list[dict]) -> str:
     return "; ".join(parts) + " (policy [fp8])"
 
 
-def _devices(stack: dict) -> str:
+def _devices(stack: dict[str, Any]) -> str:
     devices = stack.get("devices")
     if devices is None:
         return "not applicable (an image)"

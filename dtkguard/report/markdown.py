@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtkguard.findings import Severity
+from dtkguard.findings import Finding, Severity
 from dtkguard.report.sanitize import markdown as _cell
 
 TYPE_CHECKING = False
@@ -20,7 +20,7 @@ def _lead(report: Report, fail_on: Severity) -> list[str]:
     return [*out, ""] if out else []
 
 
-def group_table(findings: list) -> list[str]:
+def group_table(findings: list[Finding]) -> list[str]:
     """The findings by rule and reason: one row per group."""
     from dtkguard.report.headline import groups
 

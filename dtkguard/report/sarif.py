@@ -116,5 +116,6 @@ def project_url() -> str | None:
     for entry in meta.get_all("Project-URL") or ():
         label, _, url = entry.partition(",")
         if label.strip().lower() in ("homepage", "documentation", "repository", "source"):
-            return url.strip()
-    return (meta.get_all("Home-page") or [None])[0] or None
+            return str(url).strip()
+    home: str | None = (meta.get_all("Home-page") or [None])[0] or None
+    return home

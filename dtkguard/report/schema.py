@@ -77,7 +77,8 @@ class ReportDict(TypedDict):
 @cache
 def schema() -> dict[str, Any]:
     """The JSON Schema of a schema-1 report (the file beside this module)."""
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return loaded
 
 
 def problems(data: object) -> list[str]:
@@ -158,7 +159,8 @@ def _resolve(ref: str) -> dict[str, Any]:
     node: Any = schema()
     for part in ref.removeprefix("#/").split("/"):
         node = node[part]
-    return node
+    found: dict[str, Any] = node
+    return found
 
 
 def _shown(value: object) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtkguard.findings import Severity
+from dtkguard.findings import Finding, Severity
 from dtkguard.report.sanitize import terminal
 
 TYPE_CHECKING = False
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 STYLES = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
 
-def target_text(target: dict) -> str:
+def target_text(target: dict[str, Any]) -> str:
     """What a person calls the target: the container, process, interpreter, folder or image."""
     for key in ("container", "pid", "python", "path", "root"):
         if target.get(key):
@@ -115,7 +115,7 @@ def _safe(text: str) -> str:
     return escape(terminal(text))
 
 
-def _table(console: Any, findings: list) -> None:
+def _table(console: Any, findings: list[Finding]) -> None:
     from rich.table import Table
 
     table = Table(show_lines=False, header_style="bold")
@@ -133,7 +133,7 @@ def _table(console: Any, findings: list) -> None:
     console.print(table)
 
 
-def _blocks(console: Any, findings: list) -> None:
+def _blocks(console: Any, findings: list[Finding]) -> None:
     """One block per finding: severity, rule and subject on one line, message and fix beneath.
 
     Message and fix are soft-wrapped by the terminal, never by us, so a path or a command in

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _code_stamp(sources: Iterable[str]) -> list:
+def _code_stamp(sources: Iterable[str]) -> list[Any]:
     from dtkguard import __version__
 
-    out: list = [__version__]
+    out: list[Any] = [__version__]
     for path in sources:
         try:
             st = os.stat(path)

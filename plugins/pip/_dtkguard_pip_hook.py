@@ -1304,10 +1304,8 @@ def _snapshot_paths(policy):
     paths = set(_protected_table())
     for files in _vendor_files(policy).values():
         paths.update(files)
-        for path in files:
-            folder = path.rpartition("/")[0]
-            if not folder.endswith("/__pycache__"):
-                paths.add(folder)
+        folders = {path.rpartition("/")[0] for path in files}
+        paths.update(f for f in folders if not f.endswith("/__pycache__"))
     paths.update(_state["sites"])
     return list(paths)
 
@@ -1316,13 +1314,15 @@ def _stat_all(paths):
     """{path: (size, inode, ctime, mode, mtime) or None}."""
     import os
 
+    lstat = os.lstat
     out = {}
     for path in paths:
         try:
-            st = os.lstat(path)
-            out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
+            st = lstat(path)
         except OSError:
             out[path] = None
+            continue
+        out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
     return out
 
 
