@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from dtkguard.env.interpreter import interpreter
     from dtkguard.guard import layers, registry
-    from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.guard.hook_policy import load_guard_policy
     from dtkguard.policy.load import load_policy
     from dtkguard.rules.catalog import is_known
 

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dtkguard.commands.common import target_python
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.guard.hook_policy import load_guard_policy
     from dtkguard.recover.guard_repair import recreate
     from dtkguard.recover.restore import restore
     from dtkguard.recover.wanted import GUARD_INSTALL, baseline_wanted, lock_wanted

@@ -1,4 +1,5 @@
-"""dtkuv: uv with the policy in front of it, the uv counterpart of dtkpip.
+"""dtkuv: uv with the policy in front of it; uv's front-end of the guarded-install flow
+(`dtkguard.guard.flow`), the uv counterpart of dtkpip.
 
 ``uv pip install|sync|uninstall``: plan with uv's ``--dry-run`` (the vendor pins as ``-c``,
 the target named with ``--python``, which beats uv's config and ``UV_PYTHON``), judge the plan
@@ -11,23 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
-import sys
 from pathlib import Path
 
-from dtkguard.decision import canonical
 from dtkguard.env import override_log as overrides
 from dtkguard.env.interpreter import Interpreter, interpreter
-from dtkguard.env.store import overrides_log
 from dtkguard.errors import InputError
-from dtkguard.guard.hook_policy import constraints_text, load_guard_policy
-from dtkguard.guard.pipargs import (
-    PipCommand,
-    installs_elsewhere,
-    requirement_name,
-    split_dtkpip,
-    split_pip,
-)
+from dtkguard.guard import flow
+from dtkguard.guard.frontend import Frontend, is_quiet, say
+from dtkguard.guard.hook_policy import load_guard_policy
+from dtkguard.guard.pipargs import PipCommand, requirement_name, split_dtkpip, split_pip
 from dtkguard.guard.plan import Plan, Planned
 from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.guard.tools import DTKUV
@@ -42,18 +35,15 @@ from dtkguard.guard.uvplan import (
 )
 from dtkguard.journal.owned import dist_key
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.util.scratch import scratch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from dtkguard.decision import Problem
     from dtkguard.env.environment import Environment
     from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.run_effects import Watch
-    from dtkguard.guard.verdict import Verdict
-    from dtkguard.journal.txn import Transaction
 
 #: the ``uv pip`` subcommands that change an environment
 _JUDGED = ("install", "sync", "uninstall")
@@ -64,17 +54,14 @@ _PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*([<>=!~][^@/\\]
 _META = (".dist-info", ".egg-info")
 
 
-def _say(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
-
-
 def main(argv: list[str]) -> int:
     opts = split_dtkpip(argv, own=("--shim-of",))
     uv = real_uv()
     top = split_pip(opts.pip_args, UV_VALUE_OPTIONS)
     sub = split_pip(top.args, UV_VALUE_OPTIONS)
     wants_help = top.has("-h", "--help") or (top.command == "help") or not opts.pip_args
+    if top.command == "pip" and not wants_help:
+        refuse_empty_places(sub, "dtkuv")
     if wants_help:
         from dtkguard.guard.usage import print_own_help
 
@@ -85,11 +72,12 @@ def main(argv: list[str]) -> int:
     say_target("dtkuv", interp.python)
     elsewhere = _destination_outside(sub, interp)
     if elsewhere:
-        _say(f"dtkuv: {elsewhere} is outside {interp.prefix}: uv runs unchanged\n")
+        say(f"dtkuv: {elsewhere} is outside {interp.prefix}: uv runs unchanged\n")
         return run_uv(uv, opts.pip_args, capture=False).returncode
     policy = load_guard_policy(opts.policy, interp)
     reason = (opts.override or os.environ.get(overrides.ENV_VAR, "")).strip()
-    return _Run(uv, interp, policy, top, sub, reason).go()
+    front = UvFrontend(uv, interp, policy, reason, opts.pip_args, (top, sub))
+    return front.go()
 
 
 def _target(own: str | None, shim_of: str | None, sub: PipCommand) -> str:
@@ -130,35 +118,41 @@ def _destination_outside(sub: PipCommand, interp: Interpreter) -> str | None:
     return None
 
 
-class _Run:
-    """One judged ``uv pip install|sync|uninstall``."""
+def _loud(args: list[str]) -> list[str]:
+    """A dry run's arguments without ``-q``: its plan is read from what uv says."""
+    return [a for a in args if not is_quiet(a)]
+
+
+class UvFrontend(Frontend):
+    """One judged ``uv pip install|sync|uninstall``: uv's dry runs, the wheels it names, its
+    satisfied probe, the watch of what its builds and real run change, its one real run."""
+
+    tool = DTKUV
 
     def __init__(
         self,
         uv: str,
         interp: Interpreter,
         policy: CompiledPolicy,
-        top: PipCommand,
-        sub: PipCommand,
         reason: str,
+        typed: list[str],
+        parsed: tuple[PipCommand, PipCommand],
     ) -> None:
-        self.uv, self.interp, self.policy, self.sub, self.reason = uv, interp, policy, sub, reason
+        super().__init__(interp, policy, reason, typed)
+        top, sub = parsed
+        self.uv, self.cmd = uv, sub
         python = [] if sub.option_values("-p", "--python") else ["--python", interp.python]
         #: ``[uv globals] pip [pip globals]``
         self.head = [*top.global_args, "pip", *sub.global_args]
         #: the user's command line with the target named: ``[globals] pip CMD --python PY ...``
-        self.args = [*self.head, str(sub.command), *python, *sub.args]
-        self.command = shlex.join(["uv", *top.global_args, "pip", *top.args])
-        self.env = dict(os.environ)
-        #: canonical names the plan installs or removes (the journal snapshots only these)
-        self.touches: list[str] | None = None
+        system = self.system_args()  # uv checks PEP 668 on every run, dry runs too
+        self.args = [*self.head, str(sub.command), *python, *system, *sub.args]
         #: the environment before the change, its file facts, and the hook's build journal of it
-        self.before: Environment | None = None
+        self.before_env: Environment | None = None
         self.files: EnvFiles | None = None
         self.watch: Watch | None = None
-        #: a dry run's build may have changed vendor files not compared yet (`untouched`)
+        #: a dry run's build may have changed vendor files not compared yet (`finish`)
         self.deferred = False
-        self.env.pop(overrides.ENV_VAR, None)
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
         # folder (from the command line or, for a refusal, from uv's config: site-packages)
         dests = sub.option_values("-t", "--target", "--prefix")
@@ -166,26 +160,35 @@ class _Run:
         self.new_locks = [r / ".lock" for r in roots if not (r / ".lock").exists()]
 
     def go(self) -> int:
-        with scratch_dir("dtkuv-") as tmp:
-            constraints = Path(tmp) / "dtkguard-constraints.txt"
-            constraints.write_text(constraints_text(self.policy), encoding="utf-8")
-            pins = [] if self.sub.command == "uninstall" else ["-c", str(constraints)]
-            if self.sub.has("--dry-run"):  # changes nothing: no transaction
-                return run_uv(self.uv, [*self.args, *pins], self.env, capture=False).returncode
-            if self.sub.command == "uninstall":
-                return self._uninstall()
-            if self.satisfied(pins):
-                return self.untouched(0)
-            from dtkguard.guard.run_effects import Refused  # loads the pip hook: not before
+        if self.cmd.command != "uninstall":
+            return flow.install(self)
+        if self.cmd.has("--dry-run"):  # changes nothing: no transaction
+            return self.pass_dry_run()
+        return flow.uninstall(self)
 
-            try:
-                self.start_watch()
-                return self._install(pins)
-            except Refused as exc:
-                return self.stop(exc.problems, self.put_back())
-            except BaseException:
-                self.untouched(1)  # a crash too: what a dry run's build changed goes back
-                raise
+    def pins(self) -> list[str]:
+        return [] if self.cmd.command == "uninstall" else ["-c", str(self.constraints)]
+
+    def pass_dry_run(self) -> int:
+        return run_uv(self.uv, [*self.args, *self.pins()], self.env, capture=False).returncode
+
+    def shortcut(self) -> int | None:
+        """Satisfied already: nothing runs, nothing is watched."""
+        return self.finish(0) if self.satisfied(self.pins()) else None
+
+    def watched(self, rest: Callable[[], int]) -> int:
+        """``rest`` with the watch of what uv's builds and runs change: a refusal puts it
+        back (`dtkguard.guard.run_effects`)."""
+        from dtkguard.guard.run_effects import Refused  # loads the pip hook: not before
+
+        try:
+            self.start_watch()
+            return rest()
+        except Refused as exc:
+            return flow.refuse(self, exc.problems, self.put_back())
+        except BaseException:
+            self.finish(1)  # a crash too: what a dry run's build changed goes back
+            raise
 
     def satisfied(self, pins: list[str]) -> bool:
         """The environment already holds what ``uv pip install`` asks for: uv's dry run with
@@ -193,17 +196,18 @@ class _Run:
         (``Checked N packages``, no resolution), whose check reads installed metadata only
         and is the same with builds allowed. Then nothing runs, so nothing is watched; uv's
         words are said. False (plan and watch as usual) when it did anything else."""
-        if self.sub.command != "install" or self.sub.has("--no-build") or not self.installed():
+        if self.cmd.command != "install" or self.cmd.has("--no-build") or not self.installed():
             return False
-        probe = uv_dry_run(self.uv, [*self.args, "--dry-run", "--no-build", *pins], self.env, set())
+        args = _loud([*self.args, "--dry-run", "--no-build", *pins])
+        probe = uv_dry_run(self.uv, args, self.env, set())
         lines = probe.stderr.splitlines()
         audited = any(_CHECKED.match(line) for line in lines)
         if not probe.ok or probe.install or probe.remove or not audited:
             return False
         if any(line.startswith("Resolved ") for line in lines):
             return False
-        self.same_environment(probe)
-        _say(quiet_output(probe))
+        self.check_plan(probe)
+        self.say_satisfied(probe)
         return True
 
     def installed(self) -> bool:
@@ -213,7 +217,7 @@ class _Run:
         for site in {self.interp.purelib, self.interp.platlib or self.interp.purelib}:
             with contextlib.suppress(OSError):
                 names |= {dist_key(e) for e in os.listdir(site) if e.endswith(_META)}
-        plain = [a for a in self.sub.positionals() if _PLAIN.match(a)]
+        plain = [a for a in self.cmd.positionals() if _PLAIN.match(a)]
         return all(requirement_name(a) in names for a in plain)
 
     def start_watch(self) -> None:
@@ -223,9 +227,12 @@ class _Run:
         from dtkguard.guard.file_effects import EnvFiles
         from dtkguard.guard.run_effects import Watch
 
-        self.before = from_python(self.interp.python)
-        self.files = EnvFiles(self.interp, self.before, self.policy.to_json())
+        self.before_env = from_python(self.interp.python)
+        self.files = EnvFiles(self.interp, self.before_env, self.policy.to_json())
         self.watch = Watch(self.interp, self.files.policy, self.files)
+
+    def before(self) -> Environment:
+        return self.before_env if self.before_env is not None else super().before()
 
     def put_back(self) -> str:
         """Put back what uv changed of the watched files; said in one sentence ("" if none)."""
@@ -239,7 +246,7 @@ class _Run:
         an override put back and recorded."""
         from dtkguard.guard.run_effects import Refused
 
-        plan = uv_dry_run(self.uv, args, self.env, requested)
+        plan = uv_dry_run(self.uv, _loud(args), self.env, requested)
         if self.watch is not None:
             try:  # the vendor files are compared once, after the real run or before refusing
                 self.watch.after_dry_run(quick=not self.reason)
@@ -248,103 +255,55 @@ class _Run:
                 if not self.reason:
                     raise
                 said = self.put_back()
-                self.record([f"{p.rule}: {p.message}; {said}" for p in exc.problems])
+                flow.record_override(self, [f"{p.rule}: {p.message}; {said}" for p in exc.problems])
         return plan
 
     def requested(self) -> set[str]:
-        if self.sub.command == "sync":
+        if self.cmd.command == "sync":
             return set()  # sync names the whole environment: no one package was asked for
-        return {requirement_name(a) for a in self.sub.positionals()}
+        return {requirement_name(a) for a in self.cmd.positionals()}
 
-    def plan(self, pins: list[str]) -> Plan:
-        return self.dry([*self.args, "--dry-run", *pins], self.requested())
+    def requested_count(self) -> int:
+        from dtkguard.guard.progress import requested_count
 
-    def _install(self, pins: list[str]) -> int:
-        from dtkguard.guard.progress import planning, requested_count
+        files = self.cmd.positionals() if self.cmd.command == "sync" else None
+        return requested_count(self.cmd, files)
 
-        files = self.sub.positionals() if self.sub.command == "sync" else None
-        with planning("dtkuv", "uv", requested_count(self.sub, files)):
-            plan = self.plan(pins)
-        failed_with_pins = False
-        if not plan.ok:
-            free = self.plan([]) if plan.conflict else None
-            if free is None or not free.ok:
-                _say(plan.stderr)
-                if plan.conflict:
-                    _say(
-                        f"dtkuv: stopped `{self.command}`: uv cannot satisfy it while keeping the "
-                        f"vendor builds of policy {self.policy.name}; nothing was installed or "
-                        "removed. See `dtkguard policy explain torch`.\n"
-                    )
-                return self.untouched(plan.returncode)
-            pinned, plan, failed_with_pins = plan, free, True
-        self.same_environment(plan)
-        if not plan.install and not plan.remove and not failed_with_pins:
-            _say(quiet_output(plan))  # an empty plan changes nothing: nothing to judge
-            return self.untouched(0)
-        from dtkguard.guard.verdict import judge, say_unjudged
+    def plan(self, pins: bool) -> Plan:
+        return self.dry([*self.args, "--dry-run", *(self.pins() if pins else ())], self.requested())
 
-        before = self.before
-        assert before is not None
-        verdict = judge(before, plan, self.policy, self.interp.purelib, self.locate)
-        _say(say_unjudged("dtkuv", verdict))
-        if not verdict.blocked:  # a blocked plan gets dtkpip's explanation, files or not
-            stopped = self.judge_files(plan, before)
-            if stopped is not None:
-                return stopped
-        if verdict.blocked and not self.reason:
-            return self._veto(verdict, pins, failed_with_pins)
-        if not verdict.blocked and failed_with_pins:
-            _say(pinned.stderr)  # pins conflict without a rule finding: show uv's own words
-            return self.untouched(1)
-        if verdict.blocked:
-            self.record([f"{f.rule}: {f.message}" for f in verdict.blocking])
-            if failed_with_pins:
-                pins = []  # the override lifts the vendor pins
-        elif not plan.install and not plan.remove:
-            _say(quiet_output(plan))
-            return self.untouched(0)
-        unjudged = self.unjudged_destination(plan)
-        if unjudged is not None and not self.reason:
-            return self.stop([unjudged])
-        if unjudged is not None:
-            self.record([f"{unjudged.rule}: {unjudged.message}"])
-        self.touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
-        return self.real([*self.args, *pins], plan)
+    def removal_plan(self) -> Plan:
+        return uv_dry_run(self.uv, _loud([*self.args, "--dry-run"]), self.env, set())
 
-    def unjudged_destination(self, plan: Plan) -> Problem | None:
+    def probe(self, args: list[str]) -> Plan:
+        cmd = [*self.head, "install", "--python", self.interp.python, *self.system_args()]
+        cmd.append("--dry-run")
+        return self.dry([*cmd, *args, *self.pins()], self.requested())
+
+    def say_satisfied(self, plan: Plan) -> None:
+        if not self.quiet:
+            say(quiet_output(plan))
+
+    def real_args(self, pins: bool) -> list[str]:
+        return [*self.args, *(self.pins() if pins else ())]
+
+    def unjudged(self, plan: Plan) -> list[Problem]:
         """A ``--target``/``--prefix`` inside the environment runs no journal transaction, so
         what uv's real run writes there could not be rolled back if judged afterwards: a wheel
         taken from an index (or built) is refused there; local wheels were judged before."""
         from dtkguard.decision import Problem
 
-        dests = self.sub.option_values("-t", "--target", "--prefix")
+        dests = self.cmd.option_values("-t", "--target", "--prefix")
         remote = [p for p in plan.install if self.locate(p) is None] if dests else []
         if not remote:
-            return None
+            return []
         msg = (
             f"uv would write {remote[0].name} {remote[0].version} from an index or a build into "
             f"{dests[-1]}, inside the guarded environment, where its files cannot be judged "
             "before uv writes them nor rolled back after (no transaction runs for --target or "
             "--prefix); dtkpip judges such files inside pip"
         )
-        return Problem("file-conflict", "critical", remote[0].key, msg)
-
-    def _veto(self, verdict: Verdict, pins: list[str], failed_with_pins: bool) -> int:
-        """Refuse a blocked plan with dtkpip's explanation and judged suggestions."""
-        from dtkguard.guard.instead import suggestions
-        from dtkguard.guard.veto_text import render
-
-        def probe(args: list[str]) -> Plan:
-            cmd = [*self.head, "install", "--python", self.interp.python, "--dry-run"]
-            return self.dry([*cmd, *args, *pins], self.requested())
-
-        instead = suggestions(
-            verdict, self.policy, self.interp.python, self.sub, Path(), self.env,
-            tool=DTKUV, probe=probe,
-        )  # fmt: skip
-        _say(render(verdict, self.policy, self.command, instead, failed_with_pins, DTKUV))
-        return self.untouched(1)
+        return [Problem("file-conflict", "critical", remote[0].key, msg)]
 
     def locate(self, planned: Planned) -> list[Path] | None:
         """The wheels of a planned dist uv would install: its direct URL or path, else the
@@ -357,78 +316,26 @@ class _Run:
                 return [fetch_wheel(planned.url, Path())]
             except InputError:
                 return None
-        folders = [v for v in self.sub.option_values("-f", "--find-links") if "://" not in v]
-        paths = [a for a in self.sub.positionals() if a.endswith(".whl")]
+        folders = [v for v in self.cmd.option_values("-f", "--find-links") if "://" not in v]
+        paths = [a for a in self.cmd.positionals() if a.endswith(".whl")]
         found = local_wheels(planned.name, planned.version, folders, paths)
         return found or None
 
-    def _uninstall(self) -> int:
-        from dtkguard.guard.verdict import vendor_removals
-        from dtkguard.guard.veto_text import render_removal
-
-        plan = uv_dry_run(self.uv, [*self.args, "--dry-run"], self.env, set())
-        if not plan.ok:
-            _say(plan.stderr)
-            return self.untouched(plan.returncode)
-        self.same_environment(plan)
-        vendor = vendor_removals(plan.remove, self.policy)
-        if vendor and not self.reason:
-            _say(render_removal(vendor, self.policy, self.command, DTKUV))
-            return self.untouched(1)
-        from dtkguard.env.environment import from_python
-        from dtkguard.guard.verdict import judge
-        from dtkguard.guard.veto_text import render
-
-        before = from_python(self.interp.python)
-        # the env after the removals, judged like an install: `vendor-deps-broken` ...
-        verdict = judge(before, plan, self.policy, self.interp.purelib)
-        if not verdict.blocked and not vendor:
-            stopped = self.judge_files(plan, before)
-            if stopped is not None:
-                return stopped
-        if verdict.blocked and not self.reason:
-            _say(render(verdict, self.policy, self.command, [], False, DTKUV))
-            return self.untouched(1)
-        blocking = [f"{f.rule}: {f.message}" for f in verdict.blocking]
-        if vendor or blocking:
-            self.record([f"remove {v}" for v in vendor] + blocking)
-        self.touches = [canonical(r) for r in plan.remove]
-        return self.real(self.args)
-
-    def judge_files(self, plan: Plan, before: Environment) -> int | None:
+    def judge_files(self, plan: Plan, before: Environment) -> list[Problem]:
         """The files the plan writes and deletes, judged as the pip hook judges pip's
-        (`dtkguard.guard.file_effects`): the exit code when that stops it, else None."""
+        (`dtkguard.guard.file_effects`)."""
         from dtkguard.guard.file_effects import judge_plan
 
         # the wheels uv takes from an index are judged by what uv's real run writes
         problems, _ = judge_plan(
             self.interp, before, self.policy.to_json(), plan, self.locate, facts=self.files
         )
-        if not problems:
-            return None
-        if self.reason:
-            self.record([f"{p.rule}: {p.message}" for p in problems])
-            return None
-        return self.stop(problems)
+        return problems
 
-    def stop(self, problems: list[Problem], said: str = "") -> int:
-        """Refuse with ``problems`` (``said``: what was put back), the environment as it was."""
-        lines = "".join(f"  {p.message} [{p.rule}, {p.severity}]\n" for p in problems[:8])
-        more = f"  ... and {len(problems) - 8} more\n" if len(problems) > 8 else ""
-        said = f" ({said})" if said else ""
-        _say(
-            f"dtkuv: stopped `{self.command}`: nothing was installed or removed{said}.\n"
-            f"{lines}{more}"
-            f"dtkguard: this environment is guarded by policy {self.policy.name}; "
-            f"`dtkguard policy explain {problems[0].package}` shows the rule. "
-            f'Override (recorded): dtkuv --override "reason" {self.command[3:]}\n'
-        )
-        return self.untouched(1)
-
-    def same_environment(self, plan: Plan) -> None:
+    def check_plan(self, plan: Plan) -> None:
         """uv must have planned for the interpreter dtkuv judges (fail closed otherwise)."""
-        if into_folder(plan) and not self.sub.option_values("-t", "--target", "--prefix"):
-            self.untouched(2)
+        if into_folder(plan) and not self.cmd.option_values("-t", "--target", "--prefix"):
+            self.finish(2)
             raise InputError(
                 "uv's configuration sends this to a --target/--prefix folder dtkuv was not told "
                 "of: give it on the command line; nothing was changed",
@@ -439,25 +346,13 @@ class _Run:
             return  # uv names no env for ./.venv of the cwd; --python already pinned it
         where = Path(named) if os.path.isabs(named) else Path.cwd() / named
         if os.path.realpath(where) != os.path.realpath(self.interp.prefix):
-            self.untouched(2)
+            self.finish(2)
             raise InputError(
                 f"uv planned for {named}, not for {self.interp.prefix}: nothing was changed",
                 field="--python",
             )
 
-    def record(self, allowed: list[str]) -> None:
-        overrides.record(
-            overrides_log(self.interp),
-            self.reason,
-            ["uv", "pip", str(self.sub.command), *self.sub.args],
-            allowed,
-            "dtkuv",
-        )
-        # uv runs no pip hook, so no token is handed on: this record is the only one
-        self.env[overrides.ENV_VAR] = self.reason
-        _say(f"dtkuv: override recorded in {overrides_log(self.interp)}: {self.reason}\n")
-
-    def untouched(self, code: int) -> int:
+    def finish(self, code: int) -> int:
         """Leave the environment as it was: uv's dry run takes an empty ``.lock`` in it, and
         what a dry run's build changed of the vendor files is put back and refused."""
         if self.deferred and self.watch is not None:
@@ -466,7 +361,7 @@ class _Run:
             if moved or added:
                 from dtkguard.guard.run_effects import built_problem
 
-                return self.stop([built_problem(moved + added)], self.put_back())
+                return flow.refuse(self, [built_problem(moved + added)], self.put_back())
         for lock in self.new_locks:
             try:
                 if lock.stat().st_size == 0:
@@ -475,37 +370,25 @@ class _Run:
                 pass
         return code
 
-    def real(self, args: list[str], plan: Plan | None = None) -> int:
-        """Run the real uv once: the only step that changes the environment, journalled as one
-        transaction (`dtkguard undo` reverts it; a failed run is rolled back), like dtkpip's.
-        What it wrote is judged inside the transaction (`Watch.judge_run`): a refusal rolls it
-        back and puts the watched files back."""
-        from dtkguard.guard.baseline import follow
-        from dtkguard.guard.run_effects import Refused
-        from dtkguard.journal.transaction import journalled
-
-        def run() -> int:
-            code = run_uv(self.uv, args, self.env, capture=False).returncode
-            if code == 0 and plan is not None and self.watch is not None:
-                problems = self.watch.judge_run(plan)
-                if problems and not self.reason:
-                    raise Refused(problems)
-                if problems:
-                    self.record([f"{p.rule}: {p.message}" for p in problems])
-            return code
-
-        def then(txn: Transaction) -> None:
-            follow(self.interp, txn.changes(), touched=self.touches)
-
-        argv = ["dtkuv", *args]
+    def starting(self) -> None:
         self.deferred = False  # `Watch.judge_run` compares everything, `put_back` too
-        if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
-            code = run()
-        else:
-            code = journalled(
-                str(self.interp.python), "dtkuv", argv, run, then, touches=self.touches or None
-            )
+
+    def run(self, args: list[str], plan: Plan | None) -> int:
+        """Run the real uv once. What it wrote is judged inside the transaction
+        (`Watch.judge_run`): a refusal rolls it back and puts the watched files back."""
+        from dtkguard.guard.run_effects import Refused
+
+        code = run_uv(self.uv, args, self.env, capture=False).returncode
+        if code == 0 and plan is not None and self.watch is not None:
+            problems = self.watch.judge_run(plan)
+            if problems and not self.reason:
+                raise Refused(problems)
+            if problems:
+                flow.record_override(self, [f"{p.rule}: {p.message}" for p in problems])
+        return code
+
+    def after_run(self, code: int) -> int:
         if code != 0:  # rolled back: what its builds changed of the watched files too
             self.put_back()
-            return self.untouched(code)
+            return self.finish(code)
         return code

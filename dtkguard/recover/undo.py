@@ -168,7 +168,7 @@ def undo(
 ) -> int:
     """Decide (conflicts, what needs ``--override``, the kept copies), print, ask, do."""
     from dtkguard.env.interpreter import interpreter
-    from dtkguard.guard.dtkpip import load_guard_policy
+    from dtkguard.guard.hook_policy import load_guard_policy
     from dtkguard.recover.confirm import confirm
 
     lay = layout(python)
