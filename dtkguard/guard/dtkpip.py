@@ -198,7 +198,7 @@ def _install_once(front: PipFrontend) -> int | None:
     goes on inside the journal's transaction, or refuses with nothing changed. None: no hook
     answered, pip ran the dry run only (plan the usual way)."""
     from dtkguard.guard.pip_channel import OneRun
-    from dtkguard.guard.plan import read_report
+    from dtkguard.guard.plan import UNREADABLE, read_report
 
     cmd = front.cmd
     report = front.constraints.parent / "report.json"
@@ -215,7 +215,7 @@ def _install_once(front: PipFrontend) -> int | None:
         if not read_report(report, plan) or not set(run.wheels) <= {p.key for p in plan.install}:
             run.finish()
             say("dtkpip: pip's plan could not be read; nothing was installed or removed\n")
-            return 1
+            return UNREADABLE
         if not plan.install:
             return run.go()
         locate = _paused_locator(run.wheels, front.locate)

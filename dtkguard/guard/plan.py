@@ -88,6 +88,11 @@ class Plan:
         )
 
 
+#: the exit code of dtkpip and dtkuv when the installer's plan cannot be read: a refusal
+#: (nothing changed), as a veto is
+UNREADABLE = 1
+
+
 def run_pip(
     python: str, args: list[str], env: dict[str, str] | None = None, capture: bool = True
 ) -> subprocess.CompletedProcess[str]:
@@ -120,8 +125,13 @@ def dry_run(
             args += ["-c", str(constraints)]
         proc = run_pip(python, args, env)
         plan = Plan(proc.returncode, proc.stdout, proc.stderr, constrained=constraints is not None)
-        if proc.returncode == 0:
-            read_report(report, plan)
+        if proc.returncode == 0 and not read_report(report, plan):
+            # fail closed: a plan dtkpip cannot read is not an empty plan
+            plan.returncode = UNREADABLE
+            plan.stderr += (
+                "dtkpip: cannot read pip's plan (its --report file is missing or not a "
+                "report): nothing was changed\n"
+            )
     return plan
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.guard.pipargs import VALUE_OPTIONS
-from dtkguard.guard.plan import Plan, Planned
+from dtkguard.guard.plan import UNREADABLE, Plan, Planned
 
 #: uv options (global and ``uv pip``) that take a value, on top of pip's
 UV_VALUE_OPTIONS = VALUE_OPTIONS | frozenset(
@@ -155,7 +155,7 @@ def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str
             )
         )
     if said != seen:  # fail closed: a plan dtkuv cannot read is not an empty plan
-        plan.returncode = 2
+        plan.returncode = UNREADABLE
         plan.stderr += (
             f"dtkuv: cannot read uv's plan (it announces {said['install']} to install and "
             f"{said['uninstall']} to uninstall, dtkuv read {seen['install']} and "

@@ -158,7 +158,7 @@ def test_a_plan_dtkuv_cannot_read_is_refused(tmp_path: Path) -> None:
     )
     fake.chmod(0o755)
     plan = uv_dry_run(str(fake), ["pip", "install", "--dry-run", "x"], hermetic_env(), set())
-    assert plan.returncode == 2 and "cannot read uv's plan" in plan.stderr
+    assert plan.returncode == 1 and "cannot read uv's plan" in plan.stderr
     fake.write_text(fake.read_text().replace("install 2", "install 1"))
     plan = uv_dry_run(str(fake), ["pip", "install", "--dry-run", "x"], hermetic_env(), set())
     assert plan.ok and [p.name for p in plan.install] == ["accelerate"]
