@@ -183,6 +183,7 @@ def record_override(front: Frontend, allowed: list[str]) -> None:
     else:
         overrides.record(log, front.reason, argv, allowed, front.tool.name)
     front.env[overrides.ENV_VAR] = front.reason
+    front.overridden = True
     say(f"{front.tool.name}: override recorded in {log}: {front.reason}\n")
 
 
@@ -206,8 +207,15 @@ def journalled(front: Frontend, run: Callable[[], int], touches: list[str]) -> i
     front.starting()
     if installs_elsewhere(argv):  # not the environment's roots: nothing to journal
         return front.after_run(run())
+    reason = front.reason if front.overridden else ""  # `dtkguard history` says it
     code = in_transaction(
-        str(front.interp.python), front.tool.name, argv, run, then, touches=touches or None
+        str(front.interp.python),
+        front.tool.name,
+        argv,
+        run,
+        then,
+        touches=touches or None,
+        reason=reason,
     )
     return front.after_run(code)
 

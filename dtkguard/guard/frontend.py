@@ -63,6 +63,8 @@ class Frontend:
         self, interp: Interpreter, policy: CompiledPolicy, reason: str, typed: list[str]
     ) -> None:
         self.interp, self.policy, self.reason = interp, policy, reason
+        #: an override was recorded for this run (its reason goes into the journal too)
+        self.overridden = False
         #: the installer's arguments as typed (the journal's and the override log's words)
         self.typed = typed
         self.env = dict(os.environ)

@@ -261,16 +261,18 @@ def journalled(
     then: Callable[[Transaction], object] | None = None,
     *,
     touches: list[str] | None = None,
+    reason: str = "",
 ) -> int:
     """Run ``run()`` (a pip or uv call returning its exit code) as one transaction of
     ``python``'s environment. A non-zero exit rolls the environment back to where it was
     (pip commits each package as it goes: a failure half way would leave it between states).
     ``then(txn)`` runs after a commit (the baseline follows the approved change).
     ``touches``: the canonical names the plan installs, upgrades or removes (only their files
-    are snapshotted). This is the one wrapper dtkpip and dtkuv use."""
+    are snapshotted); ``reason``: an override's, which `history` shows. This is the one wrapper
+    dtkpip and dtkuv use."""
     code = 0
     try:
-        with transaction(python, tool, argv, touches=touches) as txn:
+        with transaction(python, tool, argv, reason, touches=touches) as txn:
             code = run()
             if code != 0:
                 raise _Failed(code)

@@ -183,6 +183,9 @@ def test_an_override_records_the_command_as_typed(
     assert entry["argv"] == [installer, *globals_, *sub, *args]
     assert entry["tool"] == f"dtk{installer}" and entry["reason"] == "flow test"
     assert any(a.startswith("denied-package") for a in entry["allowed"])
+    history = run_in_process("history", "--python", str(venv.python))
+    assert history.code == 0, history.err
+    assert "note: override: flow test" in history.out, history.out
 
 
 @pytest.mark.parametrize(
