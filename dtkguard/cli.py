@@ -18,6 +18,7 @@ from dtkguard.util.console import COLOR_CHOICES, configure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
 #: subcommand -> module in dtkguard.commands
@@ -140,7 +141,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _on_every_parser(parser: argparse.ArgumentParser, add) -> None:
+def _on_every_parser(
+    parser: argparse.ArgumentParser, add: Callable[[argparse.ArgumentParser], None]
+) -> None:
     """``add(parser)`` on ``parser`` and on each of its sub-actions' parsers."""
     add(parser)
     for action in parser._actions:

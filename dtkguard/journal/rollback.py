@@ -71,7 +71,9 @@ class _Rollback:
             return False
         return saved is None or not _same_bytes(saved, path)
 
-    def made(self, i: int, rel: str, full: str, st: os.stat_result, known: dict) -> bool:
+    def made(
+        self, i: int, rel: str, full: str, st: os.stat_result, known: dict[tuple[int, str], Entry]
+    ) -> bool:
         """A path ``pre.list`` of scope "plan" does not name: the change's when it wrote it
         (ctime in its window) and it is a touched distribution's now, or lies in a top-level
         entry the root did not have before."""

@@ -44,7 +44,7 @@ def sig(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def owned_now(txn: Transaction):
+def owned_now(txn: Transaction) -> Owned | None:
     """The files of the distributions the change touches (None: unknown, every file)."""
     if txn.touches is None:
         return None

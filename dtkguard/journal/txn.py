@@ -21,6 +21,10 @@ from dtkguard.journal.chain import CHAIN, txn_digest
 from dtkguard.lightclass import field, record
 from dtkguard.util.atomic import atomic_write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 JOURNAL_DIR = "journal"
 
 
@@ -79,7 +83,7 @@ class Transaction:
     def pre(self) -> Path:
         return self.dir / "pre"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "tool": self.tool,

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.lock.write import LockEntry
+
 
 def env_python(env: Any) -> str | None:
     """``X.Y`` of the environment's interpreter (its reader's `TargetIdentity.python_version`);
@@ -46,13 +50,13 @@ class InstalledLock:
     """What locking an installed set found: wheel-matched entries, installed-only records,
     and the requirements the installed set does not satisfy."""
 
-    entries: list = field(default_factory=list)
-    installed: list[dict] = field(default_factory=list)
+    entries: list[LockEntry] = field(default_factory=list)
+    installed: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
 def lock_installed(
-    env: Any, sources: list, policy: Any, target: Any, lock_dir: Path
+    env: Any, sources: list[Any], policy: Any, target: Any, lock_dir: Path
 ) -> InstalledLock:
     """Match every installed dist of ``env`` to a wheel in ``sources`` (see the module)."""
     from dtkguard.lock.build import entry_for, match_installed, record_digest
@@ -97,8 +101,13 @@ def lock_installed(
 
 
 def installed_document(
-    env: Any, found: InstalledLock, policy: Any, target: Any, inputs: dict, note: str | None
-):
+    env: Any,
+    found: InstalledLock,
+    policy: Any,
+    target: Any,
+    inputs: dict[str, Any],
+    note: str | None,
+) -> dict[str, Any]:
     """The PEP 751 document of an installed set; ``[tool.dtkguard]`` records the environment."""
     from dtkguard.lock.tool import tool_table
     from dtkguard.lock.write import build_document

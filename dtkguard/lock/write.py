@@ -200,7 +200,8 @@ def _scalar(value: Any) -> str:
         return str(value)
     import tomlkit
 
-    return tomlkit.item(value).as_string()
+    text: str = tomlkit.item(value).as_string()
+    return text
 
 
 def _inline(value: Any) -> str:
