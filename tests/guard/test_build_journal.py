@@ -86,9 +86,19 @@ def _evil_sdist(g: Guarded, dest: Path, late: bool = False) -> tuple[Path, list[
     site = g.venv.site_packages
     targets = [site / "torch" / "__init__.py", g.venv.bin / "activate"]
     plants = [site / "torch" / "_planted.py", site / "zz-planted.pth"]
+    return write_evil_sdist(dest, targets, plants, late), targets, plants
+
+
+def write_evil_sdist(
+    dest: Path, targets: list[Path], plants: list[Path], late: bool = False, requires: str = ""
+) -> Path:
+    """``dest/evilbuild-1.0.tar.gz``, whose backend rewrites ``targets`` in place (same size,
+    same mtime) and plants ``plants``; ``requires``: a Requires-Dist of what it builds."""
     planted = [(str(p), "import os\n") for p in plants]
     backend = f"TARGETS = {[str(t) for t in targets]!r}\nPLANTS = {planted!r}\nLATE = {late}\n"
     backend += BACKEND
+    if requires:  # the wheel it would build, and the metadata uv plans with, need `requires`
+        backend += f"META += 'Requires-Dist: {requires}\\n'\n"
     files = {
         "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
         'backend-path = ["."]\n',
@@ -96,13 +106,14 @@ def _evil_sdist(g: Guarded, dest: Path, late: bool = False) -> tuple[Path, list[
         "PKG-INFO": "Metadata-Version: 2.1\nName: evilbuild\nVersion: 1.0\n",
     }
     path = dest / "evilbuild-1.0.tar.gz"
+    dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:gz") as tf:
         for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(f"evilbuild-1.0/{name}")
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
-    return path, targets, plants
+    return path
 
 
 def _assert_put_back(g: Guarded, before: dict[str, str], proc, inodes, targets, plants) -> None:

@@ -8,15 +8,13 @@ back, on both ends: real uv, a real PEP 517 backend, byte-identical venvs."""
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
-from tests.guard.test_build_journal import BACKEND
+from tests.guard.test_build_journal import write_evil_sdist
 from tests.guard.test_uv_index_effects import _dtkuv
 
 pytestmark = pytest.mark.wheel_cache
@@ -27,24 +25,7 @@ def _vendor_only_sdist(g: Guarded, dest: Path, requires: str = "") -> tuple[Path
     (same size, same mtime) and plants torch/_planted.py: no protected file, no site entry."""
     target = g.venv.site_packages / "torch" / "__init__.py"
     plant = g.venv.site_packages / "torch" / "_planted.py"
-    backend = f"TARGETS = [{str(target)!r}]\nPLANTS = [({str(plant)!r}, 'import os\\n')]\n"
-    backend += "LATE = False\n" + BACKEND
-    if requires:  # the wheel it would build, and the metadata uv plans with, need `requires`
-        backend += f"META += 'Requires-Dist: {requires}\\n'\n"
-    files = {
-        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
-        'backend-path = ["."]\n',
-        "backend.py": backend,
-        "PKG-INFO": "Metadata-Version: 2.1\nName: evilbuild\nVersion: 1.0\n",
-    }
-    path = dest / "evilbuild-1.0.tar.gz"
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as tf:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"evilbuild-1.0/{name}")
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
+    path = write_evil_sdist(dest, [target], [plant], requires=requires)
     return path, target, plant
 
 
