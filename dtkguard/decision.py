@@ -11,8 +11,65 @@ vendor_builds_ok}], ``exceptions`` [{rule, package, reason, expires}], ``dtk``, 
 ``binary`` {deny_needed, gpu_runtime, hip_runtime} (library name patterns, `judge_binary`).
 """
 
+from __future__ import annotations
+
 import fnmatch
 import re
+
+TYPE_CHECKING = False  # typing costs start-up time, inside pip too; annotations are lazy
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sized
+    from typing import Any, Protocol, TypedDict
+
+    #: a value of parsed JSON whose shape its writer owns: the compiled policy's
+    #: (``CompiledPolicy.to_json()``, the module docstring), the baseline's
+    #: (`dtkguard.env.baseline`), a problem's evidence; read here with ``.get`` and defaults
+    JSON = Any
+    #: the compiled policy as plain JSON
+    Policy = Mapping[str, JSON]
+    #: a DTK release: (year, month, patch or None)
+    Release = tuple[int, int, int | None]
+    #: the environment's DTK release and where that comes from (`reference_release`)
+    Reference = tuple[Release, str]
+    #: `version_key`: epoch, release, pre, post, dev, local label
+    VersionKey = tuple[
+        int,
+        tuple[int, ...],
+        tuple[str, int] | None,
+        int | None,
+        int | None,
+        tuple[tuple[int, int, str], ...],
+    ]
+
+    class EnvFacts(TypedDict):
+        """`env_facts`: what the file judgement knows of the environment."""
+
+        sites: list[str]
+        #: {(site, import name): the vendor builds providing it there}
+        tops: dict[tuple[str, str], set[str]]
+        scripts: str | None
+        #: the protected kind of a path, or None
+        kind_of: Callable[[str], str | None]
+        #: may dist ``name`` at ``version`` write a protected file of ``kind``?
+        may_write: Callable[[str, str, str | None], bool]
+        guard: list[str]
+
+    class Marker(Protocol):
+        def evaluate(self, environment: dict[str, str]) -> bool: ...
+
+    class Specifier(Protocol):
+        def contains(self, item: str, prereleases: bool | None = ...) -> bool: ...
+
+    class Requirement(Protocol):
+        """A parsed PEP 508 requirement: ``packaging.requirements.Requirement``'s interface."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def marker(self) -> Marker | None: ...
+        @property
+        def specifier(self) -> Specifier: ...
+
 
 #: problems at these severities refuse an install (the default ``--fail-on`` of `check`)
 VETO = ("critical", "high")
@@ -24,7 +81,14 @@ class Problem:
 
     __slots__ = ("evidence", "message", "package", "rule", "severity")
 
-    def __init__(self, rule, severity, package, message, evidence=None):
+    def __init__(
+        self,
+        rule: str,
+        severity: str,
+        package: str,
+        message: str,
+        evidence: dict[str, JSON] | None = None,
+    ) -> None:
         self.rule = rule
         self.severity = severity
         self.package = package
@@ -32,17 +96,17 @@ class Problem:
         self.evidence = evidence or {}
 
     @property
-    def blocking(self):
+    def blocking(self) -> bool:
         return self.severity in VETO
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Problem({self.rule!r}, {self.severity!r}, {self.package!r}, {self.message!r})"
 
 
 # -- names and versions ---------------------------------------------------------------------
 
 
-def canonical(name: "str | None") -> str:
+def canonical(name: str | None) -> str:
     """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
     return re.sub(r"[-_.]+", "-", (name or "").strip()).lower()
 
@@ -58,7 +122,7 @@ _VERSION = (
 _PRE = {"alpha": "a", "beta": "b", "c": "rc", "pre": "rc", "preview": "rc"}
 
 
-def version_key(text):
+def version_key(text: str | None) -> VersionKey | None:
     """A comparable key of a PEP 440 version (local label included); None if not PEP 440."""
     m = re.match(_VERSION, str(text or ""))
     if m is None:
@@ -66,11 +130,11 @@ def version_key(text):
     release = [int(p) for p in m.group("release").split(".")]
     while len(release) > 1 and release[-1] == 0:
         release.pop()
-    pre = None
+    pre: tuple[str, int] | None = None
     if m.group("pre_l"):
         label = m.group("pre_l").lower()
         pre = (_PRE.get(label, label), int(m.group("pre_n") or 0))
-    post = None
+    post: int | None = None
     if m.group("post_n1") or m.group("post_l"):
         post = int(m.group("post_n1") or m.group("post_n2") or 0)
     dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
@@ -82,7 +146,7 @@ def version_key(text):
     return (int(m.group("epoch") or 0), tuple(release), pre, post, dev, local)
 
 
-def same_version(a, b):
+def same_version(a: str | None, b: str | None) -> bool:
     """PEP 440 equality, local labels included (``2.4.1+DAS.opt1`` is ``2.4.1+das.opt1``)."""
     if a is None or b is None:
         return False
@@ -95,18 +159,18 @@ def same_version(a, b):
 _DTK = r"dtk(\d{2})(\d{2})(\d?)"  # compiled on first use
 
 
-def local_parts(version):
+def local_parts(version: str | None) -> list[str]:
     """The parts of a version's local label, lower case (``+das.opt1`` -> [das, opt1])."""
     _, plus, local = str(version or "").partition("+")
     return [p for p in re.split(r"[-_.]", local.lower()) if p] if plus else []
 
 
-def is_vendor_label(version):
+def is_vendor_label(version: str | None) -> bool:
     """True for a DAS or DTK build (``+das...`` or ``+dtkYYMM...``), not ``+cu121``/``+rocm``."""
     return any(p == "das" or re.fullmatch(_DTK, p) for p in local_parts(version))
 
 
-def release_of_label(version):
+def release_of_label(version: str | None) -> Release | None:
     """The DTK release a label names as (year, month, patch or None), or None."""
     for part in local_parts(version):
         m = re.fullmatch(_DTK, part)
@@ -115,7 +179,7 @@ def release_of_label(version):
     return None
 
 
-def parse_release(text):
+def parse_release(text: str | None) -> Release | None:
     """``25.04.1``, ``25.04``, ``dtk25041``, ``dtk-25.04.1`` -> (25, 4, 1 or None); or None."""
     text = str(text or "").strip().lower()
     text = text[3:] if text.startswith("dtk") else text
@@ -128,16 +192,16 @@ def parse_release(text):
     return (int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
 
 
-def release_text(release):
+def release_text(release: Release) -> str:
     base = f"{release[0]:02d}.{release[1]:02d}"
     return base if release[2] is None else f"{base}.{release[2]}"
 
 
-def _key(release):
+def _key(release: Release) -> tuple[int, int, int]:
     return (release[0], release[1], release[2] or 0)
 
 
-def release_allowed(release, reference, allow):
+def release_allowed(release: Release, reference: Release, allow: Iterable[str] | None) -> bool:
     """Is a build for DTK ``release`` allowed beside ``reference`` (plus the ``dtk_allow`` list)?"""
     if _key(release) == _key(reference):
         return True
@@ -150,7 +214,7 @@ def release_allowed(release, reference, allow):
     return False
 
 
-def reference_release(policy, versions):
+def reference_release(policy: Policy, versions: Mapping[str, str]) -> Reference | None:
     """The DTK release the environment is meant for, and where that comes from: the policy's
     ``dtk``, else the installed torch's label, else the most common one. ``versions`` maps
     canonical names to installed versions."""
@@ -159,9 +223,10 @@ def reference_release(policy, versions):
         if release is not None:
             return release, f"policy {policy.get('name', '?')}"
     torch = versions.get("torch")
-    if torch is not None and release_of_label(torch) is not None:
-        return release_of_label(torch), f"torch {torch}"
-    counts = {}
+    labelled = release_of_label(torch) if torch is not None else None
+    if labelled is not None:
+        return labelled, f"torch {torch}"
+    counts: dict[Release, int] = {}
     for version in versions.values():
         release = release_of_label(version)
         if release is not None:
@@ -175,16 +240,19 @@ def reference_release(policy, versions):
 # -- the per-dist decision ------------------------------------------------------------------
 
 
-def deny_rule(policy, name):
+def deny_rule(policy: Policy, name: str | None) -> Mapping[str, JSON] | None:
     """The first deny rule whose pattern matches the canonical ``name``, or None."""
     key = canonical(name)
-    for rule in policy.get("deny") or ():
+    rules: Iterable[Mapping[str, JSON]] = policy.get("deny") or ()
+    for rule in rules:
         if fnmatch.fnmatchcase(key, rule.get("pattern", "")):
             return rule
     return None
 
 
-def judge_dist(policy, name, version, reference=None):
+def judge_dist(
+    policy: Policy, name: str, version: str | None, reference: Reference | None = None
+) -> list[Problem]:
     """Problems of having ``name`` at ``version`` (None: unknown) in the environment.
 
     ``reference`` is the environment's DTK release and its source, as ``reference_release``
@@ -194,7 +262,7 @@ def judge_dist(policy, name, version, reference=None):
     shown = f"{name} {version if version is not None else '(unknown version)'}"
     policy_name = policy.get("name", "?")
     pin = (policy.get("vendor") or {}).get(key)
-    out = []
+    out: list[Problem] = []
     if pin is not None:
         if same_version(version, pin):
             return []  # the policy's own pin is never mixed, never denied
@@ -229,14 +297,14 @@ def judge_dist(policy, name, version, reference=None):
 # -- files: what a change does to imports and to the guard ---------------------------------
 
 
-def _under(path, root):
+def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 _METADATA_DIRS = (".dist-info", ".egg-info", ".egg")
 
 
-def metadata_project(entry):
+def metadata_project(entry: str) -> str | None:
     """The canonical project of a site-level ``NAME[-VER].dist-info``/``.egg-info``/``.egg``
     entry (a file or a folder: ``importlib.metadata`` reads both), else None."""
     for suffix in _METADATA_DIRS:
@@ -245,7 +313,7 @@ def metadata_project(entry):
     return None
 
 
-def import_top(entry):
+def import_top(entry: str) -> str | None:
     """The import name a site-level entry provides: ``torch`` for ``torch/``, ``torch.py``,
     ``torch.cpython-311-x86_64-linux-gnu.so`` or ``torch.pth``; None for metadata folders."""
     if metadata_project(entry) is not None or entry.endswith(".data"):
@@ -253,10 +321,11 @@ def import_top(entry):
     return entry.split(".", 1)[0] or None
 
 
-def console_scripts(text):
+def console_scripts(text: str) -> list[str]:
     """The script names of ``[console_scripts]``/``[gui_scripts]`` in a wheel's
     entry_points.txt (the files an installer generates in the scripts folder)."""
-    out, section = [], None
+    out: list[str] = []
+    section: str | None = None
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("["):
@@ -266,21 +335,28 @@ def console_scripts(text):
     return out
 
 
-def _site_of(path, site_dirs):
+def _site_of(path: str, site_dirs: Iterable[str]) -> str | None:
     for site in site_dirs:
         if path.startswith(site.rstrip("/") + "/"):
             return site.rstrip("/")
     return None
 
 
-def env_facts(site_dirs, vendor_files, scripts=None, kind_of=None, may_write=None, guard=()):
+def env_facts(
+    site_dirs: Collection[str],
+    vendor_files: Mapping[str, Iterable[str]],
+    scripts: str | None = None,
+    kind_of: Callable[[str], str | None] | None = None,
+    may_write: Callable[[str, str, str | None], bool] | None = None,
+    guard: Iterable[str] = (),
+) -> EnvFacts:
     """What the file judgement needs to know of the environment, from plain data.
 
     ``site_dirs``: resolved site directories; ``vendor_files``: {vendor name: [absolute files of
     its installed RECORD]}; ``kind_of(path)``: the protected kind of a path or None, and
     ``may_write(kind, name, version)`` (both from the protected set, ``dtkguard.protected``);
     ``guard``: further files and folders of the guard (its state)."""
-    tops = {}
+    tops: dict[tuple[str, str], set[str]] = {}
     for key, files in vendor_files.items():
         for path in files:
             site = _site_of(path, site_dirs)
@@ -302,7 +378,7 @@ def env_facts(site_dirs, vendor_files, scripts=None, kind_of=None, may_write=Non
     }
 
 
-def vendor_of(path, facts, policy):
+def vendor_of(path: str, facts: EnvFacts, policy: Policy) -> tuple[str, str] | None:
     """(vendor name, what) when ``path`` lies inside a vendor build's import package or module
     (any suffix, any depth, its ``__pycache__``) or is a metadata folder named like a vendor
     project; else None."""
@@ -324,7 +400,7 @@ def vendor_of(path, facts, policy):
     return None
 
 
-def is_vendor_writer(policy, key, version, owner):
+def is_vendor_writer(policy: Policy, key: str, version: str | None, owner: str) -> bool:
     """The vendor build itself (its pinned version) may write its own package."""
     pin = (policy.get("vendor") or {}).get(key)
     return key == owner and pin is not None and same_version(version, pin)
@@ -333,7 +409,7 @@ def is_vendor_writer(policy, key, version, owner):
 STARTUP_MODULES = ("sitecustomize", "usercustomize")
 
 
-def startup_file(path, site_dirs):
+def startup_file(path: str, site_dirs: Iterable[str]) -> str | None:
     """The file name if ``path`` is code every interpreter start runs: a ``.pth`` directly in
     a site directory, or a ``sitecustomize``/``usercustomize`` module or package there."""
     head, _, base = path.rstrip("/").rpartition("/")
@@ -374,9 +450,9 @@ _NSPKG = [  # setuptools' namespace-package line, statement by statement (both t
 ]
 
 
-def _nspkg_line(line, tops):
+def _nspkg_line(line: str, tops: Collection[str]) -> bool:
     """A setuptools namespace-package line for a namespace the same wheel ships."""
-    match = None
+    match: re.Match[str] | None = None
     for statement in line.strip().rstrip(";").split(";"):
         for pattern in _NSPKG:
             m = re.fullmatch(pattern, statement.strip())
@@ -391,7 +467,9 @@ def _nspkg_line(line, tops):
     return first in tops
 
 
-def _editable_pth(key, version, filename, lines, members):
+def _editable_pth(
+    key: str, version: str | None, filename: str, lines: Iterable[str], members: Collection[str]
+) -> bool:
     """setuptools' ``__editable__.NAME-VER.pth`` of this dist: path lines, or one
     ``import F; F.install()`` of the finder module the same wheel ships."""
     stem = filename[len("__editable__.") : -len(".pth")]
@@ -406,7 +484,9 @@ def _editable_pth(key, version, filename, lines, members):
     return True
 
 
-def startup_shape_ok(key, version, filename, content, members):
+def startup_shape_ok(
+    key: str, version: str | None, filename: str, content: str | None, members: Collection[str]
+) -> bool:
     """Does dist ``key`` at ``version`` ship exactly what pip, setuptools or virtualenv write
     as this start-up file? ``content``: the file's text (None: unknown); ``members``: the
     import names the same wheel ships at its top level."""
@@ -422,7 +502,7 @@ def startup_shape_ok(key, version, filename, content, members):
     return not lines  # an empty .pth runs nothing
 
 
-def startup_allowed(policy, name, filename):
+def startup_allowed(policy: Policy, name: str, filename: str) -> bool:
     """Does the policy's ``startup-allow`` let dist ``name`` ship ``filename`` by name? Only
     entries naming one dist (``dist:pattern``) count: a pattern for every dist would let any
     wheel ship it."""
@@ -434,17 +514,27 @@ def startup_allowed(policy, name, filename):
     return False
 
 
-def _more(items):
+def _more(items: Sized) -> str:
     return f" and {len(items) - 1} more" if len(items) > 1 else ""
 
 
-def judge_files(policy, name, version, paths, facts, contents=None, members=()):
+def judge_files(
+    policy: Policy,
+    name: str,
+    version: str | None,
+    paths: Iterable[str],
+    facts: EnvFacts,
+    contents: Mapping[str, str] | None = None,
+    members: Collection[str] = (),
+) -> list[Problem]:
     """Problems of dist ``name`` at ``version`` writing the absolute, *resolved* ``paths``.
 
     ``facts``: `env_facts`; ``contents``: {path: text} of the start-up files among ``paths``;
     ``members``: the import names the wheel ships at its top level."""
     key = canonical(name)
-    conflicts, tamper, startup = {}, [], []
+    conflicts: dict[str, list[tuple[str, str]]] = {}
+    tamper: list[tuple[str, str]] = []
+    startup: list[str] = []
     for path in paths:
         hit = vendor_of(path, facts, policy)
         if hit is not None and not is_vendor_writer(policy, key, version, hit[0]):
@@ -462,7 +552,7 @@ def judge_files(policy, name, version, paths, facts, contents=None, members=()):
             continue
         if not startup_shape_ok(key, version, filename, (contents or {}).get(path), members):
             startup.append(path)
-    out = []
+    out: list[Problem] = []
     for owner, hits in sorted(conflicts.items()):
         files = [p for p, _ in hits]
         msg = f"{name} would add or change {files[0]}{_more(files)}, {hits[0][1]}"
@@ -492,13 +582,20 @@ PROTECTED_WHY = {
 }
 
 
-def judge_removals(policy, name, paths, facts, replacement=None):
+def judge_removals(
+    policy: Policy,
+    name: str,
+    paths: Iterable[str],
+    facts: EnvFacts,
+    replacement: str | None = None,
+) -> list[Problem]:
     """Problems of removing dist ``name``'s files ``paths`` (absolute, resolved, every file
     the removal deletes, folders expanded). ``replacement``: the version installed in its place
     in the same change (None: a plain removal). A vendor build's files may only go while the
     vendor build itself replaces them; protected files only while their writer does."""
     key = canonical(name)
-    vendor, tamper = [], []
+    vendor: list[tuple[str, tuple[str, str]]] = []
+    tamper: list[str] = []
     for path in paths:
         hit = vendor_of(path, facts, policy)
         if hit is not None and not (
@@ -510,7 +607,7 @@ def judge_removals(policy, name, paths, facts, replacement=None):
             replacement is not None and facts["may_write"](kind, key, replacement)
         ):
             tamper.append(path)
-    out = []
+    out: list[Problem] = []
     if vendor:
         files = [p for p, _ in vendor]
         owner = vendor[0][1][0]
@@ -522,7 +619,15 @@ def judge_removals(policy, name, paths, facts, replacement=None):
     return out
 
 
-def judge_uninstall(policy, name, version, paths, facts, today, replacement=None):
+def judge_uninstall(
+    policy: Policy,
+    name: str,
+    version: str | None,
+    paths: Iterable[str],
+    facts: EnvFacts,
+    today: str,
+    replacement: str | None = None,
+) -> list[Problem]:
     """Every unwaived problem of removing the installed dist ``name`` ``version`` whose removal
     deletes ``paths`` (as `judge_removals`), as `decide` judges an install: a vendor build
     may only go while its own build replaces it in the same change (``replacement``: the
@@ -530,7 +635,7 @@ def judge_uninstall(policy, name, version, paths, facts, today, replacement=None
     vendor build's files or the guard's."""
     key = canonical(name)
     pin = (policy.get("vendor") or {}).get(key)
-    found = []
+    found: list[Problem] = []
     if pin is not None and not (replacement and same_version(replacement, pin)):
         text = f"removing {name} {version} (the vendor build is {pin})"
         found.append(Problem("vendor-missing", "critical", key, text))
@@ -538,7 +643,7 @@ def judge_uninstall(policy, name, version, paths, facts, today, replacement=None
     return [p for p in found if waiver(policy, p, today) is None]
 
 
-def judge_moved_away(policy, name, version, today):
+def judge_moved_away(policy: Policy, name: str, version: str | None, today: str) -> list[Problem]:
     """The unwaived problem of an install elsewhere (``--prefix``, ``--root``) that removes
     the installed ``name`` ``version`` from this environment: a vendor build goes, its
     replacement lands outside."""
@@ -557,7 +662,13 @@ def judge_moved_away(policy, name, version, today):
 # -- the vendor builds keep what they need -------------------------------------------------
 
 
-def vendor_deps_broken(requires, versions, requirement, environment=None, pins=None):
+def vendor_deps_broken(
+    requires: Mapping[str, Iterable[str]],
+    versions: Mapping[str, str],
+    requirement: Callable[[str], Requirement],
+    environment: Mapping[str, str] | None = None,
+    pins: Mapping[str, str] | None = None,
+) -> dict[tuple[str, str], str]:
     """{(vendor, dependency): why} for every ``Requires-Dist`` of a vendor build that
     ``versions`` ({canonical name: version} of the environment) does not satisfy.
 
@@ -569,7 +680,7 @@ def vendor_deps_broken(requires, versions, requirement, environment=None, pins=N
     pinned build counts as a vendor build (a community torch is judged as ``vendor-replaced``,
     not by its own requirements), and a requirement on another pinned vendor build is left to
     the vendor rules (``vendor-replaced``/``vendor-missing`` judge that build itself)."""
-    out = {}
+    out: dict[tuple[str, str], str] = {}
     for vendor, texts in sorted(requires.items()):
         key = canonical(vendor)
         if key not in versions:
@@ -602,7 +713,14 @@ def vendor_deps_broken(requires, versions, requirement, environment=None, pins=N
     return out
 
 
-def judge_vendor_deps(requires, after, requirement, before=None, environment=None, pins=None):
+def judge_vendor_deps(
+    requires: Mapping[str, Iterable[str]],
+    after: Mapping[str, str],
+    requirement: Callable[[str], Requirement],
+    before: Mapping[str, str] | None = None,
+    environment: Mapping[str, str] | None = None,
+    pins: Mapping[str, str] | None = None,
+) -> list[Problem]:
     """``vendor-deps-broken`` (high) for each vendor requirement the environment ``after`` a
     change leaves unsatisfied; with ``before``, only those the change breaks; ``pins`` as for
     `vendor_deps_broken`."""
@@ -610,7 +728,7 @@ def judge_vendor_deps(requires, after, requirement, before=None, environment=Non
     if before is not None:
         old = vendor_deps_broken(requires, before, requirement, environment, pins)
         broken = {k: v for k, v in broken.items() if k not in old}
-    out = []
+    out: list[Problem] = []
     for (vendor, dep), why in sorted(broken.items()):
         ver = after.get(vendor, "")
         msg = f"the vendor build {vendor} {ver} {why}"
@@ -625,7 +743,7 @@ def judge_vendor_deps(requires, after, requirement, before=None, environment=Non
 _MANGLED = r"^(?P<stem>.+?)-[0-9a-f]{8}(?P<so>\.so(?:\.[0-9][^/]*)?)$"  # compiled on first use
 
 
-def library_names(name):
+def library_names(name: str | None) -> tuple[str, ...]:
     """The names ``name`` (a DT_NEEDED or SONAME entry) is judged by: its base name, and the
     name auditwheel started from when it is a mangled copy."""
     base = str(name or "").rsplit("/", 1)[-1]
@@ -633,12 +751,18 @@ def library_names(name):
     return (base, m.group("stem") + m.group("so")) if m else (base,)
 
 
-def library_matches(name, patterns):
+def library_matches(name: str | None, patterns: Iterable[str] | None) -> bool:
     """Does library ``name`` match one of the fnmatch ``patterns`` (``libcudart.so*``)?"""
     return any(fnmatch.fnmatchcase(n, p) for n in library_names(name) for p in patterns or ())
 
 
-def judge_binary(policy, name, path, needed, soname=None):
+def judge_binary(
+    policy: Policy,
+    name: str | None,
+    path: str,
+    needed: Iterable[str] | None,
+    soname: str | None = None,
+) -> list[Problem]:
     """Problems of dist ``name`` shipping the ELF file ``path`` that needs the libraries
     ``needed`` (its DT_NEEDED, in order) and is named ``soname``: ``cuda-binary`` when it needs
     (or is) a CUDA runtime library of the policy's ``binary.deny_needed``; ``foreign-hip`` when it
@@ -648,10 +772,10 @@ def judge_binary(policy, name, path, needed, soname=None):
     key = canonical(name) if name else str(path)
     shown = f"{path} of {name}" if name else str(path)
     needed = list(needed or ())
-    evidence = {"file": str(path), "needed": needed}
+    evidence: dict[str, JSON] = {"file": str(path), "needed": needed}
     if soname:
         evidence["soname"] = soname
-    out = []
+    out: list[Problem] = []
     deny = rules.get("deny_needed") or ()
     cuda = [n for n in needed if library_matches(n, deny)]
     if soname and library_matches(soname, deny):
@@ -668,7 +792,7 @@ def judge_binary(policy, name, path, needed, soname=None):
     return out
 
 
-def gpu_runtime(policy, needed):
+def gpu_runtime(policy: Policy, needed: Iterable[str] | None) -> str | None:
     """Which GPU runtime a binary needing ``needed`` links: ``dtk``, ``cuda``, ``rocm`` or
     None (no GPU runtime)."""
     rules = policy.get("binary") or {}
@@ -682,12 +806,12 @@ def gpu_runtime(policy, needed):
 # -- identity: the vendor build of the baseline ----------------------------------------------
 
 
-def comparable(rel):
+def comparable(rel: str) -> bool:
     """Files a wheel and its installed copy share: not the metadata pip rewrites, not .pyc."""
     return ".dist-info/" not in rel and not rel.endswith(".pyc") and not rel.startswith("../")
 
 
-def _hex(digest):
+def _hex(digest: str | None) -> str:
     """A hex sha256 from hex or from a RECORD value (``sha256=<urlsafe base64>``)."""
     digest = str(digest or "")
     if digest.startswith("sha256="):
@@ -702,7 +826,14 @@ def _hex(digest):
     return digest.lower()
 
 
-def baseline_build(baseline, name, version, record_sha256=None, files=None, wheel_sha256=None):
+def baseline_build(
+    baseline: Mapping[str, JSON],
+    name: str,
+    version: str | None,
+    record_sha256: str | None = None,
+    files: Mapping[str, str] | None = None,
+    wheel_sha256: str | None = None,
+) -> bool | None:
     """Is (name, version) with these digests the vendor build the baseline of `guard install`
     recorded? ``record_sha256``: hex sha256 of an installed RECORD (or its build digest,
     `dtkguard.env.baseline.record_digest`); ``files``: {RECORD path:
@@ -713,7 +844,7 @@ def baseline_build(baseline, name, version, record_sha256=None, files=None, whee
     entry = (baseline.get("vendor") or {}).get(canonical(name))
     if entry is None or not same_version(version, entry.get("version")):
         return None
-    verdicts = []
+    verdicts: list[bool] = []
     if record_sha256 is not None:
         record = entry["record"]  # the RECORD file's sha256, or its build digest
         verdicts.append(str(record_sha256).lower() in (record["sha256"], record.get("digest")))
@@ -728,7 +859,13 @@ def baseline_build(baseline, name, version, record_sha256=None, files=None, whee
     return bool(verdicts) and all(verdicts)
 
 
-def judge_build(baseline, name, version, files=None, wheel_sha256=None):
+def judge_build(
+    baseline: Mapping[str, JSON],
+    name: str,
+    version: str | None,
+    files: Mapping[str, str] | None = None,
+    wheel_sha256: str | None = None,
+) -> list[Problem]:
     """Problems of installing (name, version) with these file digests when the baseline holds a
     vendor build of that name and version: a relabelled build is not the vendor build."""
     if not baseline:
@@ -747,7 +884,7 @@ def judge_build(baseline, name, version, files=None, wheel_sha256=None):
 # -- exceptions and the verdict -------------------------------------------------------------
 
 
-def exception_covers(exception: "dict", rule: str, subject: object) -> bool:
+def exception_covers(exception: Mapping[str, JSON], rule: str, subject: object) -> bool:
     """Does the policy exception (a JSON dict) name ``rule`` for ``subject`` (a package name,
     or a path when the exception's package contains ``/``)?"""
     if exception.get("rule") != rule:
@@ -758,14 +895,15 @@ def exception_covers(exception: "dict", rule: str, subject: object) -> bool:
     return fnmatch.fnmatchcase(canonical(str(subject)), pattern)
 
 
-def exception_active(exception: "dict", today: object) -> bool:
+def exception_active(exception: Mapping[str, JSON], today: object) -> bool:
     """Unexpired on ``today`` (an ISO date string): the exception's last day is ``expires``."""
     return str(today) <= str(exception.get("expires", ""))
 
 
-def waiver(policy, problem, today):
+def waiver(policy: Policy, problem: Problem, today: str) -> Mapping[str, JSON] | None:
     """The unexpired exception of ``policy`` that waives ``problem``, or None."""
-    for exception in policy.get("exceptions") or ():
+    exceptions: Iterable[Mapping[str, JSON]] = policy.get("exceptions") or ()
+    for exception in exceptions:
         if exception_covers(exception, problem.rule, problem.package) and exception_active(
             exception, today
         ):
@@ -773,12 +911,20 @@ def waiver(policy, problem, today):
     return None
 
 
-def decide(policy, dists, today, reference=None, files=None, facts=None, contents=None):
+def decide(
+    policy: Policy,
+    dists: Iterable[tuple[str, str | None]],
+    today: str,
+    reference: Reference | None = None,
+    files: Mapping[str, Iterable[str]] | None = None,
+    facts: EnvFacts | None = None,
+    contents: Mapping[str, tuple[Mapping[str, str], Collection[str]]] | None = None,
+) -> list[Problem]:
     """Every unwaived problem of putting ``dists`` ([(name, version)]) into the environment,
     most severe first. ``files`` maps a name to the resolved paths it writes and ``facts`` is
     `env_facts` (see ``judge_files``); ``contents``: {name: ({path: text} of its start-up
     files, its top-level import names)}."""
-    out = []
+    out: list[Problem] = []
     for name, version in dists:
         found = judge_dist(policy, name, version, reference)
         if files is not None and name in files and facts is not None:
@@ -788,6 +934,6 @@ def decide(policy, dists, today, reference=None, files=None, facts=None, content
     return sorted(out, key=lambda p: _ORDER.get(p.severity, 9))
 
 
-def refusals(problems):
+def refusals(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that refuse an install."""
     return [p for p in problems if p.blocking]

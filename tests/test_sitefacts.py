@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -258,6 +260,25 @@ def test_the_copy_is_the_module_and_imports_nothing_of_dtkguard() -> None:
     """The hook loads it by path inside pip: standard library only."""
     source = Path(sf.__file__).read_text(encoding="utf-8")
     imports = [ln for ln in source.splitlines() if ln.startswith(("import ", "from "))]
-    assert imports == ["import os"], imports
+    assert imports == ["from __future__ import annotations", "import os"], imports
     assert json.loads(json.dumps(sf.SCHEME_KEYS)) == list(sf.SCHEME_KEYS)
     assert os.path.basename(sf.__file__) == "sitefacts.py"
+
+
+@pytest.mark.parametrize("module", ["sitefacts.py", "decision.py"])
+def test_the_copies_import_no_typing_at_run_time(module: str) -> None:
+    """Their annotations are lazy and their typing-only imports sit under ``TYPE_CHECKING``:
+    loaded by path as the hook loads them, they import no `typing` (start-up time inside pip)."""
+    source = Path(sf.__file__).with_name(module)
+    probe = (
+        "import importlib.util, sys\n"
+        "print('typing' in sys.modules)\n"
+        f"spec = importlib.util.spec_from_file_location('_dtkguard_copy', {str(source)!r})\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print('typing' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "False"], proc.stdout  # not before, not after

@@ -59,10 +59,10 @@ class EnvFiles:
         guard = [os.path.realpath(state), os.path.join(os.path.realpath(interp.prefix), "pip.conf")]
         self.table = guarded.protected_paths(self.prefix, self.sites, self.scripts, guard)
         self.guard = guard
-        self._facts: dict | None = None
+        self._facts: decision.EnvFacts | None = None
 
     @property
-    def facts(self) -> dict:
+    def facts(self) -> decision.EnvFacts:
         """The decision's `env_facts` (computed on first use: the vendor builds' RECORDs)."""
         if self._facts is None:
             # the import names a vendor build provides: its RECORD's site-level entries suffice
