@@ -13,7 +13,38 @@ a truncated file, offsets past the end, huge counts or a dynamic segment with no
 `ElfError` (a `ValueError`) with one sentence, never a traceback, a hang or a large read.
 """
 
+from __future__ import annotations
+
 import struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+    import re
+    import zipfile
+    from collections.abc import Callable, Iterable
+    from typing import IO, TypeAlias, TypedDict
+
+    #: ``read(offset, n)``: the ``n`` bytes of the file at ``offset`` (fewer at its end)
+    Read: TypeAlias = Callable[[int, int], bytes]
+    #: a program header: (p_type, p_offset, p_vaddr, p_filesz)
+    Segment: TypeAlias = tuple[int, int, int, int]
+    #: a program header with its flags: (p_type, p_offset, p_vaddr, p_filesz, p_flags)
+    FlaggedSegment: TypeAlias = tuple[int, int, int, int, int]
+    #: a dynamic entry: (d_tag, d_val)
+    Dynamic: TypeAlias = tuple[int, int]
+    #: (member name, its `Linkage` or None, why not) of `wheel_linkages`
+    MemberLinkage: TypeAlias = tuple[str, "Linkage | None", str]
+
+    class LinkageDict(TypedDict):
+        """`Linkage.to_json`."""
+
+        exact: bool
+        needed: list[str]
+        soname: str | None
+        rpath: list[str]
+        runpath: list[str]
+
 
 MAGIC = b"\x7fELF"
 #: program headers read at most (real shared objects have about ten)
@@ -47,7 +78,17 @@ class Linkage:
         "bits", "endian", "exact", "kind", "machine", "needed", "rpath", "runpath", "soname"
     )  # fmt: skip
 
-    def __init__(self, bits, endian, kind, machine, needed=(), soname=None, rpath=(), runpath=()):
+    def __init__(
+        self,
+        bits: int,
+        endian: str,
+        kind: str,
+        machine: int,
+        needed: Iterable[str] = (),
+        soname: str | None = None,
+        rpath: Iterable[str] = (),
+        runpath: Iterable[str] = (),
+    ) -> None:
         #: False when ``needed`` holds the library names of the file's head (`read_member` of a
         #: large compressed member) rather than its DT_NEEDED entries
         self.exact = True
@@ -60,7 +101,7 @@ class Linkage:
         self.rpath = tuple(rpath)
         self.runpath = tuple(runpath)
 
-    def to_json(self):
+    def to_json(self) -> LinkageDict:
         return {
             "exact": self.exact,
             "needed": list(self.needed),
@@ -69,11 +110,11 @@ class Linkage:
             "runpath": list(self.runpath),
         }
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Linkage({self.bits}-bit {self.endian}, needed={list(self.needed)!r})"
 
 
-def is_elf(head):
+def is_elf(head: bytes | bytearray | memoryview) -> bool:
     """Do these first bytes start an ELF file?"""
     return bytes(head[:4]) == MAGIC
 
@@ -81,12 +122,12 @@ def is_elf(head):
 class _Budget:
     """``read`` with a total byte cap and a check that every read is whole."""
 
-    def __init__(self, read, size):
+    def __init__(self, read: Read, size: int) -> None:
         self._read = read
         self.size = size
         self.spent = 0
 
-    def take(self, offset, length, what):
+    def take(self, offset: int, length: int, what: str) -> bytes:
         if offset < 0 or length < 0 or offset + length > self.size:
             raise ElfError(f"{what}: reaches past the end of the file ({self.size} bytes)")
         self.spent += length
@@ -98,7 +139,7 @@ class _Budget:
         return data
 
 
-def parse(read, size):
+def parse(read: Read, size: int) -> Linkage:
     """The `Linkage` of an ELF file of ``size`` bytes that ``read(offset, n)`` returns."""
     src = _Budget(read, size)
     ident = src.take(0, 16, "the ELF identification")
@@ -124,7 +165,9 @@ def parse(read, size):
 _ENDIAN = {"<": "little", ">": "big"}
 
 
-def _program_headers(src, bits, endian, phoff, phentsize, phnum):
+def _program_headers(
+    src: _Budget, bits: int, endian: str, phoff: int, phentsize: int, phnum: int
+) -> list[Segment]:
     """[(p_type, p_offset, p_vaddr, p_filesz)] of the program headers."""
     if phnum == 0:
         return []
@@ -134,7 +177,7 @@ def _program_headers(src, bits, endian, phoff, phentsize, phnum):
     if phentsize < need:
         raise ElfError(f"program header size {phentsize} is smaller than {need}")
     raw = src.take(phoff, phentsize * phnum, "the program headers")
-    out = []
+    out: list[Segment] = []
     for i in range(phnum):
         entry = raw[i * phentsize : i * phentsize + need]
         if bits == 32:
@@ -147,7 +190,7 @@ def _program_headers(src, bits, endian, phoff, phentsize, phnum):
     return out
 
 
-def _dynamic_entries(src, bits, endian, dynamic):
+def _dynamic_entries(src: _Budget, bits: int, endian: str, dynamic: Segment) -> list[Dynamic]:
     """[(d_tag, d_val)] up to DT_NULL; a segment without one ends at its size."""
     _, offset, _, filesz = dynamic
     width = 8 if bits == 32 else 16
@@ -156,7 +199,7 @@ def _dynamic_entries(src, bits, endian, dynamic):
         raise ElfError(f"{count} dynamic entries (the reader's limit is {MAX_DYNAMIC})")
     raw = src.take(offset, count * width, "the dynamic segment")
     fmt = endian + ("iI" if bits == 32 else "qQ")
-    out = []
+    out: list[Dynamic] = []
     for i in range(count):
         tag, value = struct.unpack_from(fmt, raw, i * width)
         if tag == _NULL:
@@ -165,7 +208,15 @@ def _dynamic_entries(src, bits, endian, dynamic):
     return out
 
 
-def _linkage(src, bits, endian, kind, machine, entries, loads):
+def _linkage(
+    src: _Budget,
+    bits: int,
+    endian: str,
+    kind: str,
+    machine: int,
+    entries: list[Dynamic],
+    loads: list[Segment],
+) -> Linkage:
     strtab = next((v for t, v in entries if t == _STRTAB), None)
     strsz = next((v for t, v in entries if t == _STRSZ), None)
     names = [(t, v) for t, v in entries if t in (_NEEDED, _SONAME, _RPATH, _RUNPATH)]
@@ -177,7 +228,7 @@ def _linkage(src, bits, endian, kind, machine, entries, loads):
         raise ElfError("the dynamic segment names libraries but has no DT_STRTAB")
     base = _file_offset(strtab, loads)
     table = _StringTable(src, base, strsz)
-    out = {_NEEDED: [], _SONAME: [], _RPATH: [], _RUNPATH: []}
+    out: dict[int, list[str]] = {_NEEDED: [], _SONAME: [], _RPATH: [], _RUNPATH: []}
     for tag, value in names:
         out[tag].append(table.get(value))
     return Linkage(
@@ -192,7 +243,7 @@ def _linkage(src, bits, endian, kind, machine, entries, loads):
     )
 
 
-def _file_offset(vaddr, loads):
+def _file_offset(vaddr: int, loads: list[Segment]) -> int:
     """The file offset of virtual address ``vaddr``, through the PT_LOAD that maps it."""
     for _, offset, start, filesz in loads:
         if start <= vaddr < start + filesz:
@@ -203,12 +254,12 @@ def _file_offset(vaddr, loads):
 class _StringTable:
     """NUL-terminated names at offsets into DT_STRTAB, each read on its own (a few bytes)."""
 
-    def __init__(self, src, base, size):
+    def __init__(self, src: _Budget, base: int, size: int | None) -> None:
         self.src = src
         self.base = base
         self.size = size
 
-    def get(self, index):
+    def get(self, index: int) -> str:
         if self.size is not None and index >= self.size:
             raise ElfError(f"a name at {index} lies past DT_STRSZ {self.size}")
         start = self.base + index
@@ -229,7 +280,7 @@ class _StringTable:
 # -- sources -----------------------------------------------------------------------------
 
 
-def read_path(path, follow=True):
+def read_path(path: str | os.PathLike[str], follow: bool = True) -> Linkage:
     """The `Linkage` of the regular file at ``path``; `OSError` when it cannot be opened,
     `ElfError` when it is not an acceptable ELF file."""
     import os
@@ -248,26 +299,32 @@ def read_path(path, follow=True):
         os.close(fd)
 
 
-def member_reader(zf, info):
+def member_reader(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[Read, int]:
     """(read, size) of the stored (uncompressed) zip member ``info`` of the open
     `zipfile.ZipFile` ``zf``, read in place: only the bytes asked for."""
     start = _stored_start(zf, info)
     raw = zf.fp
+    if TYPE_CHECKING:  # an open ZipFile has its file (None once closed: then seek raises)
+        assert raw is not None
 
-    def read_stored(offset, n):
+    def read_stored(offset: int, n: int) -> bytes:
         raw.seek(start + offset)
         return raw.read(n)
 
     return read_stored, info.file_size
 
 
-def _stored_start(zf, info):
+def _stored_start(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
     """Where a stored member's bytes begin in the archive: after its local header."""
     fp = zf.fp
+    if TYPE_CHECKING:  # as in `member_reader`
+        assert fp is not None
     fp.seek(info.header_offset)
     local = fp.read(30)
     if len(local) != 30 or local[:4] != b"PK\x03\x04":
         raise ElfError(f"{info.filename}: bad local header in the archive")
+    name_len: int
+    extra_len: int
     name_len, extra_len = struct.unpack("<HH", local[26:30])
     return info.header_offset + 30 + name_len + extra_len
 
@@ -279,10 +336,10 @@ EXACT_LIMIT = 1 << 20
 #: past `EXACT_LIMIT` only its head is inflated, where linkers put the dynamic string table,
 #: at most this far
 HEAD_LIMIT = 16 << 20
-_LIBRARY_NAME = None
+_LIBRARY_NAME: re.Pattern[bytes] | None = None
 
 
-def read_member(zf, info):
+def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Linkage:
     """The `Linkage` of a zip member; `ElfError` for a member that is not acceptable ELF.
 
     A stored member is read in place (a few KB). A compressed one is inflated as a stream, and
@@ -313,7 +370,7 @@ def read_member(zf, info):
         raise ElfError(f"the archive member cannot be read ({exc})") from None
 
 
-def _read_stream(stream, size):
+def _read_stream(stream: IO[bytes], size: int) -> Linkage:
     head = stream.read(min(size, 4096))
     if head[:4] != MAGIC:
         raise NotElf("not an ELF file")
@@ -339,11 +396,14 @@ def _read_stream(stream, size):
     return linkage
 
 
-def _headers_end(head):
+def _headers_end(head: bytes) -> int:
     """Where the program headers end, from the ELF header in ``head`` (0 when unreadable)."""
     if len(head) < 64 or head[4] not in (1, 2) or head[5] not in (1, 2):
         return 0
     endian = "<" if head[5] == 1 else ">"
+    phoff: int
+    phentsize: int
+    phnum: int
     if head[4] == 1:  # 32-bit
         (phoff,) = struct.unpack_from(endian + "I", head, 28)
         phentsize, phnum = struct.unpack_from(endian + "HH", head, 42)
@@ -353,8 +413,9 @@ def _headers_end(head):
     return phoff + phentsize * min(phnum, MAX_PHNUM)
 
 
-def _read_upto(stream, n):
-    chunks, left = [], n
+def _read_upto(stream: IO[bytes], n: int) -> bytes:
+    chunks: list[bytes] = []
+    left = n
     while left > 0:
         chunk = stream.read(min(left, 1 << 20))
         if not chunk:
@@ -364,7 +425,7 @@ def _read_upto(stream, n):
     return b"".join(chunks)
 
 
-def _segments_of(head, size):
+def _segments_of(head: bytes, size: int) -> list[FlaggedSegment]:
     """The program headers of an ELF file from its first bytes (`_program_headers`, with the
     segment flags): [(p_type, p_offset, p_vaddr, p_filesz, p_flags)]."""
     src = _Budget(lambda offset, n: head[offset : offset + n], min(size, len(head)))
@@ -378,14 +439,14 @@ def _segments_of(head, size):
     _, _, _, _, phoff, _, _, _, phentsize, phnum, _, _, _ = struct.unpack(fmt, header)
     plain = _program_headers(src, bits, endian, phoff, phentsize, phnum)
     flags_at, width = (24, "I") if bits == 32 else (4, "I")
-    out = []
+    out: list[FlaggedSegment] = []
     for i, seg in enumerate(plain):
         (flags,) = struct.unpack_from(endian + width, head, phoff + i * phentsize + flags_at)
         out.append((*seg, flags))
     return out
 
 
-def _library_names(data):
+def _library_names(data: bytes) -> list[str]:
     """The NUL-delimited library file names (``libfoo.so.1``) in ``data``, each once."""
     import re
 
@@ -402,10 +463,10 @@ def _library_names(data):
 
 #: a shared object by name: ``_C.cpython-310-x86_64-linux-gnu.so``, ``libfoo.so.5.2``,
 #: ``libgalaxyhip.so.5.2.25484.1857-0f32e4f0`` (a ``.so`` that ends the name or a dot-part)
-_SHARED_NAME = None
+_SHARED_NAME: re.Pattern[str] | None = None
 
 
-def shared_name(name):
+def shared_name(name: str) -> bool:
     """Is the file ``name`` (a path) named like a shared object (``*.so``, ``*.so.N...``)?"""
     global _SHARED_NAME
     if _SHARED_NAME is None:
@@ -419,7 +480,7 @@ def shared_name(name):
 EXECUTABLE_FOLDERS = ("bin", "scripts")
 
 
-def native_name(name):
+def native_name(name: str) -> bool:
     """Might the file ``name`` (a path) be native code that is judged by what it links: named
     like a shared object (`shared_name`), or without a dot in its base name in a folder of
     `EXECUTABLE_FOLDERS` (an executable: ``bin/``, a wheel's ``.data/scripts/``)? Its first
@@ -430,11 +491,11 @@ def native_name(name):
     return "." not in base and folder.rpartition("/")[2] in EXECUTABLE_FOLDERS
 
 
-def wheel_linkages(zf):
+def wheel_linkages(zf: zipfile.ZipFile) -> list[MemberLinkage]:
     """(member name, `Linkage` or None, why not) for each member of the open wheel ``zf``
     named like native code (`native_name`) that starts with the ELF magic; a member that is
     not ELF is skipped."""
-    out = []
+    out: list[MemberLinkage] = []
     for info in zf.infolist():
         if info.is_dir() or not native_name(info.filename) or ".dist-info/" in info.filename:
             continue

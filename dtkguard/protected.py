@@ -22,8 +22,14 @@ Paths are compared as given and after ``realpath``: both spellings of a protecte
 the table, and callers resolve what they judge.
 """
 
+from __future__ import annotations
+
 import fnmatch
 import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 #: the guard's module names in a site directory (their ``.py`` and byte code are protected)
 GUARD_MODULES = (
@@ -44,7 +50,7 @@ SUPPORTED_PIP = ((22, 2), (27, 0))
 #: the uv shim's marker (the same text as ``dtkguard.guard.uvplan.SHIM_MARKER``)
 SHIM_MARKER = "dtkguard-uv-shim"
 #: (pattern of a file name in the scripts directory, writer)
-SCRIPTS = (
+SCRIPTS: tuple[tuple[str, str | None], ...] = (
     ("python", None),
     ("python*", None),
     ("pip", "pip"),
@@ -70,11 +76,11 @@ _WRITER = {"pip": "pip", "dtkguard": "dtkguard"}
 GUARD_PREFIX = "_dtkguard"
 
 
-_NORM = {}  # type: dict[str, str]
-_REAL_DIRS = {}  # type: dict[str, str]
+_NORM: dict[str, str] = {}
+_REAL_DIRS: dict[str, str] = {}
 
 
-def _norm(path):
+def _norm(path: str | os.PathLike[str]) -> str:
     path = str(path)
     out = _NORM.get(path)
     if out is None:
@@ -82,7 +88,7 @@ def _norm(path):
     return out
 
 
-def _both(path):
+def _both(path: str | os.PathLike[str]) -> set[str]:
     """The path as given (normalised) and resolved (its folder resolved once per folder; the
     last part too when it is a symlink)."""
     given = _norm(path)
@@ -96,9 +102,9 @@ def _both(path):
     return out
 
 
-def pip_version_supported(version):
+def pip_version_supported(version: str | None) -> bool:
     """Is pip ``version`` (text) one the hook wraps? Unparsable text is not."""
-    parts = []
+    parts: list[int] = []
     for piece in str(version or "").split("+", 1)[0].split("."):
         digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
         if not digits:
@@ -112,10 +118,10 @@ def pip_version_supported(version):
     return low <= tuple(parts[:2]) < high
 
 
-def _pip_record(site):
+def _pip_record(site: str) -> set[str]:
     """Absolute paths of the files pip's installed RECORD lists in ``site`` (and the
     dist-info folder itself)."""
-    out = set()
+    out: set[str] = set()
     try:
         names = os.listdir(site)
     except OSError:
@@ -137,7 +143,7 @@ def _pip_record(site):
     return out
 
 
-def is_shim(path):
+def is_shim(path: str | os.PathLike[str]) -> bool:
     """Is ``path`` dtkguard's uv shim (a small script with the marker)?"""
     try:
         with open(path, "rb") as fh:
@@ -146,15 +152,17 @@ def is_shim(path):
         return False
 
 
-def protected_paths(prefix, site_dirs, scripts, guard_files=()):
+def protected_paths(
+    prefix: str, site_dirs: Iterable[str], scripts: str, guard_files: Iterable[str] = ()
+) -> dict[str, str]:
     """{absolute path: kind} of the protected files of one environment that exist now (plus
     the guard's layer files the caller names in ``guard_files``, existing or not).
 
     ``prefix``: ``sys.prefix``; ``site_dirs``: its site-packages directories; ``scripts``: its
     scripts directory (``bin``). The kinds are the keys of :data:`KINDS`."""
-    table = {}
+    table: dict[str, str] = {}
 
-    def add(path, kind):
+    def add(path: str, kind: str) -> None:
         for p in _both(path):
             table.setdefault(p, kind)
 
@@ -178,14 +186,14 @@ def protected_paths(prefix, site_dirs, scripts, guard_files=()):
     return table
 
 
-def _listdir(path):
+def _listdir(path: str) -> list[str]:
     try:
         return sorted(os.listdir(path))
     except OSError:
         return []
 
 
-def script_kind(name, path=None):
+def script_kind(name: str, path: str | None = None) -> str | None:
     """The kind of the scripts-directory file ``name`` (None: not protected). ``uv`` is
     protected while ``path`` is dtkguard's shim."""
     if name == "uv":
@@ -196,7 +204,12 @@ def script_kind(name, path=None):
     return None
 
 
-def protected_kind(path, site_dirs, scripts, table=None):
+def protected_kind(
+    path: str,
+    site_dirs: Iterable[str],
+    scripts: str | None,
+    table: Mapping[str, str] | None = None,
+) -> str | None:
     """The kind of protected file ``path`` (absolute, normalised; pass the resolved path too)
     is, by name (the rules above, for files that do not exist yet) or by ``table``
     (:func:`protected_paths`); None when it is not protected."""
@@ -218,7 +231,7 @@ def protected_kind(path, site_dirs, scripts, table=None):
     return None
 
 
-def may_write(kind, dist, version=None):
+def may_write(kind: str, dist: str, version: str | None = None) -> bool:
     """May distribution ``dist`` (canonical name) at ``version`` write a protected file of
     ``kind``? pip's files: only a pip the hook supports (an unknown version is not)."""
     writer = _WRITER.get(kind)

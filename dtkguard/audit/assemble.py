@@ -14,11 +14,15 @@ from dtkguard.lightclass import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
     from dtkguard.audit.request import Opened
     from dtkguard.audit.verify import Running
+    from dtkguard.modelscan.scan import ModelScan
+    from dtkguard.modelscan.serving import ServingProcess
     from dtkguard.policy.compiled import CompiledPolicy
     from dtkguard.report import Report
+    from dtkguard.report.schema import JSONObject
 
 
 @record
@@ -98,7 +102,7 @@ def _load_checks(families: Iterable[str]) -> None:
 
 def _inputs(
     opened: Opened, request: AuditRequest, verifying: Running | None = None
-) -> tuple[dict, dict]:
+) -> tuple[dict[str, Any], JSONObject]:
     """(``ctx.extra`` for the rules, the report's facts); ``verifying``: `_start_verify`'s."""
     from dtkguard.audit.facts import device_facts, process_environ
 
@@ -115,7 +119,7 @@ def _inputs(
     series = [c.series for c in stack.cards or [] if c.series]  # hy-smi already ran, if any
     device = device_facts(env.root, process_environ(pid) if pid else None, live, series)
     device["stack"] = stack.to_json()
-    facts: dict = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
+    facts: JSONObject = {"dists": len(env.dists), "sites": [env.root.inner(s) for s in env.sites]}
     facts["device"] = extra["device"] = device
     lock = opened.lock
     if lock is not None:
@@ -139,15 +143,15 @@ def _inputs(
 
 
 def fp8_inputs(
-    request: AuditRequest, policy: CompiledPolicy, facts: dict
-) -> tuple[list, str | None]:
+    request: AuditRequest, policy: CompiledPolicy, facts: JSONObject
+) -> tuple[list[ModelScan | ServingProcess], str | None]:
     """The scans of ``models`` and ``processes`` and the card that sets their severity."""
     from dtkguard.errors import InputError
     from dtkguard.rules.fp8 import pick_card, problem_lines
 
     cards = facts["device"].get("cards") or []
     card = pick_card(cards, policy)
-    items: list = []
+    items: list[ModelScan | ServingProcess] = []
     if request.models:
         import os
 

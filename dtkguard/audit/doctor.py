@@ -15,15 +15,18 @@ from dtkguard.policy.labels import label_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
+    from dtkguard.env.environment import Environment
+    from dtkguard.policy.compiled import CompiledPolicy
     from dtkguard.report import Report
 
 #: the check families doctor runs (no drift: doctor takes no lock)
 FAMILIES = ("vendor", "deny", "dtk", "torch-build", "override", "stack", "binary")
 
 
-def vendor_summary(env, policy) -> dict[str, Any]:
+def vendor_summary(env: Environment, policy: CompiledPolicy) -> dict[str, Any]:
     """How many of the policy's vendor builds are installed as pinned, and for which DTK."""
     pinned = exact = 0
     releases: Counter[str] = Counter()
@@ -45,7 +48,7 @@ def vendor_summary(env, policy) -> dict[str, Any]:
     }
 
 
-def fp8_summary(facts: StackFacts, policy) -> list[dict[str, str]]:
+def fp8_summary(facts: StackFacts, policy: CompiledPolicy) -> list[dict[str, str]]:
     """The policy's FP8 action for weights, KV cache and serving on each card series present."""
     series: list[str | None] = [*sorted({c.series for c in facts.cards or [] if c.series})]
     series = series or [None]
@@ -60,12 +63,15 @@ def fp8_summary(facts: StackFacts, policy) -> list[dict[str, str]]:
     ]
 
 
-def runtime_summary(env, policy) -> dict[str, dict[str, Any]]:
+def runtime_summary(env: Environment, policy: CompiledPolicy) -> dict[str, dict[str, Any]]:
     """Per installed vendor build: which GPU runtime its binaries link (``dtk``, ``cuda``,
     ``rocm``, ``none``, or ``mixed`` when they disagree), counted, with the GPU libraries."""
     from dtkguard.decision import gpu_runtime, library_matches
     from dtkguard.env.binaries import env_binaries
 
+    # decision.py is not typed yet: its two functions, typed as this function calls them
+    runtime_of: Callable[[dict[str, Any], tuple[str, ...]], str | None] = gpu_runtime
+    matches: Callable[[str, list[str]], bool] = library_matches
     rules = policy.decision_json()
     patterns = [p for ps in rules["binary"].values() for p in ps]
     out: dict[str, dict[str, Any]] = {}
@@ -76,8 +82,8 @@ def runtime_summary(env, policy) -> dict[str, dict[str, Any]]:
         entry = out.setdefault(key, {"binaries": 0, "runtimes": Counter(), "libraries": set()})
         entry["binaries"] += 1
         needed = binary.linkage.needed
-        entry["runtimes"][gpu_runtime(rules, needed) or "none"] += 1
-        entry["libraries"].update(n for n in needed if library_matches(n, patterns))
+        entry["runtimes"][runtime_of(rules, needed) or "none"] += 1
+        entry["libraries"].update(n for n in needed if matches(n, patterns))
     return {k: _runtime_row(v) for k, v in sorted(out.items())}
 
 
@@ -98,7 +104,7 @@ def _runtime_row(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def doctor_facts(env, policy, facts: StackFacts) -> dict[str, Any]:
+def doctor_facts(env: Environment, policy: CompiledPolicy, facts: StackFacts) -> dict[str, Any]:
     return {
         "stack": facts.to_json(),
         "vendor": vendor_summary(env, policy),

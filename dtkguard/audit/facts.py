@@ -18,6 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from dtkguard.report.schema import JSONObject
+
 VERSION_FILES = (
     "opt/dtk/.info/version",
     "opt/dtk/.info/version-dev",
@@ -91,7 +93,7 @@ def device_facts(
     environ: dict[str, str] | None = None,
     live: bool = True,
     cards: list[str] | None = None,
-) -> dict:
+) -> JSONObject:
     """Every device fact of a target; ``live=False`` for an unpacked image (no cards there).
 
     ``cards``: the card series when the caller already read them (hy-smi runs once).

@@ -7,7 +7,9 @@ from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.modelscan.scan import ModelScan
     from dtkguard.report import Report
+    from dtkguard.report.schema import JSONObject
 
 
 @record
@@ -72,7 +74,7 @@ def scan_models(request: ModelScanRequest) -> Report:
     )
 
 
-def _inventory(scans: list) -> list:
+def _inventory(scans: list[ModelScan]) -> list[JSONObject]:
     from dtkguard.modelscan.bom import model_items
 
     return model_items(scans)

@@ -16,10 +16,13 @@ from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.env.environment import Environment
     from dtkguard.lock.read import Lock
     from dtkguard.policy.compiled import CompiledPolicy
     from dtkguard.report import Report
+    from dtkguard.report.schema import JSONObject
 
 
 @record
@@ -80,7 +83,7 @@ def guarded_here(env: Environment) -> bool:
 
 def stack_inputs(
     env: Environment, *, hy_smi_output: str | None, expect_devices: bool, run_hy_smi: bool
-) -> dict:
+) -> dict[str, Any]:
     """``ctx.extra`` entries of the stack rules for ``env`` (see `dtkguard.rules.stack`)."""
     from dtkguard.audit.stack import stack_facts
 
@@ -93,12 +96,12 @@ def evaluate(
     opened: Opened,
     command: str,
     families: Iterable[str],
-    extra: dict,
+    extra: dict[str, Any],
     *,
     rules: list[str],
-    facts: dict,
-    inventory: list | None = None,
-    target: dict | None = None,
+    facts: JSONObject,
+    inventory: list[JSONObject] | None = None,
+    target: JSONObject | None = None,
 ) -> Report:
     """The `Report` of running the rule ``families`` on the opened target (``rules``: the ids it
     lists as checked; ``target``: the printed target, default the target's own keys)."""

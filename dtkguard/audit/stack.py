@@ -17,6 +17,10 @@ from dtkguard.env.root import ConfinementError, Root, child
 from dtkguard.env.stack_facts import StackFacts
 from dtkguard.util.safe_read import read_capped, read_head, reason
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.environment import Environment
+
 #: where a DTK keeps its HIP version, first match wins (DTK and ROCm layouts)
 HIP_VERSION_FILES = (
     "opt/dtk/hip/include/hip/hip_version.h",
@@ -53,7 +57,7 @@ def dtk_hip(root: Root) -> tuple[str, str] | None:
     return None
 
 
-def torch_build(env) -> tuple[str, dict] | None:
+def torch_build(env: Environment) -> tuple[str, dict[str, str | None]] | None:
     """(torch version, ``{"hip": ..., "cuda": ...}``) from torch/version.py read as text."""
     from dtkguard.rules.torch_build import build_info
 
@@ -94,7 +98,7 @@ def module_driver(sys_module: str = "/sys/module") -> str | None:
     return None
 
 
-def device_nodes(root: Root) -> dict:
+def device_nodes(root: Root) -> dict[str, bool | list[str]]:
     """``/dev/kfd`` and the DRM render nodes, as the target sees them."""
     import stat
 
@@ -124,7 +128,7 @@ def _read_cards(facts: StackFacts, hy_smi_output: str | Path | None) -> None:
 
 
 def stack_facts(
-    env,
+    env: Environment,
     *,
     live: bool,
     hy_smi_output: str | Path | None = None,

@@ -575,7 +575,8 @@ def _on_threads(
 
     todo = iter(range(len(batches)))
     take = threading.Lock()
-    done: SimpleQueue = SimpleQueue()
+    done: SimpleQueue[tuple[int, list[tuple[str, bytes, int, bytes]]] | BaseException | None]
+    done = SimpleQueue()
     stop = threading.Event()
 
     def worker() -> None:
@@ -624,7 +625,7 @@ class Running:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         import threading
 
-        self._out: list[Any] = []
+        self._out: list[Verification | BaseException] = []
         self._thread = threading.Thread(
             target=self._run, args=args, kwargs=kwargs, name="dtkguard-verify", daemon=True
         )

@@ -117,7 +117,9 @@ def current_dists(roots: list[Path]) -> dict[str, list[Dist]]:
     return out
 
 
-def _damaged(wanted: Wanted, policy: CompiledPolicy, dists: dict[str, list[Dist]]) -> dict:
+def _damaged(
+    wanted: Wanted, policy: CompiledPolicy, dists: dict[str, list[Dist]]
+) -> dict[str, str]:
     """{key: why} of vendor builds installed at the wanted version whose files are not right."""
     out: dict[str, str] = {}
     if wanted.baseline is not None:

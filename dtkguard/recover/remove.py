@@ -58,7 +58,9 @@ def _listed(dist: Dist) -> set[str] | None:
     return paths or None
 
 
-def _plain(full: str, real_prefix: str, state: str, sites: list[Path], scripts) -> bool:
+def _plain(
+    full: str, real_prefix: str, state: str, sites: list[Path], scripts: Path | None
+) -> bool:
     """Inside the env once resolved, not a folder, not protected, not the guard's state."""
     from dtkguard.protected import protected_kind
 

@@ -21,8 +21,17 @@ from dtkguard.recover.wanted import Want, Wanted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import TypeAlias
+
     from dtkguard.journal.layout import Layout
     from dtkguard.recover.vault import Vault
+
+    #: (where, wheel): a wheel to stage and check
+    Candidate: TypeAlias = tuple[str, Path]
+    #: (where, (wheel, requested)): a wheel the journal's kept files were repacked into, checked
+    #: against its RECORD already; requested as `Found.requested`
+    Repacked: TypeAlias = tuple[str, tuple[Path, bool | None]]
 
 #: environment for `pip download` from one named source only (no pip.conf find-links,
 #: extra indexes or constraints mixed in)
@@ -91,7 +100,7 @@ class Sources:
                 out.write(chunk)
         return target, h.hexdigest()
 
-    def _candidates(self, want: Want, tried: list[str]):
+    def _candidates(self, want: Want, tried: list[str]) -> Iterator[Candidate | Repacked]:
         if want.vendor and self.vault is not None:
             wheel = self.vault.wheel_for(want.key, want.version)
             if wheel is not None:
@@ -123,7 +132,7 @@ class Sources:
             if kept is not None:
                 yield kept
 
-    def _from_journal(self, want: Want, tried: list[str]):
+    def _from_journal(self, want: Want, tried: list[str]) -> Repacked | None:
         """(where, (wheel, requested)) repacked from the newest transaction that kept it."""
         from dtkguard.recover.keep import repack_kept, was_requested
 
@@ -137,14 +146,16 @@ class Sources:
         where = f"the journal (transaction {txn.id})"
         return where, (wheel, was_requested(txn, want.key, want.version))
 
-    def _download(self, want: Want, args: list[str], where: str, tried: list[str]):
+    def _download(
+        self, want: Want, args: list[str], where: str, tried: list[str]
+    ) -> Iterator[Candidate]:
         spec = f"{want.name}=={want.version}"
         yield from self._pip_download([*args, spec], where, tried)
 
-    def _download_url(self, url: str, where: str, tried: list[str]):
+    def _download_url(self, url: str, where: str, tried: list[str]) -> Iterator[Candidate]:
         yield from self._pip_download([url], where, tried)
 
-    def _pip_download(self, args: list[str], where: str, tried: list[str]):
+    def _pip_download(self, args: list[str], where: str, tried: list[str]) -> Iterator[Candidate]:
         from dtkguard.guard.plan import run_pip
 
         dest = Path(tempfile.mkdtemp(prefix="dl-", dir=self.stage))
@@ -161,7 +172,7 @@ class Sources:
         yield from ((where, w) for w in sorted(dest.glob("*.whl")))
 
 
-def _local_wheels(folder: Path, want: Want):
+def _local_wheels(folder: Path, want: Want) -> Iterator[Path]:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
     from packaging.version import InvalidVersion, Version
 

@@ -23,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.policy.compiled import CompiledPolicy
+    from dtkguard.recover.restore import Build
 
 
 #: reasons shown before "and N more"
@@ -131,7 +132,7 @@ def _plan_text(txn: Transaction) -> str:
     return "\n".join(out) + "\n"
 
 
-def _builds(lay: Layout, txn: Transaction, now: dict[str, str], tmp: Path) -> list | None:
+def _builds(lay: Layout, txn: Transaction, now: dict[str, str], tmp: Path) -> list[Build] | None:
     """The kept copies of what ``txn`` removed or replaced, repacked and checked (None: one
     was not kept whole)."""
     from dtkguard.recover.keep import repack_from, was_requested
@@ -204,7 +205,7 @@ def _do(
     python: str,
     lay: Layout,
     txn: Transaction,
-    builds: list,
+    builds: list[Build],
     argv: list[str],
     reason: str,
     tmp: Path,

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 #: errors `problems` gives at most (the first is the one a message names)
 MAX_PROBLEMS = 5
+
+#: a JSON object whose keys and values are its producer's own (a report's target and facts, a
+#: part of the facts, an inventory entry, a finding's evidence): the schema fixes no more of it
+JSONObject: TypeAlias = dict[str, Any]
 
 # severities, verdicts and the rest of what the types here leave open: in the schema file
 
@@ -30,7 +34,7 @@ class FindingDict(TypedDict):
     message: str
     remediation: str
     location: str | None
-    evidence: dict[str, Any]
+    evidence: JSONObject
 
 
 class ToolDict(TypedDict):
@@ -63,14 +67,14 @@ class ReportDict(TypedDict):
     created: str
     host: str
     node: str | None
-    target: dict[str, Any]
+    target: JSONObject
     policy: str
     verdict: str
     fail_on: str
     summary: dict[str, int]
     headline: HeadlineDict
     findings: list[FindingDict]
-    facts: dict[str, Any]
+    facts: JSONObject
     warnings: list[str]
 
 
