@@ -101,7 +101,7 @@ class PipFrontend(Frontend):
             return dry_run(
                 self.interp.python, self.cmd.global_args, self.cmd.args, constraints, self.env
             )
-        return self.free(self.env)
+        return self.free(self.unpinned_env())
 
     def free(self, env: dict[str, str]) -> Plan:
         """What pip would install without the vendor pins, as far as a veto needs it."""
@@ -138,8 +138,10 @@ class PipFrontend(Frontend):
             return [*self.typed, *self.system_args()]
         return [*self.typed, *(self.pins() if pins else ()), *self.system_args()]
 
-    def lift_pins(self) -> None:
-        self.env["PIP_CONSTRAINT"] = ""  # the site pip.conf pins too; the override lifts them
+    def unpinned_env(self) -> dict[str, str]:
+        from dtkguard.guard.plan import NO_CONSTRAINTS
+
+        return {**self.env, **NO_CONSTRAINTS}  # over the env's pip.conf `constraint`
 
     def run(self, args: list[str], plan: Plan | None) -> int:
         return run_pip(self.interp.python, args, self.env, capture=False).returncode
@@ -233,7 +235,7 @@ def _install_once(front: PipFrontend) -> int | None:
 def _explain_pinned(front: PipFrontend, code: int) -> int:
     """The one run failed on the vendor pins (pip said so above): what it would do without
     them, judged; a veto in dtkguard's words when that is refused."""
-    free = front.free(_plain(front.env))
+    free = front.free(_plain(front.unpinned_env()))
     if not free.ok:
         return code
     verdict = flow.verdict_of(front, free)

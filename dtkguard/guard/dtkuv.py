@@ -241,12 +241,12 @@ class UvFrontend(Frontend):
         self.deferred = False
         return put_back_said(self.watch) if self.watch is not None else ""
 
-    def dry(self, args: list[str], requested: set[str]) -> Plan:
+    def dry(self, args: list[str], requested: set[str], env: dict[str, str] | None = None) -> Plan:
         """uv's dry run, then what code it ran (an sdist's build) changed: `Refused`, or with
         an override put back and recorded."""
         from dtkguard.guard.run_effects import Refused
 
-        plan = uv_dry_run(self.uv, _loud(args), self.env, requested)
+        plan = uv_dry_run(self.uv, _loud(args), self.env if env is None else env, requested)
         if self.watch is not None:
             try:  # the vendor files are compared once, after the real run or before refusing
                 self.watch.after_dry_run(quick=not self.reason)
@@ -270,7 +270,23 @@ class UvFrontend(Frontend):
         return requested_count(self.cmd, files)
 
     def plan(self, pins: bool) -> Plan:
-        return self.dry([*self.args, "--dry-run", *(self.pins() if pins else ())], self.requested())
+        if pins:
+            return self.dry([*self.args, "--dry-run", *self.pins()], self.requested())
+        return self.dry([*self.args, "--dry-run"], self.requested(), self.unpinned_env())
+
+    def unpinned_env(self) -> dict[str, str]:
+        """The env's uv shim names its ``uv.toml`` (``UV_CONFIG_FILE``), whose
+        ``constraint-dependencies`` hold the vendor pins: a copy without them, beside the
+        constraints file, for this run."""
+        config = self.env.get("UV_CONFIG_FILE")
+        if not config:
+            return self.env
+        from dtkguard.guard.layers import without_vendor_pins
+
+        copy = self.constraints.parent / "uv-without-vendor-pins.toml"
+        if not copy.exists():
+            copy.write_text(without_vendor_pins(Path(config), self.policy), encoding="utf-8")
+        return {**self.env, "UV_CONFIG_FILE": str(copy)}
 
     def removal_plan(self) -> Plan:
         return uv_dry_run(self.uv, _loud([*self.args, "--dry-run"]), self.env, set())

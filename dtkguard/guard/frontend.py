@@ -145,8 +145,14 @@ class Frontend:
     def check_plan(self, plan: Plan) -> None:
         """Raise `InputError` when the plan is not for the environment judged."""
 
+    def unpinned_env(self) -> dict[str, str]:
+        """The environment of a run without the vendor pins: without those the installer's
+        own config gives too (the guarded env's ``pip.conf``, its ``uv.toml``)."""
+        return self.env
+
     def lift_pins(self) -> None:
         """An override lifts the vendor pins: also those the installer's config gives."""
+        self.env.update(self.unpinned_env())
 
     def judge_files(self, plan: Plan, before: Environment) -> list[Problem]:
         """What the plan's files do that the installer itself does not judge."""

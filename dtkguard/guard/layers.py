@@ -143,6 +143,33 @@ def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:
     return tomlkit.dumps(doc)
 
 
+def without_vendor_pins(config: Path, policy: CompiledPolicy) -> str:
+    """uv's config ``config`` with no ``constraint-dependencies`` entry on a vendor build of
+    ``policy`` (what `_uv_toml` added): the rest, the vendor index included, stays."""
+    import tomlkit
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+        msg = f"cannot read uv's config {config}: {exc}"
+        raise InputError(msg, field="UV_CONFIG_FILE") from exc
+    vendor = {canonicalize_name(n) for n in policy.vendor}
+
+    def kept(entry: object) -> bool:
+        try:
+            return canonicalize_name(Requirement(str(entry)).name) not in vendor
+        except InvalidRequirement:
+            return True  # not ours: uv judges it
+
+    pins = doc.get("constraint-dependencies")
+    if isinstance(pins, list):
+        doc["constraint-dependencies"] = [str(p) for p in pins if kept(p)]
+    return tomlkit.dumps(doc)
+
+
 def uv_shim(interp: Interpreter, config: Path | None = None) -> str:
     """``<env>/bin/uv``: every uv command of the environment goes through dtkuv, run by the
     interpreter that runs dtkguard now; dtkuv finds the real uv on PATH, never this file. With

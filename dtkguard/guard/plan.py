@@ -12,7 +12,7 @@ from dtkguard.lightclass import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from dtkguard.env.environment import Environment
 
@@ -91,6 +91,25 @@ class Plan:
 #: the exit code of dtkpip and dtkuv when the installer's plan cannot be read: a refusal
 #: (nothing changed), as a veto is
 UNREADABLE = 1
+
+
+#: pip ignores a ``PIP_*`` variable whose value is empty ("its value is empty"), so an empty
+#: one never lifts what a pip.conf sets. These replace it: the guarded env's own pip.conf
+#: names the vendor pins as ``constraint``, and an empty file is no constraint at all.
+NO_CONSTRAINTS: dict[str, str] = {"PIP_CONSTRAINT": os.devnull}
+
+
+def one_source_env(
+    env: Mapping[str, str], empty_dir: Path, index: str | None = None
+) -> dict[str, str]:
+    """``env`` for a pip run from one named source only: no constraints, and none of the
+    find-links or extra indexes a pip.conf adds (the guarded env's vendor ones): the find-links
+    become ``empty_dir`` (a folder with nothing in it), the extra index the named ``index``
+    itself. Without ``index`` the run must not ask an index (``--no-index``, a direct URL)."""
+    out = {**env, **NO_CONSTRAINTS, "PIP_FIND_LINKS": str(empty_dir)}
+    if index is not None:
+        out["PIP_EXTRA_INDEX_URL"] = index
+    return out
 
 
 def run_pip(

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dtkguard.env.store import overrides_log
-from dtkguard.guard.plan import run_pip
+from dtkguard.guard.plan import NO_CONSTRAINTS, one_source_env, run_pip
 from dtkguard.journal.layout import Layout, layout
 from dtkguard.journal.transaction import TransactionFailed, recover, transaction
 from dtkguard.journal.txn import Transaction
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.recover.plan import Install, RestorePlan
-from dtkguard.recover.sources import ONE_SOURCE_ENV
 from dtkguard.recover.wanted import Wanted
 from dtkguard.util.console import info
 
@@ -159,7 +158,7 @@ def put_back(
         _uninstall(python, sorted(set(remove)), env, ovr)
     if indexed:
         args = ["install", "--no-deps", "--force-reinstall", *indexed]
-        _pip(python, args, {**env, "PIP_CONSTRAINT": ""}, "pip install from the index", ovr)
+        _pip(python, args, {**env, **NO_CONSTRAINTS}, "pip install from the index", ovr)
     if not builds:
         return
     flat = Path(tempfile.mkdtemp(prefix="install-", dir=stage))
@@ -175,7 +174,8 @@ def put_back(
     req.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = ["install", "--no-index", "--find-links", str(flat), "--no-deps"]
     args += ["--force-reinstall", "--require-hashes", "-r", str(req)]
-    _pip(python, args, {**env, **ONE_SOURCE_ENV}, "pip install of the checked wheels", ovr)
+    lone = one_source_env(env, Path(tempfile.mkdtemp(prefix="no-links-", dir=stage)))
+    _pip(python, args, lone, "pip install of the checked wheels", ovr)
     as_dep = [b for b in builds if b.requested is False]
     if as_dep:
         from dtkguard.env.interpreter import interpreter

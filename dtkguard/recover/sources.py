@@ -33,10 +33,6 @@ if TYPE_CHECKING:
     #: against its RECORD already; requested as `Found.requested`
     Repacked: TypeAlias = tuple[str, tuple[Path, bool | None]]
 
-#: environment for `pip download` from one named source only (no pip.conf find-links,
-#: extra indexes or constraints mixed in)
-ONE_SOURCE_ENV = {"PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_CONSTRAINT": ""}
-
 
 @dataclass
 class Found:
@@ -119,7 +115,7 @@ class Sources:
                         want, ["--find-links", link, "--no-index"], link, tried
                     )
             for url in self.indexes:
-                yield from self._download(want, ["--index-url", url], url, tried)
+                yield from self._download(want, ["--index-url", url], url, tried, index=url)
         for lw in want.lock_wheels:
             if "://" in lw.location:
                 yield from self._download_url(lw.location, f"the lock ({lw.location})", tried)
@@ -147,19 +143,24 @@ class Sources:
         return where, (wheel, was_requested(txn, want.key, want.version))
 
     def _download(
-        self, want: Want, args: list[str], where: str, tried: list[str]
+        self, want: Want, args: list[str], where: str, tried: list[str], index: str | None = None
     ) -> Iterator[Candidate]:
         spec = f"{want.name}=={want.version}"
-        yield from self._pip_download([*args, spec], where, tried)
+        yield from self._pip_download([*args, spec], where, tried, index)
 
     def _download_url(self, url: str, where: str, tried: list[str]) -> Iterator[Candidate]:
-        yield from self._pip_download([url], where, tried)
+        yield from self._pip_download([url, "--no-index"], where, tried)
 
-    def _pip_download(self, args: list[str], where: str, tried: list[str]) -> Iterator[Candidate]:
-        from dtkguard.guard.plan import run_pip
+    def _pip_download(
+        self, args: list[str], where: str, tried: list[str], index: str | None = None
+    ) -> Iterator[Candidate]:
+        """``pip download`` from the one source ``args`` name: none of pip.conf's find-links,
+        extra indexes or constraints mixed in (`one_source_env`)."""
+        from dtkguard.guard.plan import one_source_env, run_pip
 
         dest = Path(tempfile.mkdtemp(prefix="dl-", dir=self.stage))
-        env = {**os.environ, **ONE_SOURCE_ENV}
+        nothing = Path(tempfile.mkdtemp(prefix="no-links-", dir=self.stage))
+        env = one_source_env(os.environ, nothing, index)
         proc = run_pip(
             self.python,
             ["download", "--no-deps", "--only-binary", ":all:", "-q", "-d", str(dest), *args],
