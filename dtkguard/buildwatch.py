@@ -13,6 +13,8 @@ of the vendor builds, each checked against the recorded sha256). dtkuv's watch o
 given (the hook hands it the facts and the lookups it needs), so it runs without pip.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -21,10 +23,27 @@ import shutil
 import stat
 import zipfile
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from typing import Any, TypedDict
+
+    #: what `stat_all` keeps of a path that is there: (size, inode, ctime, mode, mtime)
+    Fields = tuple[int, int, int, int, int]
+
+    class Snapshot(TypedDict):
+        """The build journal (`snapshot`)."""
+
+        stat: dict[str, Fields | None]
+        names: dict[str, set[str]]
+        store: str | None
+
 # -- the snapshot --------------------------------------------------------------------------
 
 
-def watched_paths(protected, vendor_files, sites):
+def watched_paths(
+    protected: Iterable[str], vendor_files: Mapping[str, Iterable[str]], sites: Iterable[str]
+) -> list[str]:
     """What build-time code must not change: the protected set (``protected``: its paths),
     the vendor builds' files (``vendor_files``: {name: files}) and their folders
     (``__pycache__`` aside), the site folders."""
@@ -37,10 +56,10 @@ def watched_paths(protected, vendor_files, sites):
     return list(paths)
 
 
-def stat_all(paths):
+def stat_all(paths: Iterable[str]) -> dict[str, Fields | None]:
     """{path: (size, inode, ctime, mode, mtime) or None}."""
     lstat = os.lstat
-    out = {}
+    out: dict[str, Fields | None] = {}
     for path in paths:
         try:
             st = lstat(path)
@@ -51,11 +70,11 @@ def stat_all(paths):
     return out
 
 
-def snapshot(paths, store):
+def snapshot(paths: Iterable[str], store: str | None) -> Snapshot:
     """The build journal of ``paths``: {"stat": `stat_all`, "names": {folder: its entries},
     "store": ``store``, the folder the bytes to put back come from (or None)}."""
     stats = stat_all(paths)
-    names = {}
+    names: dict[str, set[str]] = {}
     for path, st in stats.items():
         if st is not None and stat.S_ISDIR(st[3]):
             with contextlib.suppress(OSError):
@@ -63,13 +82,15 @@ def snapshot(paths, store):
     return {"stat": stats, "names": names, "store": store}
 
 
-def changed(snap):
+def changed(snap: Snapshot) -> list[str]:
     """The watched paths of ``snap`` whose `stat_all` fields moved since, sorted."""
     now = stat_all(snap["stat"])
     return sorted(p for p, st in snap["stat"].items() if now[p] != st)
 
 
-def changed_text(changed, restored, failed, executable):
+def changed_text(
+    changed: list[str], restored: int, failed: list[tuple[str, str]], executable: str
+) -> str:
     """What the refusal of a run whose builds changed ``changed`` says: ``restored`` paths put
     back, ``failed`` [(path, why not)] (``executable``: the interpreter `restore` is told)."""
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
@@ -93,11 +114,14 @@ def changed_text(changed, restored, failed, executable):
 # -- putting it back -----------------------------------------------------------------------
 
 
-def put_back(snap, changed, sources):
+def put_back(
+    snap: Snapshot, changed: Iterable[str], sources: Sources
+) -> tuple[int, list[tuple[str, str]]]:
     """Put the environment back as the build journal ``snap`` saw it: entries a build added
     to a watched folder go, changed or removed files come back from ``sources`` (`Sources`),
     in place, with their mode and mtime. Returns (paths put back, [(path, why not)])."""
-    done, failed = 0, []
+    done = 0
+    failed: list[tuple[str, str]] = []
     for folder, names in sorted(snap["names"].items()):
         try:
             now = os.listdir(folder)
@@ -133,7 +157,7 @@ def put_back(snap, changed, sources):
     return done, failed
 
 
-def remove_path(path):
+def remove_path(path: str) -> None:
     """Remove the file, link or folder tree ``path``."""
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path)
@@ -147,13 +171,19 @@ class Sources:
     ``is_build(wheel file name, name, version)``: is that wheel file of that vendor build;
     ``find_links``: the policy's find-links (its local folders hold vendor wheels)."""
 
-    def __init__(self, store, owner_of, is_build, find_links=()):
+    def __init__(
+        self,
+        store: str | None,
+        owner_of: Callable[[str], tuple[str, str] | None],
+        is_build: Callable[[str, str, str], bool],
+        find_links: Iterable[object] | None = (),
+    ) -> None:
         self.store = store
         self.owner_of, self.is_build, self.find_links = owner_of, is_build, find_links
-        self._protected = None
-        self._baseline = None
+        self._protected: dict[str, Any] | None = None
+        self._baseline: dict[str, Any] | None = None
 
-    def _json(self, name):
+    def _json(self, name: str) -> dict[str, Any]:
         if not self.store:
             return {}
         try:
@@ -163,7 +193,7 @@ class Sources:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def write(self, path, before):
+    def write(self, path: str, before: Fields) -> str | None:
         """Put ``path`` back (``before``: its lstat fields); why not, or None."""
         if self._protected is None:
             self._protected = self._json("protected.json").get("files") or {}
@@ -184,7 +214,7 @@ class Sources:
             return write_back(path, data, before)
         return self._vendor(path, before)
 
-    def _blob(self, sha):
+    def _blob(self, sha: object) -> bytes | None:
         if not self.store or not isinstance(sha, str) or not sha.isalnum():
             return None
         try:
@@ -194,7 +224,7 @@ class Sources:
             return None
         return data if hashlib.sha256(data).hexdigest() == sha else None
 
-    def _vendor(self, path, before):
+    def _vendor(self, path: str, before: Fields) -> str | None:
         found = self.owner_of(path)
         if found is None:
             return "neither a protected file nor a vendor build's: no copy of it"
@@ -215,7 +245,7 @@ class Sources:
                 return write_back(path, data, before)
         return f"no wheel of {key} in the vault or the policy's find-links holds it"
 
-    def _wheels(self, key, version):
+    def _wheels(self, key: str, version: str) -> Iterator[str]:
         """Wheel files of the vendor build ``key`` ``version``: the vault's, then the policy's
         local find-links'."""
         folders = [os.path.join(self.store, "vault")] if self.store else []
@@ -235,7 +265,7 @@ class Sources:
                     yield os.path.join(folder, name)
 
 
-def wheel_member(wheel, rel):
+def wheel_member(wheel: str, rel: str) -> bytes | None:
     """The bytes a wheel holds for the installed path ``rel`` (site-relative; also under its
     ``.data/purelib`` or ``.data/platlib``), or None."""
     try:
@@ -251,7 +281,7 @@ def wheel_member(wheel, rel):
     return None
 
 
-def write_back(path, data, before):
+def write_back(path: str, data: bytes, before: Fields) -> str | None:
     """Write ``data`` into ``path``: in place when it is still the same inode (its links, a
     uv cache's too, get the bytes back), else as a new file; then the recorded mode and mtime."""
     try:

@@ -10,12 +10,19 @@ reads). When dtkpip recorded the override itself, it hands its pip child a one-t
 (`token_recorded`) and the hook does not record it again.
 """
 
+from __future__ import annotations
+
 import fcntl
 import getpass
 import hashlib
 import json
 import os
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 #: the reason of an override (the same name as ``dtkguard.env.override_log.ENV_VAR``)
 ENV_VAR = "DTKGUARD_OVERRIDE"
@@ -24,12 +31,12 @@ TOKEN_VAR = "DTKGUARD_OVERRIDE_TOKEN"
 LOG = "overrides.jsonl"
 
 
-def reason(environ):
+def reason(environ: Mapping[str, str]) -> str:
     """The reason the override in ``environ`` gives ("" when there is none)."""
     return environ.get(ENV_VAR, "").strip()
 
 
-def log_dir(policy_path):
+def log_dir(policy_path: str | None) -> str:
     """Where the override log is: the guard's store folder the env's pointer (``store.json``
     beside the policy ``policy_path``) names when this user may write it, else the folder of
     the policy."""
@@ -44,7 +51,7 @@ def log_dir(policy_path):
     return here
 
 
-def token_recorded(environ, policy_path):
+def token_recorded(environ: Mapping[str, str], policy_path: str | None) -> bool:
     """Did dtkpip record this override itself? Its one-time token (``environ``'s `TOKEN_VAR`)
     file exists (it is consumed here) and the record in the log carries the same token."""
     token = environ.get(TOKEN_VAR, "").strip()
@@ -65,7 +72,7 @@ def token_recorded(environ, policy_path):
     return False
 
 
-def chain_append(path, entry):
+def chain_append(path: str, entry: Mapping[str, Any]) -> None:
     """Append ``entry`` to the digest-chained log ``path`` (`dtkguard.env.chain`'s format:
     ``prev`` is the sha256 of the previous line; ``<log>.head`` holds the count and the last
     line's digest)."""
@@ -94,7 +101,7 @@ def chain_append(path, entry):
         os.replace(tmp, path + ".head")
 
 
-def entry(reason, allowed, argv):
+def entry(reason: str, allowed: list[str], argv: Iterable[str]) -> dict[str, Any]:
     """The record of an override the hook let through: when, who, why, the command line
     (``argv``) and what it allowed."""
     try:
@@ -111,6 +118,6 @@ def entry(reason, allowed, argv):
     }
 
 
-def record(policy_path, reason, allowed, argv):
+def record(policy_path: str | None, reason: str, allowed: list[str], argv: Iterable[str]) -> None:
     """Append the override to the override log of the guard of policy ``policy_path``."""
     chain_append(os.path.join(log_dir(policy_path), LOG), entry(reason, allowed, argv))
