@@ -667,7 +667,7 @@ def vendor_deps_broken(
     versions: Mapping[str, str],
     requirement: Callable[[str], Requirement],
     environment: Mapping[str, str] | None = None,
-    pins: Mapping[str, str] | None = None,
+    pins: Mapping[str, str | None] | None = None,
 ) -> dict[tuple[str, str], str]:
     """{(vendor, dependency): why} for every ``Requires-Dist`` of a vendor build that
     ``versions`` ({canonical name: version} of the environment) does not satisfy.
@@ -719,7 +719,7 @@ def judge_vendor_deps(
     requirement: Callable[[str], Requirement],
     before: Mapping[str, str] | None = None,
     environment: Mapping[str, str] | None = None,
-    pins: Mapping[str, str] | None = None,
+    pins: Mapping[str, str | None] | None = None,
 ) -> list[Problem]:
     """``vendor-deps-broken`` (high) for each vendor requirement the environment ``after`` a
     change leaves unsatisfied; with ``before``, only those the change breaks; ``pins`` as for

@@ -8,8 +8,9 @@ What is protected, and who alone may write it (the *writer*, a canonical dist na
 
 * the guard's layers in every site directory: ``dtkguard-pip-hook.pth`` and the modules
   ``_dtkguard_*.py`` (hook, finder, tripwire, the copies of ``decision.py``, ``elf.py``,
-  ``records.py``, ``sitefacts.py`` and this module; the whole ``_dtkguard`` prefix is
-  reserved) and their byte code (any ``__pycache__/_dtkguard*`` file): nobody;
+  ``records.py``, ``sitefacts.py``, ``buildwatch.py``, ``pipoverride.py`` and this module; the
+  whole ``_dtkguard`` prefix is reserved) and their byte code (any ``__pycache__/_dtkguard*``
+  file): nobody;
 * pip itself: every file of pip's RECORD, anything under ``pip/`` and ``pip-*.dist-info`` in a
   site directory (a module added there shadows what the hook wraps): only a ``pip`` wheel, and
   only a pip the hook supports (:data:`SUPPORTED_PIP`);
@@ -41,6 +42,8 @@ GUARD_MODULES = (
     "_dtkguard_elf",
     "_dtkguard_records",
     "_dtkguard_sitefacts",
+    "_dtkguard_buildwatch",
+    "_dtkguard_pipoverride",
 )
 GUARD_PTH = "dtkguard-pip-hook.pth"
 #: the copy of this module beside the hook

@@ -4,7 +4,7 @@ Each line is one JSON object with ``"prev"``: the hex sha256 of the previous lin
 for the first line). Beside the log, ``<log>.head`` holds ``COUNT SHA256`` of the last line,
 rewritten atomically after each append. So an edited line breaks the chain at the next one, a
 removed line too, and a truncated log no longer matches its head. The pip hook writes the same
-format with the standard library only (`plugins/pip/_dtkguard_pip_hook.py`, ``_chain_append``).
+format with the standard library only (`dtkguard/pipoverride.py`, ``chain_append``).
 """
 
 from __future__ import annotations

@@ -54,6 +54,10 @@ HOOK_ELF = "_dtkguard_elf.py"
 HOOK_RECORDS = "_dtkguard_records.py"
 #: the copy of `dtkguard.sitefacts` beside the hook (the interpreter's facts it judges with)
 HOOK_SITEFACTS = "_dtkguard_sitefacts.py"
+#: the copy of `dtkguard.buildwatch` beside the hook (the build journal around pip's builds)
+HOOK_BUILDWATCH = "_dtkguard_buildwatch.py"
+#: the copy of `dtkguard.pipoverride` beside the hook (an override and its record)
+HOOK_PIPOVERRIDE = "_dtkguard_pipoverride.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
 #: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
@@ -238,6 +242,8 @@ def planned_layers(
         Layer("elf", interp.purelib / HOOK_ELF, decision_source("elf.py")),
         Layer("records", interp.purelib / HOOK_RECORDS, decision_source("records.py")),
         Layer("sitefacts", interp.purelib / HOOK_SITEFACTS, decision_source("sitefacts.py")),
+        Layer("buildwatch", interp.purelib / HOOK_BUILDWATCH, decision_source("buildwatch.py")),
+        Layer("pipoverride", interp.purelib / HOOK_PIPOVERRIDE, decision_source("pipoverride.py")),
         Layer("finder", interp.purelib / FINDER_MODULE, finder),
         Layer("hook.pth", interp.purelib / HOOK_PTH, hook_source(HOOK_PTH)),
     ]
@@ -544,6 +550,8 @@ def _list_compiled_hooks(interp: Interpreter, manifest: Manifest) -> None:
         (HOOK_ELF, "hook.pyc"),
         (HOOK_RECORDS, "hook.pyc"),
         (HOOK_SITEFACTS, "hook.pyc"),
+        (HOOK_BUILDWATCH, "hook.pyc"),
+        (HOOK_PIPOVERRIDE, "hook.pyc"),
         (TRIPWIRE_MODULE, "tripwire.pyc"),
         (FINDER_MODULE, "finder.pyc"),
     ):
@@ -561,6 +569,8 @@ _OWN_FILES = (
     "elf",
     "records",
     "sitefacts",
+    "buildwatch",
+    "pipoverride",
     "finder",
     "hook.pth",
     "externally-managed",

@@ -2,9 +2,10 @@
 
 uv runs no in-process hook: it builds sdists itself (in its dry run too) and takes the wheels
 of an index only in the real run, so no file of theirs can be read before. The pip hook's build
-journal (`_dtkguard_pip_hook`: ``_take_snapshot``, ``_put_back`` and the store's copies they
-write back from) watches, from before uv's first run, (size, inode, ctime) of the protected set
-and of the vendor builds' files and folders, and the names in each of those folders. After a
+journal (`dtkguard.buildwatch`, through the hook's ``_take_snapshot`` and ``_put_back``, and
+the store's copies they write back from) watches, from before uv's first run, (size, inode,
+ctime) of the protected set and of the vendor builds' files and folders, and the names in each
+of those folders. After a
 dry run nothing of them may have changed; after the real run, inside its journal transaction,
 every file uv wrote is judged by the decision core as the hook judges pip's wheels: the RECORDs
 uv wrote for the dists of its plan, the new entries of the watched folders and every watched
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from dtkguard import decision, records, sitefacts
+from dtkguard import buildwatch, decision, pipoverride, records, sitefacts
 from dtkguard import protected as guarded
 
 TYPE_CHECKING = False
@@ -73,7 +74,7 @@ class Watch:
         # loaded from dtkguard itself, the hook has no copies beside it: its journal functions
         # read the modules the copies are made from
         copies = {"decision": decision, "protected": guarded, "records": records}
-        copies["sitefacts"] = sitefacts
+        copies.update(sitefacts=sitefacts, buildwatch=buildwatch, pipoverride=pipoverride)
         guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
         hook._take_snapshot(policy)
         self.snap: dict = guard.snapshot or {"stat": {}, "names": {}, "store": None}
@@ -93,7 +94,7 @@ class Watch:
         (uv's ``.lock`` aside) did not change: only its times moved."""
         was = self.snap["stat"]
         paths = self.quick if quick else was
-        now = hook._stat_all(paths)
+        now = buildwatch.stat_all(paths)
         moved, added = [], []
         folders = self.snap["names"]
         if quick:
@@ -125,7 +126,7 @@ class Watch:
         for path in added:  # the hook keeps new ``__pycache__`` folders: not these
             if os.path.basename(path) == "__pycache__":
                 with contextlib.suppress(OSError):
-                    hook._remove_path(path)
+                    buildwatch.remove_path(path)
         done, failed = hook._put_back(self.snap, [p for p in moved if p in self.snap["stat"]])
         return done + len(added), failed
 

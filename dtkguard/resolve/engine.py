@@ -14,12 +14,21 @@ internals differ, the plain `resolvelib.Resolver` runs.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from resolvelib import AbstractProvider, BaseReporter, Resolver
+    from resolvelib.resolvers import Criterion, Result
+
+    from dtkguard.resolve.candidates import Candidate, Req
 
 
-def resolver_class() -> Any:
+def resolver_class() -> type[Resolver[Req, Candidate, str]]:
     """A `resolvelib.Resolver` subclass using the remembering resolution (or the plain one)."""
     from resolvelib import Resolver
+
+    from dtkguard.resolve.candidates import Candidate, Req
 
     try:
         from resolvelib.resolvers.resolution import Resolution, _build_result
@@ -28,12 +37,18 @@ def resolver_class() -> Any:
     if not hasattr(Resolution, "_is_current_pin_satisfying"):
         return Resolver
 
-    class _Remembering(Resolution):
-        def __init__(self, provider: Any, reporter: Any) -> None:
+    class _Remembering(Resolution[Req, Candidate, str]):
+        def __init__(
+            self,
+            provider: AbstractProvider[Req, Candidate, str],
+            reporter: BaseReporter[Req, Candidate, str],
+        ) -> None:
             super().__init__(provider, reporter)
-            self._pin_checks: dict[Any, tuple[Any, Any, bool]] = {}
+            self._pin_checks: dict[str, tuple[Criterion[Req, Candidate], Candidate, bool]] = {}
 
-        def _is_current_pin_satisfying(self, name: Any, criterion: Any) -> bool:
+        def _is_current_pin_satisfying(
+            self, name: str, criterion: Criterion[Req, Candidate]
+        ) -> bool:
             pin = self.state.mapping.get(name)
             if pin is None:
                 return False
@@ -44,10 +59,10 @@ def resolver_class() -> Any:
             self._pin_checks[name] = (criterion, pin, ok)
             return ok
 
-    class _Resolver(Resolver):
+    class _Resolver(Resolver[Req, Candidate, str]):
         def resolve(  # type: ignore[override]  # resolvelib's own Resolver says the same
-            self, requirements: Any, max_rounds: int = 100
-        ) -> Any:
+            self, requirements: Iterable[Req], max_rounds: int = 100
+        ) -> Result[Req, Candidate, str]:
             resolution = _Remembering(self.provider, self.reporter)
             return _build_result(resolution.resolve(requirements, max_rounds=max_rounds))
 

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from dtkguard import __version__
@@ -21,6 +22,7 @@ from dtkguard.resolve.auth import Credentials, redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import email.message
     import http.client
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -43,7 +45,7 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _kept(items) -> dict[str, str]:
+def _kept(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     from dtkguard.resolve.pagecache import KEPT
 
     return {k.lower(): v for k, v in items if k.lower() in KEPT}
@@ -59,17 +61,50 @@ class Streamed:
     read: Callable[[int], bytes]
 
 
+class _Closing(Protocol):
+    def close(self) -> None: ...
+
+
+class _Answer(Protocol):
+    """What :meth:`Fetcher.stream` reads of a response: http.client's, or `_UrllibResponse`."""
+
+    @property
+    def status(self) -> int: ...
+
+    def getheader(self, name: str, /) -> str | None: ...
+
+    def getheaders(self) -> list[tuple[str, str]]: ...
+
+    def read(self, n: int, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class _Urllib(Protocol):
+    """What urllib's ``urlopen`` returns, or the `urllib.error.HTTPError` it raises."""
+
+    @property
+    def headers(self) -> email.message.Message: ...
+
+    @property
+    def code(self) -> int: ...
+
+    def read(self, n: int, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
 class _UrllibResponse:
     """http.client's interface over what urllib returns (the proxied path of :meth:`stream`)."""
 
-    def __init__(self, resp) -> None:
+    def __init__(self, resp: _Urllib) -> None:
         self._resp = resp
-        self.status = getattr(resp, "status", None) or resp.code
+        self.status: int = getattr(resp, "status", None) or resp.code
 
     def getheader(self, name: str) -> str | None:
         return self._resp.headers.get(name)
 
-    def getheaders(self):
+    def getheaders(self) -> list[tuple[str, str]]:
         return list(self._resp.headers.items())
 
     def read(self, n: int = -1) -> bytes:
@@ -179,7 +214,7 @@ class Fetcher:
                 conn.close()
         raise Unreachable(f"too many redirects from {_origin(url)}", field="index")
 
-    def _counting(self, read):
+    def _counting(self, read: Callable[[int], bytes]) -> Callable[[int], bytes]:
         def counted(n: int = -1) -> bytes:
             data = read(n)
             with self._lock:
@@ -188,7 +223,7 @@ class Fetcher:
 
         return counted
 
-    def _open(self, url: str, headers: dict[str, str]):
+    def _open(self, url: str, headers: dict[str, str]) -> tuple[_Closing, _Answer]:
         import http.client
         import urllib.error
         import urllib.request

@@ -15,9 +15,24 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from dtkguard.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.resolve.http import Fetcher, Streamed
+
+
+class _Link(Protocol):
+    """What is read and filled of a `dtkguard.resolve.sources.FileLink` (named here, not
+    imported: sources imports this module)."""
+
+    url: str | None
+    filename: str
+    hashes: dict[str, str]
+    size: int | None
+
 
 #: the first request: the tail, where the central directory and (often) METADATA are
 TAIL = 64 << 10
@@ -41,7 +56,7 @@ class _Ranges(io.RawIOBase):
     """A read-only, seekable view of a remote file, fetched range by range (kept: what
     :mod:`zipfile` read, a few hundred KiB at most for core metadata)."""
 
-    def __init__(self, fetcher: Any, url: str, size: int, first: tuple[int, bytes]) -> None:
+    def __init__(self, fetcher: Fetcher, url: str, size: int, first: tuple[int, bytes]) -> None:
         self._fetcher, self._url, self._size = fetcher, url, size
         self._pos = 0
         self._pieces: list[tuple[int, bytes]] = [first]
@@ -92,10 +107,11 @@ class _Ranges(io.RawIOBase):
             return resp.read(stop - start)
 
 
-def read_metadata(fetcher: Any, link: Any) -> bytes:
+def read_metadata(fetcher: Fetcher, link: _Link) -> bytes:
     """METADATA of the wheel ``link`` (fills ``link.size``, and ``link.hashes`` when a full
     download was needed and the listing had no sha256)."""
     url = link.url
+    assert url is not None  # a `sources.SimpleIndex` link (it asserts so too)
     with fetcher.stream(url, Range=f"bytes=-{TAIL}") as resp:
         if resp.status == 206:
             m = _RANGE.fullmatch(resp.headers.get("content-range", ""))
@@ -111,7 +127,7 @@ def read_metadata(fetcher: Any, link: Any) -> bytes:
     return read_zip_metadata(_Ranges(fetcher, url, size, first))
 
 
-def _from_full_body(resp: Any, link: Any) -> bytes:
+def _from_full_body(resp: Streamed, link: _Link) -> bytes:
     digest = hashlib.sha256()
     size = 0
     with tempfile.TemporaryFile(prefix="dtkguard-wheel-") as tmp:
@@ -127,10 +143,11 @@ def _from_full_body(resp: Any, link: Any) -> bytes:
     return raw
 
 
-def sha256_of(fetcher: Any, link: Any) -> tuple[str, int]:
+def sha256_of(fetcher: Fetcher, link: _Link) -> tuple[str, int]:
     """(sha256, size) of the file at ``link.url``, streamed (never held in memory)."""
     digest = hashlib.sha256()
     size = 0
+    assert link.url is not None  # a `sources.SimpleIndex` link (its `complete`)
     with fetcher.stream(link.url) as resp:
         if resp.status != 200:
             raise InputError(f"cannot download {link.filename}: HTTP {resp.status}", link.url)

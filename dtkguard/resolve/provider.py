@@ -38,7 +38,12 @@ SDIST_RANK = 1 << 30
 PROMOTE_AFTER = 5
 
 
-class PolicyProvider(AbstractProvider):
+#: `PolicyProvider.get_preference`'s key: promoted, pinned, upper-bounded, the user's order,
+#: constrained, name (smallest first)
+Preference = tuple[bool, bool, bool, int, bool, str]
+
+
+class PolicyProvider(AbstractProvider[Req, Candidate, str]):
     """Candidates from ``sources`` (vendor sources first) under ``policy`` for ``target``."""
 
     def __init__(
@@ -193,7 +198,13 @@ class PolicyProvider(AbstractProvider):
                 self._cands[name] = hit
         return hit
 
-    def candidate(self, name: str, version: Version, link: FileLink | None, extras=frozenset()):
+    def candidate(
+        self,
+        name: str,
+        version: Version,
+        link: FileLink | None,
+        extras: frozenset[str] = frozenset(),
+    ) -> Candidate:
         key = (f"{name}[{','.join(sorted(extras))}]" if extras else name, version)
         cand = self._interned.get(key)
         if cand is None:
@@ -304,12 +315,12 @@ class PolicyProvider(AbstractProvider):
         candidates: Mapping[str, Iterator[Candidate]],
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
-    ) -> tuple[Any, ...]:
+    ) -> Preference:
         """Smallest first: promoted conflict names, pinned (or vendor), upper-bounded, in the
         order the user asked, constrained before free, then by name (stable, debuggable)."""
         return self._preference(identifier, information)
 
-    def _preference(self, identifier: str, information: Mapping[str, Iterator[Any]]):
+    def _preference(self, identifier: str, information: Mapping[str, Iterator[Any]]) -> Preference:
         if identifier == PYTHON:
             return (False, False, False, 0, False, identifier)
         pinned = upper = unfree = False

@@ -7,6 +7,8 @@ from typing import Any
 
 from resolvelib import BaseReporter
 
+from dtkguard.resolve.candidates import Candidate, Req
+
 
 class OutOfTime(Exception):
     """The resolution passed its deadline (raised from the reporter, between rounds)."""
@@ -16,7 +18,7 @@ class OutOfTime(Exception):
         self.rounds = rounds
 
 
-class CountingReporter(BaseReporter):
+class CountingReporter(BaseReporter[Req, Candidate, str]):
     """Counts rounds, backtracks and rejected candidates; stops at ``deadline`` (monotonic)."""
 
     def __init__(self, deadline: float | None = None) -> None:

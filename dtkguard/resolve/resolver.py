@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 
 from dtkguard.errors import DtkguardError
 from dtkguard.resolve.binary import FormatControl
-from dtkguard.resolve.candidates import PYTHON, Candidate
+from dtkguard.resolve.candidates import PYTHON, Candidate, Req
 from dtkguard.resolve.metacache import MetadataCache
 from dtkguard.resolve.progress import Progress
 from dtkguard.resolve.provider import PolicyProvider
@@ -20,6 +20,10 @@ from dtkguard.resolve.sdist import Builder
 from dtkguard.resolve.sources import FileLink, Source
 from dtkguard.resolve.sources import build_sources as build_sources  # re-exported
 from dtkguard.resolve.target import TargetEnv
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from resolvelib.resolvers import Result
 
 MAX_ROUNDS = 200_000
 #: seconds a resolution may take before dtkguard gives up (exit 1, ``--resolve-timeout``)
@@ -196,7 +200,12 @@ def _gave_up(provider: PolicyProvider, reporter: CountingReporter, took: float) 
     return lines
 
 
-def _collect(provider: PolicyProvider, result: Any, roots: list, reporter) -> Resolution:
+def _collect(
+    provider: PolicyProvider,
+    result: Result[Req, Candidate, str],
+    roots: list[Req],
+    reporter: CountingReporter,
+) -> Resolution:
     requested = {r.name for r in roots}
     base: dict[str, Candidate] = {}
     for key, cand in sorted(result.mapping.items()):

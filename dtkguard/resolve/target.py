@@ -12,6 +12,10 @@ from functools import cached_property
 from dtkguard.errors import InputError
 from dtkguard.lightclass import field, record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compiled import CompiledPolicy
+
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 _MUSL = re.compile(r"musllinux_(\d+)_(\d+)_(\w+)")
@@ -186,7 +190,9 @@ class TargetEnv:
         }
 
 
-def target_from(policy, python_version: str | None, platforms: list[str] | None) -> TargetEnv:
+def target_from(
+    policy: CompiledPolicy | None, python_version: str | None, platforms: list[str] | None
+) -> TargetEnv:
     """The target from command-line overrides, else the policy's ``[target]``."""
     base = policy.target if policy is not None else None
     python = python_version or (base.python if base else "3.10")

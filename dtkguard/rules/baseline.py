@@ -63,6 +63,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from dtkguard.env.baseline import Change
     from dtkguard.env.environment import Environment
 
 
@@ -119,7 +120,8 @@ def load_baseline(env: Environment, host: Path) -> dict[str, Any] | None:
     found = memo[key]
     if isinstance(found, InputError):
         raise found
-    return found
+    loaded: dict[str, Any] | None = found
+    return loaded
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -182,7 +184,7 @@ def _relinked(ctx: CheckContext, change: Any, rel: str, recorded: Any) -> str:
     return f"; now links {', '.join(now) or 'nothing'} (recorded: {', '.join(was) or 'nothing'})"
 
 
-def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list:
+def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list[Change]:
     """`compare` with the store's stat cache when the baseline is the store's (files a hash
     found equal are not hashed again while their inode and ctime stay); the cache is kept up to
     date when the store can be written."""

@@ -33,7 +33,8 @@ ENVIRONMENT_CHECKS = (
 
 def load_check(family: str) -> Check:
     module, _, func = CHECKS[family].partition(":")
-    return getattr(importlib.import_module(module), func)
+    check: Check = getattr(importlib.import_module(module), func)
+    return check
 
 
 GROUP = "dtkguard.checks"

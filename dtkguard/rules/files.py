@@ -112,7 +112,8 @@ def _shown(issue: Any) -> str:
     """A file as a message lists it; a modified shared object with what it links now."""
     needed = issue.evidence.get("needed")
     if needed is None:
-        return issue.path
+        path: str = issue.path
+        return path
     return f"{issue.path} (now links {', '.join(needed) or 'no library'})"
 
 

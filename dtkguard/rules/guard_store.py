@@ -66,6 +66,8 @@ RULES = (GUARD_MISSING, ENV_REPLACED, PROTECTED_CHANGED, STATE_TAMPERED)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.env.store import EnvStore, Record
 
 
@@ -163,7 +165,7 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
         )
 
 
-def _changed_layers(es: EnvStore, files: dict[str, dict]) -> list[tuple[str, str]]:
+def _changed_layers(es: EnvStore, files: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """(path, "missing" | "modified") of each layer of the manifest ``files`` that is not what
     install wrote. A layer a hash found equal is not hashed again while its inode, ctime and
     size stay what the store's layer stat cache holds (a write, a rename or a copy in its
@@ -171,7 +173,7 @@ def _changed_layers(es: EnvStore, files: dict[str, dict]) -> list[tuple[str, str
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
     seen = load_stat_cache(es.layer_stat_cache)
-    verified: dict[str, list] = {}
+    verified: dict[str, list[Any]] = {}
     bad = []
     for path, entry in sorted(files.items()):
         what = _layer(path, entry, seen.get(path), verified)
@@ -182,7 +184,9 @@ def _changed_layers(es: EnvStore, files: dict[str, dict]) -> list[tuple[str, str
     return bad
 
 
-def _layer(path: str, entry: dict, seen: list | None, verified: dict[str, list]) -> str | None:
+def _layer(
+    path: str, entry: dict[str, Any], seen: list[Any] | None, verified: dict[str, list[Any]]
+) -> str | None:
     """ "missing" or "modified" when a guard layer is not what install wrote; None when it is
     (a missing ``.pyc`` is none: Python compiles the source again). Read as a regular file
     only: a FIFO or a device put in a layer's place is "modified", never a hang. ``seen``: the

@@ -10,6 +10,8 @@ from dtkguard.rules.rule_info import RuleInfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.env.dist import Dist
 
 #: the rules this family reports, with their default severity (collected by
@@ -49,7 +51,8 @@ def same_version(a: str, b: str) -> bool:
     """PEP 440 equality, local labels included (``2.4.1+DAS.opt1`` is ``2.4.1+das.opt1``)."""
     from dtkguard.decision import same_version as same
 
-    return same(a, b)
+    equal: bool = same(a, b)
+    return equal
 
 
 def reinstall_hint(name: str, pin: str, ctx: CheckContext) -> str:
@@ -132,20 +135,28 @@ def deps_check(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _judged(
-    requires: dict, versions: dict, before: dict | None, marks: dict | None, pins: dict
-) -> list:
-    """[(evidence, message)] of `dtkguard.decision.judge_vendor_deps` for these inputs."""
+    requires: dict[str, list[str]],
+    versions: dict[str, str],
+    before: dict[str, str] | None,
+    marks: dict[str, str] | None,
+    pins: dict[str, str | None],
+) -> list[tuple[dict[str, Any], str]]:
+    """[(evidence, message)] of `dtkguard.decision.judge_vendor_deps` for these inputs (each
+    pair a JSON list when the memo holds it: unpacked alike)."""
     from dtkguard import decision
     from dtkguard.util.memo import memo
 
-    def compute() -> list:
+    def compute() -> list[tuple[dict[str, Any], str]]:
         from packaging.requirements import Requirement
 
         found = decision.judge_vendor_deps(requires, versions, Requirement, before, marks, pins)
         return [(p.evidence, p.message) for p in found]
 
     inputs = [requires, versions, before, marks, pins]
-    return memo("vendor-deps-v1", inputs, compute, [decision.__file__, __file__])
+    found: list[tuple[dict[str, Any], str]] = memo(
+        "vendor-deps-v1", inputs, compute, [decision.__file__, __file__]
+    )
+    return found
 
 
 def _spec(vendor: Dist, dep: str) -> str:

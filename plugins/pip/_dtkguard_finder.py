@@ -15,17 +15,22 @@ Fail closed: the ``.pth`` line first puts ``None`` into ``sys.modules`` for pip'
 module (which pip's install and uninstall commands both import), and only this module takes it
 out again. Without this file (deleted, or unreadable) pip cannot install or uninstall, and
 ``site`` names the ``.pth`` line and the missing module at every start. Standard library only.
+
+The three values are placeholder names no module defines, which ``guard install`` replaces with
+literals (``guard/layers.planned_layers``): in this template they are undefined names, and their
+lines say so to ruff (``noqa: F821``) and to mypy (``type: ignore[name-defined]``); the finder
+written keeps those comments.
 """
 
 import sys
 
 _dtkguard = 1
 #: the compiled policy the pip hook judges with (``<prefix>/dtkguard/policy.json``)
-POLICY = __POLICY__  # noqa: F821
+POLICY = __POLICY__  # type: ignore[name-defined]  # noqa: F821
 #: the tripwire's copy of the baseline (``<prefix>/dtkguard/tripwire.txt``)
-TRIPWIRE = __TRIPWIRE__  # noqa: F821
+TRIPWIRE = __TRIPWIRE__  # type: ignore[name-defined]  # noqa: F821
 #: top-level modules of the vendor builds (none with ``[guard] on-import = "off"``)
-VENDOR_MODULES = frozenset(__VENDOR_MODULES__)  # noqa: F821
+VENDOR_MODULES = frozenset(__VENDOR_MODULES__)  # type: ignore[name-defined]  # noqa: F821
 #: the pip modules the hook wraps; the last one is the one the ``.pth`` line blocks
 PIP_MODULES = (
     "pip._internal.commands.install",

@@ -3,7 +3,8 @@
 Installed by ``dtkguard guard install`` as this module, a copy of ``dtkguard/decision.py``
 beside it (``_dtkguard_decision.py``, the one place that decides), copies of ``protected.py``,
 ``records.py`` (RECORD rows, a wheel's layout), ``sitefacts.py`` (the interpreter's facts the
-guard judges with) and ``elf.py``, and a one-line ``.pth`` file
+guard judges with), ``buildwatch.py`` (the build journal), ``pipoverride.py`` (an override and
+its record) and ``elf.py``, and a one-line ``.pth`` file
 in the target's site-packages. Standard library only. At interpreter start the ``.pth`` line
 only imports the start-up finder ``_dtkguard_finder`` (this module is not even imported); the
 guard wakes up when pip imports ``pip._internal.commands.install`` or
@@ -24,9 +25,9 @@ guard wakes up when pip imports ``pip._internal.commands.install`` or
   exact same build replaces it, and no removal may delete files of a vendor build.
 
 If pip lacks one of these internals, or the policy or a copy (decision, protected set,
-RECORD module, site facts) cannot be read, every install and uninstall is refused (fail closed).
-``DTKGUARD_OVERRIDE="reason"`` lets an install through and records it in ``overrides.jsonl``
-beside the policy.
+RECORD module, site facts, build journal, override log) cannot be read, every install and
+uninstall is refused (fail closed). ``DTKGUARD_OVERRIDE="reason"`` lets an install through and
+records it in ``overrides.jsonl`` beside the policy.
 """
 
 import contextlib
@@ -46,6 +47,10 @@ PROTECTED = "_dtkguard_protected.py"
 RECORDS = "_dtkguard_records.py"
 #: the copy of ``dtkguard/sitefacts.py``: roots, schemes, wheel files, owners, the baseline
 SITEFACTS = "_dtkguard_sitefacts.py"
+#: the copy of ``dtkguard/buildwatch.py``: the build journal (snapshot, compare, put back)
+BUILDWATCH = "_dtkguard_buildwatch.py"
+#: the copy of ``dtkguard/pipoverride.py``: an override's reason, dtkpip's token, its record
+PIPOVERRIDE = "_dtkguard_pipoverride.py"
 PTH = "dtkguard-pip-hook.pth"
 #: dtkpip's one pip run: ``"W,R"``, the descriptors of two pipes (`_dtkpip_attach`)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
@@ -117,6 +122,7 @@ class Guard:
         self.error = None
         self.missing = []
         self.decision = self.protected = self.records = self.sitefacts = None
+        self.buildwatch = self.pipoverride = None
         self.elf = self.elf_error = self.policy = None
         self.sites, self.roots = [], None
         #: the run: names judged, what pip installs here in place of a removal, what it removed
@@ -170,7 +176,8 @@ class Guard:
 
     def copies_loaded(self):
         """Whether the copies an install or a removal is judged with (decision, protected set,
-        RECORD module, site facts) are loaded; without one, the guard fails closed."""
+        RECORD module, site facts, build journal, override log) are loaded; without one, the
+        guard fails closed."""
         return all(getattr(self, name) is not None for name, *_ in _COPIES)
 
     def load_policy(self):
@@ -293,6 +300,8 @@ _COPIES = (
     ("protected", PROTECTED, "protected_paths", "protected-set module"),
     ("records", RECORDS, "paths_of", "RECORD module"),
     ("sitefacts", SITEFACTS, "roots", "site-facts module"),
+    ("buildwatch", BUILDWATCH, "put_back", "build-journal module"),
+    ("pipoverride", PIPOVERRIDE, "record", "override-log module"),
 )
 
 
@@ -665,111 +674,28 @@ def _fail_closed(kind="InstallationError"):
 
 
 def _override():
+    """The reason ``DTKGUARD_OVERRIDE`` gives ("" also when the override-log module is
+    missing: an override that cannot be recorded is none, the guard fails closed)."""
     import os
 
-    return os.environ.get("DTKGUARD_OVERRIDE", "").strip()
+    log = GUARD.pipoverride
+    return log.reason(os.environ) if log is not None else ""
 
 
 def _token_recorded():
-    """True once when dtkpip recorded this override itself: its one-time token file exists
-    (it is consumed here) and the record in ``overrides.jsonl`` carries the same token."""
-    import json
+    """True once when dtkpip recorded this override itself (its one-time token)."""
     import os
 
-    if GUARD.token is not None:
-        return GUARD.token
-    GUARD.token = False
-    token = os.environ.get("DTKGUARD_OVERRIDE_TOKEN", "").strip()
-    if not token or not token.isalnum():
-        return False
-    state = _override_dir()
-    try:
-        os.unlink(os.path.join(state, f"override-{token}.token"))
-    except OSError:
-        return False  # forged, or used already: record again
-    try:
-        with open(os.path.join(state, "overrides.jsonl"), encoding="utf-8") as fh:
-            for line in fh:
-                if token in line and json.loads(line).get("token") == token:
-                    GUARD.token = True
-                    break
-    except (OSError, ValueError):
-        pass
+    if GUARD.token is None:
+        GUARD.token = GUARD.pipoverride.token_recorded(os.environ, GUARD.policy_path)
     return GUARD.token
-
-
-def _override_dir():
-    """Where the override log is: the guard's store folder the env's pointer (``store.json``
-    beside the policy) names when this user may write it, else the folder of the policy."""
-    import json
-    import os
-
-    here = os.path.dirname(GUARD.policy_path or ".")
-    try:
-        with open(os.path.join(here, "store.json"), encoding="utf-8") as fh:
-            store = json.load(fh).get("store")
-        if isinstance(store, str) and os.path.isdir(store) and os.access(store, os.W_OK):
-            return store
-    except (OSError, ValueError, AttributeError):
-        pass
-    return here
-
-
-def _chain_append(path, entry):
-    """Append ``entry`` to the digest-chained log ``path`` (`dtkguard.env.chain`'s format:
-    ``prev`` is the sha256 of the previous line; ``<log>.head`` holds the count and the last
-    line's digest)."""
-    import fcntl
-    import hashlib
-    import json
-    import os
-
-    private = os.O_CREAT  # with mode 0o600: the store's files are the owner's, whatever the umask
-    with os.fdopen(os.open(path + ".lock", os.O_RDWR | private, 0o600), "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = [ln for ln in fh.read().splitlines() if ln.strip()]
-        except FileNotFoundError:
-            lines = []
-        prev = (
-            hashlib.sha256(lines[-1].encode("utf-8", "surrogateescape")).hexdigest()
-            if lines
-            else ""
-        )
-        line = json.dumps({**entry, "prev": prev}, sort_keys=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | private, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-        tmp = f"{path}.head.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | private, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            last = hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
-            fh.write(f"{len(lines) + 1} {last}\n")
-        os.replace(tmp, path + ".head")
 
 
 def _record(reason, allowed):
     """Append the override to the override log (unless dtkpip did)."""
-    import getpass
-    import os
-    import time
-
     if _token_recorded():
         return
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = str(os.getuid()) if hasattr(os, "getuid") else "?"
-    entry = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "user": user,
-        "reason": reason,
-        "argv": list(sys.argv),
-        "tool": "pip-hook",
-        "allowed": allowed,
-    }
-    _chain_append(os.path.join(_override_dir(), "overrides.jsonl"), entry)
+    GUARD.pipoverride.record(GUARD.policy_path, reason, allowed, sys.argv)
 
 
 def _summary(problems, limit=6):
@@ -1201,34 +1127,6 @@ def _judge_removal(policy, name, version, pathset):
     return [p.message + f" [{p.rule}]" for p in decision.refusals(found)]
 
 
-def _snapshot_paths(policy):
-    """What build-time code must not change: the protected set, the vendor builds' files and
-    their folders (``__pycache__`` aside), the site folders."""
-    paths = set(GUARD.protected_table())
-    for files in GUARD.vendor_files().values():
-        paths.update(files)
-        folders = {path.rpartition("/")[0] for path in files}
-        paths.update(f for f in folders if not f.endswith("/__pycache__"))
-    paths.update(GUARD.sites)
-    return list(paths)
-
-
-def _stat_all(paths):
-    """{path: (size, inode, ctime, mode, mtime) or None}."""
-    import os
-
-    lstat = os.lstat
-    out = {}
-    for path in paths:
-        try:
-            st = lstat(path)
-        except OSError:
-            out[path] = None
-            continue
-        out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
-    return out
-
-
 def _snapshot_for(options, target):
     """Take the build snapshot when this run's builds could write into this interpreter: any
     run but the ones into ``--prefix``/``--root`` elsewhere (pip's build environments). A dry
@@ -1285,21 +1183,14 @@ def _exempt_user_agent():
 
 
 def _take_snapshot(policy):
-    """Before pip starts its first child (`_arm`): the build journal. (size, inode, ctime)
-    of what builds must not touch, the names in each of its folders, and the guard's store
-    (read now, before any build code ran), where the bytes to put back come from."""
-    import os
-    import stat
-
+    """Before pip starts its first child (`_arm`): the build journal (`_dtkguard_buildwatch`)
+    of what builds must not touch, and the guard's store (read now, before any build code
+    ran), where the bytes to put back come from."""
     if policy is None or not GUARD.copies_loaded():
         return
-    stats = _stat_all(_snapshot_paths(policy))
-    names = {}
-    for path, st in stats.items():
-        if st is not None and stat.S_ISDIR(st[3]):
-            with contextlib.suppress(OSError):
-                names[path] = set(os.listdir(path))
-    GUARD.snapshot = {"stat": stats, "names": names, "store": _store_dir()}
+    watch = GUARD.buildwatch
+    paths = watch.watched_paths(GUARD.protected_table(), GUARD.vendor_files(), GUARD.sites)
+    GUARD.snapshot = watch.snapshot(paths, _store_dir())
 
 
 def _built_changes():
@@ -1311,26 +1202,11 @@ def _built_changes():
     GUARD.armed = None
     if not snap:
         return []
-    now = _stat_all(snap["stat"])
-    changed = sorted(p for p, st in snap["stat"].items() if now[p] != st)
+    changed = GUARD.buildwatch.changed(snap)
     if not changed:
         return []
     restored, failed = _put_back(snap, changed)
-    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
-    msg = (
-        f"code run while pip prepared or built packages changed {changed[0]}{more} (the guard "
-        "or a vendor build); nothing was installed"
-    )
-    if not failed:
-        msg += f"; the guard put back what it changed ({restored} path(s)). Build that package "
-        msg += "elsewhere"
-    else:
-        shown = "; ".join(f"{p} ({why})" for p, why in failed[:3])
-        msg += (
-            f"; the guard put back {restored} path(s) but not {len(failed)}: {shown}. Restore "
-            f"the environment with `dtkguard restore --python {sys.executable}` and build that "
-            "package elsewhere"
-        )
+    msg = GUARD.buildwatch.changed_text(changed, restored, failed, sys.executable)
     return [GUARD.decision.Problem("vendor-files-changed", "critical", "build", msg)]
 
 
@@ -1362,212 +1238,21 @@ def _store_dir():
 
 
 def _put_back(snap, changed):
-    """Put the environment back as the build journal ``snap`` saw it: entries a build added
-    to a watched folder go, changed or removed files come back from the store (the protected
-    files' copies, the vault's or the policy's wheelhouse's wheels of the vendor builds, each
-    checked against the recorded sha256), in place, with their mode and mtime. Returns (paths
-    put back, [(path, why not)])."""
-    import os
-    import stat
+    """Put back what the build journal ``snap`` saw change (`_dtkguard_buildwatch.put_back`),
+    from the store and the vendor builds' wheels: (paths put back, [(path, why not)])."""
+    watch = GUARD.buildwatch
 
-    done, failed = 0, []
-    for folder, names in sorted(snap["names"].items()):
-        try:
-            now = os.listdir(folder)
-        except OSError:
-            continue
-        for name in sorted(set(now) - names - {"__pycache__"}):
-            try:
-                _remove_path(os.path.join(folder, name))
-                done += 1
-            except OSError as exc:
-                failed.append((os.path.join(folder, name), exc.strerror or str(exc)))
-    sources = _Sources(snap.get("store"))
-    for path in sorted(changed, key=lambda p: p.count("/")):
-        before = snap["stat"][path]
-        try:
-            if before is None:
-                if os.path.lexists(path):
-                    _remove_path(path)
-                    done += 1
-            elif stat.S_ISDIR(before[3]):
-                if not os.path.isdir(path) or os.path.islink(path):
-                    with contextlib.suppress(FileNotFoundError):
-                        _remove_path(path)
-                    os.makedirs(path, stat.S_IMODE(before[3]))
-                    done += 1
-            else:
-                why = sources.write(path, before)
-                if why:
-                    failed.append((path, why))
-                else:
-                    done += 1
-        except OSError as exc:
-            failed.append((path, exc.strerror or str(exc)))
-    return done, failed
+    def owner_of(path):
+        return GUARD.sitefacts.owner_of(path, GUARD.vendor_rows())
 
+    def is_build(name, key, version):
+        parts = GUARD.sitefacts.wheel_file_name(name)
+        if parts is None or _canonical(parts[0]) != key:
+            return False
+        return GUARD.decision.same_version(parts[1], version)
 
-def _remove_path(path):
-    import os
-    import shutil
-
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
-class _Sources:
-    """Where the original bytes of a protected or vendor file come from (the store)."""
-
-    def __init__(self, store):
-        self.store = store
-        self._protected = None
-        self._baseline = None
-
-    def _json(self, name):
-        import json
-        import os
-
-        if not self.store:
-            return {}
-        try:
-            with open(os.path.join(self.store, name), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def write(self, path, before):
-        """Put ``path`` back (``before``: its lstat fields); why not, or None."""
-        import os
-        import stat
-
-        if self._protected is None:
-            self._protected = self._json("protected.json").get("files") or {}
-        entry = self._protected.get(path)
-        if entry and entry.get("kind") == "link" and stat.S_ISLNK(before[3]):
-            tmp = f"{path}.dtkguard-put-back"
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            os.symlink(entry["target"], tmp)
-            os.replace(tmp, path)
-            return None
-        if not stat.S_ISREG(before[3]):
-            return "not a file before: no copy of it"
-        if entry and entry.get("kind") == "file":
-            data = self._blob(entry.get("sha256"))
-            if data is None:
-                return "the store's copy of it is missing or damaged"
-            return _write_back(path, data, before)
-        return self._vendor(path, before)
-
-    def _blob(self, sha):
-        import hashlib
-        import os
-
-        if not self.store or not isinstance(sha, str) or not sha.isalnum():
-            return None
-        try:
-            with open(os.path.join(self.store, "blobs", sha), "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return None
-        return data if hashlib.sha256(data).hexdigest() == sha else None
-
-    def _vendor(self, path, before):
-        import hashlib
-        import os
-
-        found = GUARD.sitefacts.owner_of(path, GUARD.vendor_rows())
-        if found is None:
-            return "neither a protected file nor a vendor build's: no copy of it"
-        key, rel = found
-        if self._baseline is None:
-            self._baseline = self._json("baseline.json").get("vendor") or {}
-        build = self._baseline.get(key) or {}
-        want = (build.get("files") or {}).get(rel) or {}
-        if want.get("pyc"):  # byte code: Python writes it again from the source
-            os.unlink(path)
-            return None
-        sha = want.get("sha256")
-        if not sha:
-            return "the guard's baseline holds no digest of it"
-        for wheel in self._wheels(key, str(build.get("version") or "")):
-            data = _wheel_member(wheel, rel)
-            if data is not None and hashlib.sha256(data).hexdigest() == sha:
-                return _write_back(path, data, before)
-        return f"no wheel of {key} in the vault or the policy's find-links holds it"
-
-    def _wheels(self, key, version):
-        """Wheel files of the vendor build ``key`` ``version``: the vault's, then the policy's
-        local find-links'."""
-        import os
-
-        decision = GUARD.decision
-        folders = [os.path.join(self.store, "vault")] if self.store else []
-        for link in GUARD.policy.get("find_links") or ():
-            link = str(link)
-            if link.startswith("file://"):
-                link = link[7:]
-            if "://" not in link:
-                folders.append(link)
-        for folder in folders:
-            try:
-                names = sorted(os.listdir(folder))
-            except OSError:
-                continue
-            for name in names:
-                parts = GUARD.sitefacts.wheel_file_name(name)
-                if parts is None or _canonical(parts[0]) != key:
-                    continue
-                if decision.same_version(parts[1], version):
-                    yield os.path.join(folder, name)
-
-
-def _wheel_member(wheel, rel):
-    """The bytes a wheel holds for the installed path ``rel`` (site-relative; also under its
-    ``.data/purelib`` or ``.data/platlib``), or None."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = set(zf.namelist())
-            for member in [rel] + [
-                n for n in names if n.endswith(("/purelib/" + rel, "/platlib/" + rel))
-            ]:
-                if member in names:
-                    return zf.read(member)
-    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
-        return None
-    return None
-
-
-def _write_back(path, data, before):
-    """Write ``data`` into ``path``: in place when it is still the same inode (its links, a
-    uv cache's too, get the bytes back), else as a new file; then the recorded mode and mtime."""
-    import os
-    import stat
-
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    if st is not None and stat.S_ISREG(st.st_mode) and st.st_ino == before[1]:
-        with open(path, "r+b") as fh:
-            fh.write(data)
-            fh.truncate()
-    else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.dtkguard-put-back"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        if st is not None and stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
-            _remove_path(path)
-        os.replace(tmp, path)
-    os.chmod(path, stat.S_IMODE(before[3]))
-    os.utime(path, ns=(before[4], before[4]))
-    return None
+    sources = watch.Sources(snap.get("store"), owner_of, is_build, GUARD.policy.get("find_links"))
+    return watch.put_back(snap, changed, sources)
 
 
 def _patch_uninstall(module):

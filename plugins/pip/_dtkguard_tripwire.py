@@ -15,7 +15,8 @@ module in the ``.pth`` line. `dtkguard check` confirms by hashing.
 import os
 import sys
 
-_state = {"data": None, "done": set()}
+#: the snapshot once read (``data``), and the modules already compared (``done``)
+_state: dict = {"data": None, "done": set()}
 #: the snapshot is a few KiB (a handful of files per vendor build); past this it is not read
 MAX_BYTES = 4 << 20
 

@@ -275,14 +275,20 @@ def test_missing_decision_copy_fails_closed(guarded: Guarded) -> None:
 
 
 #: the stdlib modules of dtkguard copied beside the hook: (layer, what the hook calls it)
-COPIES = {"records": "RECORD module", "sitefacts": "site-facts module"}
+COPIES = {
+    "records": "RECORD module",
+    "sitefacts": "site-facts module",
+    "buildwatch": "build-journal module",
+    "pipoverride": "override-log module",
+}
 
 
 @pytest.mark.parametrize("layer", sorted(COPIES))
 def test_a_copy_is_the_module_and_its_absence_fails_closed(guarded: Guarded, layer: str) -> None:
-    """The hook reads RECORD through its copy of ``dtkguard/records.py`` and the
-    interpreter's facts through ``dtkguard/sitefacts.py``: byte for byte the module, listed as a
-    layer; without it pip can neither install nor uninstall."""
+    """The hook reads RECORD through its copy of ``dtkguard/records.py``, the interpreter's
+    facts through ``dtkguard/sitefacts.py``, keeps its build journal with ``buildwatch.py`` and
+    records overrides with ``pipoverride.py``: byte for byte the module, listed as a layer;
+    without it pip can neither install nor uninstall."""
     copy = _site(guarded) / f"_dtkguard_{layer}.py"
     assert copy.read_bytes() == (REPO / "dtkguard" / f"{layer}.py").read_bytes()
     py = str(guarded.venv.python)
@@ -300,6 +306,22 @@ def test_a_copy_is_the_module_and_its_absence_fails_closed(guarded: Guarded, lay
     status = guarded.dtkguard("guard", "status", "--python", py)
     rows = {line.split()[1]: line.split()[0] for line in status.stdout.splitlines()}
     assert rows[layer] == "present", status.stdout
+
+
+def test_without_the_override_copy_no_override_is_honoured(guarded: Guarded) -> None:
+    """An override the hook cannot record is none: without its copy of
+    ``dtkguard/pipoverride.py`` a ``DTKGUARD_OVERRIDE`` install is refused as any other, and
+    the override log is left as it was."""
+    log = guarded.store.dir / "overrides.jsonl"
+    had = log.read_bytes() if log.exists() else None
+    with _without(guarded, "_dtkguard_pipoverride"):
+        before = guarded.venv.snapshot()
+        env = hermetic_env(DTKGUARD_OVERRIDE="test: past a missing copy")
+        proc = guarded.pip("install", *guarded.index_args, "--no-deps", "idna", env=env)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "override-log module" in proc.stderr and "refusing" in proc.stderr, proc.stderr
+        assert changed(before, guarded.venv.snapshot()) == []
+    assert (log.read_bytes() if log.exists() else None) == had
 
 
 def test_missing_start_up_finder_fails_closed(guarded: Guarded) -> None:
