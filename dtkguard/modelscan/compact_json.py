@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from operator import gt, itemgetter
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: bytes that no JSON string may hold raw (and that a compact header has nowhere else)
 _CONTROL = bytes(range(32))
