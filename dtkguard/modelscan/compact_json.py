@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from operator import gt, itemgetter
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: bytes that no JSON string may hold raw (and that a compact header has nowhere else)
 _CONTROL = bytes(range(32))
@@ -23,7 +26,6 @@ _META = '{"__metadata__":'
 #: "data_offsets":[B,E]},`` splits on ``"`` into 10 pieces, these at the fixed places
 _ENTRY_FIXED = ((2, ":{"), (3, "dtype"), (4, ":"), (6, ","), (7, "shape"), (9, "data_offsets"))
 _INNER_SHAPE = itemgetter(slice(2, -2))
-_INNER_OFFSETS = itemgetter(slice(2, -3))
 
 
 def _reject_constant(name: str) -> object:
@@ -81,7 +83,7 @@ def header_tensors(
     writers emit it, space-padded), or None. ``decoder`` parses ``__metadata__`` as the full
     parse does; offsets must lie in ``buffer_len``, integers in ``[0, max_int]``."""
     body = text.rstrip(" ")
-    if len(raw.translate(None, _CONTROL)) != len(raw) or body[-1:] != "}":
+    if body[-1:] != "}":
         return None
     got = _metadata(body, decoder)
     if got is None:
@@ -100,6 +102,11 @@ def header_tensors(
     distinct = set(names)
     if "" in dtypes or len(distinct) != n or "__metadata__" in distinct:
         return None
+    # control characters only where a string may hold them: every other piece is checked
+    # exactly, or parsed by json (shapes, whose whitespace the full parse accepts too)
+    strings = ("".join(names) + "".join(set(dtypes))).encode()
+    if len(strings.translate(None, _CONTROL)) != len(strings):
+        return None
     if not _shapes_ok(set(pieces[8::10]), max_int):
         return None
     offsets = pieces[10::10]
@@ -111,23 +118,28 @@ def header_tensors(
 
 def _offsets_ok(offsets: list[str], buffer_len: int, max_int: int) -> bool:
     """Every piece is ``:[B,E]},`` with integers ``0 <= B <= E <= buffer_len, max_int``."""
-    # without its digits each piece is ":[,]},"; a digit before its "[" or after its "]" puts
-    # that bracket inside piece[2:-3], the inner part, which may hold digits and one comma only
-    skeleton = "\n".join(offsets).encode().translate(None, b"0123456789")
-    if skeleton != b"\n".join([b":[,]},"] * len(offsets)):
+    # without its digits each piece is ":[,]},"; a digit anywhere but inside the brackets
+    # breaks a "]},:[" between two pieces, or the first ":[" or the last "]},", and leaves a
+    # bracket behind: what is left inside holds digits and commas only
+    joined = "".join(offsets)
+    if joined.encode().translate(None, b"0123456789") != b":[,]}," * len(offsets):
         return False
-    inner = ",".join(map(_INNER_OFFSETS, offsets))
-    if "[" in inner or "]" in inner:
+    if not (joined.startswith(":[") and joined.endswith("]},")):
+        return False
+    inner = joined[2:-3].replace("]},:[", ",")
+    if "[" in inner or "]" in inner or ":" in inner or "}" in inner:
         return False
     try:  # digits and commas only: integers, or an error (a leading zero, an empty one)
         values = number_decoder().decode(f"[{inner}]")
     except ValueError:
         return False
+    if len(values) != 2 * len(offsets):
+        return False
     begins, ends = values[0::2], values[1::2]
+    # begin <= end <= buffer_len bounds every value by buffer_len: max_int only past it
     return (
-        len(values) == 2 * len(offsets)
-        and max(values) <= max_int
-        and max(ends) <= buffer_len
+        max(ends) <= buffer_len
+        and (buffer_len <= max_int or max(values) <= max_int)
         and not any(map(gt, begins, ends))
     )
 

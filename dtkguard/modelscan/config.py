@@ -16,9 +16,12 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from dtkguard.lightclass import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_CONFIG = 16 * 1024 * 1024
 #: JSON values (strings, numbers, lists, objects) in one config or index: each costs about 100

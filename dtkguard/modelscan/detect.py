@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from dtkguard.lightclass import field, record
 from dtkguard.modelscan import dtypes
 from dtkguard.modelscan.scan import ModelScan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: detection -> the Fp8Rule kind its severity comes from
 KIND = {

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Any
 
 from dtkguard.lightclass import field, record
 from dtkguard.modelscan.config import ConfigError, read_json
 from dtkguard.modelscan.dtypes import KV_SCALE_SUFFIXES
 from dtkguard.modelscan.names import Names
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: more shards than this in one index is not a real model; names are still counted
 MAX_SHARDS = 4096

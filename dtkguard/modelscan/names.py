@@ -34,6 +34,10 @@ class Names:
 
     def has_leaf(self, leaf: str) -> bool:
         """Some name's last dotted part is ``leaf`` (``leaf`` holds no dot)."""
+        joined = self._joined
+        if joined and "\n" not in leaf:  # each name ends at a newline: found in C, no count
+            line = f"{leaf}\n"
+            return f".{line}" in joined or joined.startswith(line) or f"\n{line}" in joined
         return self.ending(f".{leaf}") > 0 or leaf in self.names
 
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections import namedtuple
 from functools import lru_cache
 from itertools import chain
 from operator import gt, itemgetter
-from typing import Any, BinaryIO, NamedTuple
 
 from dtkguard.lightclass import field, record
 from dtkguard.util.text import json_loads, parse_int_checked_after
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 #: the largest header we accept (the Hub uses 25 MB; the Rust reader 100 MB)
 #: a header larger than this is refused (one of 10,000 tensors is about 1 MB)
@@ -31,11 +35,16 @@ class HeaderError(ValueError):
     """The file is not a readable safetensors file. ``str()`` is one line."""
 
 
-class TensorInfo(NamedTuple):
-    dtype: str
-    shape: list[int]
-    begin: int
-    end: int
+if TYPE_CHECKING:
+
+    class TensorInfo(NamedTuple):
+        dtype: str
+        shape: list[int]
+        begin: int
+        end: int
+
+else:  # the same named tuple, without importing typing (milliseconds of every scan-model)
+    TensorInfo = namedtuple("TensorInfo", ("dtype", "shape", "begin", "end"))
 
 
 @record
@@ -68,24 +77,24 @@ def _reject_constant(name: str) -> object:
     raise HeaderError(f"non-standard JSON constant {name} in header")
 
 
-def _read_exact(fh: BinaryIO, n: int) -> bytes:
+def _read_exact(fd: int, n: int) -> bytes:
     chunks, left = [], n
     while left:
-        chunk = fh.read(left)
+        chunk = os.read(fd, left)
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> SafetensorsHeader:
     """Parse the header of ``path``. Raises :class:`HeaderError` (or OSError) on bad input."""
-    from dtkguard.util.safe_read import open_regular
+    from dtkguard.util.safe_read import regular_fd
 
-    with open_regular(path) as fh:  # unbuffered: read exactly the header bytes
-        size = os.fstat(fh.fileno()).st_size
-        head = _read_exact(fh, 8)
+    fd, size = regular_fd(path)  # a descriptor, no file object: read exactly the header bytes
+    try:
+        head = _read_exact(fd, 8)
         if len(head) != 8:
             raise HeaderError(f"truncated: {size} bytes, no 8-byte header length")
         (n,) = struct.unpack("<Q", head)
@@ -95,7 +104,9 @@ def read_header(path: str | os.PathLike[str], cap: int = MAX_HEADER) -> Safetens
             raise HeaderError(f"header length {n} exceeds the cap of {cap} bytes")
         if 8 + n > size:
             raise HeaderError(f"header length {n} runs past the end of the {size}-byte file")
-        raw = _read_exact(fh, n)
+        raw = _read_exact(fd, n)
+    finally:
+        os.close(fd)
     if len(raw) != n:
         raise HeaderError("truncated header")
     return parse_header(str(path), raw, size)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.modelscan.detect import KIND, detect
@@ -18,6 +17,8 @@ from dtkguard.rules.rule_info import RuleInfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from dtkguard.modelscan.serving import Request, ServingProcess
 
 #: the rules this family reports, with their default severity (collected by

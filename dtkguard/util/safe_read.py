@@ -70,6 +70,14 @@ def open_regular(
         raise
 
 
+def regular_fd(
+    path: str | os.PathLike[str], *, follow: bool = True, root: object | None = None
+) -> tuple[int, int]:
+    """(descriptor, fstat size) of a regular file, opened as `open_regular` opens it, without
+    a file object (the caller closes the descriptor); `NotRegularFile` for anything else."""
+    return _regular_fd(path, follow, root)
+
+
 def _regular_fd(path: str | os.PathLike[str], follow: bool, root: Any) -> tuple[int, int]:
     """(descriptor, size) of a regular file, opened as `open_regular` opens it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -89,15 +97,15 @@ def _regular_fd(path: str | os.PathLike[str], follow: bool, root: Any) -> tuple[
 
 def _read_fd(fd: int, limit: int, size: int) -> bytes:
     """Up to ``limit`` bytes from ``fd``, counting what was actually read. Each read asks for
-    what fstat's ``size`` says is left and one byte more (a read allocates what it asks for: a
-    megabyte for a 1 KB file cost more than reading it), and a short read that ends at ``size``
-    is the end (no read call to be told so)."""
+    what fstat's ``size`` says is left and one byte more, in one read however large (a read
+    allocates what it asks for: a megabyte for a 1 KB file cost more than reading it, and 1 MiB
+    chunks joined cost an 8 MiB index more than its parse), then a megabyte at a time past
+    ``size`` (a file that grew, a /proc file of size 0); a short read that ends at ``size`` is
+    the end (no read call to be told so)."""
     chunks = []
     left, total = limit, 0
     while left > 0:
-        want = min(left, 1 << 20)
-        if total < size:
-            want = min(want, size - total + 1)
+        want = min(left, size - total + 1 if total < size else 1 << 20)
         chunk = os.read(fd, want)
         if not chunk:
             break

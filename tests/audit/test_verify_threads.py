@@ -22,10 +22,14 @@ def _files(tmp_path: Path, n: int) -> list[Path]:
 
 
 @pytest.mark.parametrize("workers", [2, 3, 8])
-def test_every_batch_comes_back_once_with_its_digests(tmp_path: Path, workers: int) -> None:
+@pytest.mark.parametrize("order", [None, [7, 0, 6, 1, 5, 2, 4, 3]])
+def test_every_batch_comes_back_once_with_its_digests(
+    tmp_path: Path, workers: int, order: list[int] | None
+) -> None:
+    """In batch order, or in an order that even workers take from its front, odd from its back."""
     files = _files(tmp_path, 30)
     batches = [[(str(p), "sha256", "") for p in files[i : i + 4]] for i in range(0, 30, 4)]
-    got = dict(_on_threads(batches, workers))
+    got = dict(_on_threads(batches, workers, order))
     assert sorted(got) == list(range(len(batches)))
     for k, batch in enumerate(batches):
         wanted = [hashlib.sha256(Path(host).read_bytes()).digest() for host, _, _ in batch]

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from dtkguard.env import filehash
-from dtkguard.env.filehash import CHUNK, hash_file
+from dtkguard.env.filehash import CHUNK, SMALL, hash_file
+
+SIZES = [0, 1, 2047, 4096, SMALL - 1, SMALL, SMALL + 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7]
 
 
-@pytest.mark.parametrize("size", [0, 1, 2047, 4096, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7])
+@pytest.mark.parametrize("size", SIZES)
 def test_hash_file_every_size(tmp_path: Path, size: int) -> None:
     data = os.urandom(size)
     path = tmp_path / "f"
@@ -32,6 +34,24 @@ def test_hash_file_reuses_one_buffer_and_keeps_the_shebang(tmp_path: Path) -> No
     assert (status, digest, head) == ("ok", hashlib.sha256(script).digest(), script)
     (tmp_path / "t").write_bytes(b"#")  # one byte: the stale "!" left in the buffer is no shebang
     assert hash_file(str(tmp_path / "t"), "sha256", False)[3] == b""
+
+
+@pytest.mark.parametrize("told", [0, 10, 5000, SMALL - 1])
+def test_a_small_file_fstat_misjudged_is_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: int
+) -> None:
+    """A file that grew or shrank after fstat: the small-file read goes on to its end."""
+    data = os.urandom(5000 + CHUNK)
+    (tmp_path / "f").write_bytes(data)
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((*st[:6], told, *st[7:10]))
+
+    monkeypatch.setattr(filehash.os, "fstat", fstat)
+    status, digest, total, _ = hash_file(str(tmp_path / "f"), "sha256", False)
+    assert (status, digest, total) == ("ok", hashlib.sha256(data).digest(), len(data))
 
 
 def test_hash_file_other_algorithms(tmp_path: Path) -> None:
