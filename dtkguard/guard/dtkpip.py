@@ -178,7 +178,7 @@ def _paused_locator(
 def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
     """The hook of this dtkguard is in the environment, so the real run can be the only run;
     an install elsewhere or with a report of its own is planned first."""
-    from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
+    from dtkguard.guard.hook_files import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
     from dtkguard.guard.pipargs import ELSEWHERE
 
     if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):

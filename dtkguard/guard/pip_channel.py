@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from dtkguard.lightclass import field, record
 
 #: the variable the hook reads (``plugins/pip/_dtkguard_pip_hook.CHANNEL``)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
 
 
-@dataclass
+@record
 class OneRun:
     """The running pip and dtkpip's ends of the two pipes."""
 
