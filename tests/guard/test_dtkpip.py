@@ -25,6 +25,7 @@ def test_vllm_092_is_explained(guarded: Guarded, tmp_path: Path) -> None:
     assert log.read_text().count("Using pip ") == 2
     text = proc.stderr
     assert "nothing was installed or removed" in text
+    assert "without them it would, among others:\n" in text
     assert (
         f"replace the vendor build torch {TORCH} with torch 2.7.0 (a community CUDA build)" in text
     )
