@@ -11,7 +11,8 @@ package of the real vLLM 0.9.2 pip report) serves both sides, offline:
   2.7.0, triton, 14 nvidia-* wheels ...), put back after each round, untimed.
 
 Sides alternate which goes first, ``--rounds`` rounds after one untimed warm-up each; medians of
-wall time and the ratio (goal: veto <= 0.5x pip doing the damage). The interpreters and pip's
+wall time and of CPU time (user + system of the command and the children it waited for) and
+their ratios (goal: veto <= 0.5x pip doing the damage). The interpreters and pip's
 version are printed first.
 
     PYTHONPATH=. python benchmarks/bench_veto.py [--rounds 5] [--smoke]
@@ -32,10 +33,20 @@ from benchmarks._common import CACHE, bench_env, das_venv, dtkguard_cmd
 from tests.support.reports import load_report, make_wheelhouse
 
 
-def _run(cmd: list, env: dict[str, str], expect: int) -> tuple[float, str]:
+def _cpu() -> float:
+    """CPU seconds (user + system) of every child this process has waited for."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmd: list, env: dict[str, str], expect: int) -> tuple[tuple[float, float], str]:
+    """((wall s, CPU s), stderr) of one run of ``cmd``."""
+    cpu = _cpu()
     start = time.perf_counter()
     proc = subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True)
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, _cpu() - cpu
     if proc.returncode != expect:
         raise SystemExit(
             f"exit {proc.returncode}, expected {expect}: {' '.join(map(str, cmd))}\n"
@@ -73,13 +84,13 @@ def main() -> int:
     baseline = plain.installed()
     before = guarded.installed()
 
-    def veto() -> float:
+    def veto() -> tuple[float, float]:
         took, err = _run([*dtk, "pip", "--python", guarded.python, *request], env, 1)
         if "nothing was installed or removed" not in err or guarded.installed() != before:
             raise SystemExit(f"dtkpip did not veto cleanly:\n{err[-2000:]}")
         return took
 
-    def damage() -> float:
+    def damage() -> tuple[float, float]:
         took, _ = _run([plain.python, "-m", "pip", *request], env, 0)
         now = plain.installed()
         if now.get("torch") == baseline.get("torch"):
@@ -95,18 +106,22 @@ def main() -> int:
         return took
 
     sides = {"dtkpip veto": veto, "pip doing the damage": damage}
-    times: dict[str, list[float]] = {name: [] for name in sides}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     for i in range(args.rounds + 1):
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
         for name in order:
             took = sides[name]()
             if i:  # round 0 is the warm-up
                 times[name].append(took)
-    med = {name: statistics.median(t) for name, t in times.items()}
-    print(f"\nveto of vllm==0.9.2, {args.rounds} rounds alternating, medians of wall time")
-    for name, t in med.items():
-        print(f"{name:22s}: {t:7.2f} s")
-    print(f"ratio veto / damage   : {med['dtkpip veto'] / med['pip doing the damage']:.2f}x")
+    med = {
+        name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+        for name, t in times.items()
+    }
+    print(f"\nveto of vllm==0.9.2, {args.rounds} rounds alternating, medians (wall, CPU)")
+    for name, (wall, cpu) in med.items():
+        print(f"{name:22s}: {wall:7.2f} s   CPU {cpu:7.2f} s")
+    (vw, vc), (dw, dc) = med["dtkpip veto"], med["pip doing the damage"]
+    print(f"ratio veto / damage   : {vw / dw:.2f}x   CPU {vc / dc:.2f}x")
     return 0
 
 

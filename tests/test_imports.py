@@ -116,6 +116,28 @@ def test_dtkpip_plan_loads_no_heavy_module(env: dict[str, str], tmp_path: Path) 
     assert len(modules) < 260, len(modules)
 
 
+@pytest.mark.wheel_cache
+def test_dtkpip_one_run_loads_no_guard_install_module(env: dict[str, str], tmp_path: Path) -> None:
+    """An install dtkpip runs as the one run of the guarded env's pip (its hook present) reads
+    the hook's files without the machinery of `guard install` (`guard/layers.py`, with
+    `dataclasses` and `importlib.resources`)."""
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0")
+    env = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
+    assert proc.returncode == 0, proc.stderr
+    args = ["pip", "--python", str(venv.python), "install", "--no-index", "-f", str(wheels)]
+    for _ in range(2):  # the second: already satisfied
+        proc, modules = _loaded(*args, "tiny-lib", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "dtkguard.guard.pip_channel" in modules  # the one run, not a dry run first
+    assert "Requirement already satisfied: tiny-lib" in proc.stdout
+    assert _heavy(modules) == []
+    for name in ("dtkguard.guard.layers", "dataclasses", "importlib.resources"):
+        assert name not in modules, name
+
+
 def test_probe_sees_a_heavy_import(env: dict[str, str]) -> None:
     """The probe itself works: a command that does parse TOML is seen loading pydantic."""
     policy = REPO / "policies" / "dtk-25.04.1.toml"

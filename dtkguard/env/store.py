@@ -23,7 +23,6 @@ folder here. Nothing inside the env is trusted: `check` and `restore` read the s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -73,6 +72,8 @@ def ensure_dir(path: Path) -> Path:
 
 def env_key(prefix: str | os.PathLike[str]) -> str:
     """The folder name of an env: its prefix's last part and a digest of its realpath."""
+    import hashlib  # not at import: a dtkpip run that records nothing needs no OpenSSL
+
     real = os.path.realpath(prefix)
     digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip("/")) or "root")

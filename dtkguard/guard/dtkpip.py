@@ -103,14 +103,16 @@ class PipFrontend(Frontend):
             )
         return self.free(self.unpinned_env())
 
-    def free(self, env: dict[str, str]) -> Plan:
-        """What pip would install without the vendor pins, as far as a veto needs it."""
+    def free(self, env: dict[str, str], head: Plan | None = None) -> Plan:
+        """What pip would install without the vendor pins, as far as a veto needs it (``head``:
+        the requested packages, already known)."""
         from dtkguard.guard.free_plan import free_plan
         from dtkguard.guard.instead import options_only
 
         cmd = self.cmd
         options = options_only(cmd.args, cmd.value_options)
-        return free_plan(self.interp.python, cmd.global_args, cmd.args, options, self.policy, env)
+        python, policy = self.interp.python, self.policy
+        return free_plan(python, cmd.global_args, cmd.args, options, policy, env, head)
 
     def removal_plan(self) -> Plan:
         return Plan(0, "", "", remove=[canonical(n) for n in uninstall_names(self.cmd) if n])
@@ -178,7 +180,7 @@ def _paused_locator(
 def _one_run_fits(interp: Interpreter, cmd: PipCommand) -> bool:
     """The hook of this dtkguard is in the environment, so the real run can be the only run;
     an install elsewhere or with a report of its own is planned first."""
-    from dtkguard.guard.layers import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
+    from dtkguard.guard.hook_files import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
     from dtkguard.guard.pipargs import ELSEWHERE
 
     if cmd.has("--report", *ELSEWHERE) or any(a.startswith(("-t", "--target")) for a in cmd.args):
@@ -212,7 +214,7 @@ def _install_once(front: PipFrontend) -> int | None:
             code = run.finish()
             if not run.attached:
                 return None
-            return _explain_pinned(front, code) if run.conflict else code
+            return _explain_pinned(front, code, run.unpinned) if run.conflict else code
         plan = Plan(0, "", "")
         if not read_report(report, plan) or not set(run.wheels) <= {p.key for p in plan.install}:
             run.finish()
@@ -232,13 +234,51 @@ def _install_once(front: PipFrontend) -> int | None:
         run.finish()
 
 
-def _explain_pinned(front: PipFrontend, code: int) -> int:
+def _explain_pinned(front: PipFrontend, code: int, unpinned: dict) -> int:
     """The one run failed on the vendor pins (pip said so above): what it would do without
-    them, judged; a veto in dtkguard's words when that is refused."""
-    free = front.free(_plain(front.unpinned_env()))
+    them, judged; a veto in dtkguard's words when that is refused. ``unpinned``: what the hook
+    found of the request without the pins (`_requested_head`)."""
+    free = front.free(_plain(front.unpinned_env()), _requested_head(front.cmd, unpinned))
     if not free.ok:
         return code
     verdict = flow.verdict_of(front, free)
     if verdict.blocked:
         say(flow.veto_text(front, verdict, True))
     return code or 1
+
+
+def _requested_head(cmd: PipCommand, unpinned: dict) -> Plan | None:
+    """The requested packages without the pins (``install --no-deps``'s plan) from the hook's
+    report of the failed resolution, where it holds them all: every requirement named as an
+    argument with one exact version (``name==V``, no extras, markers, URLs or files) and no
+    ``-r``/``-e``. None: pip plans them again."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from dtkguard.guard.plan import read_report_data
+
+    if not cmd.positionals() or cmd.has("-r", "--requirement", "-e", "--editable"):
+        return None
+    wanted = {}
+    for spec in cmd.positionals():
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement:
+            return None
+        exact = [s for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version]
+        if req.url or req.extras or req.marker or len(req.specifier) != 1 or not exact:
+            return None
+        wanted[canonical(req.name)] = req.specifier
+    head = Plan(0, "", "")
+    if not read_report_data(unpinned, head):
+        return None
+    found = [
+        p
+        for p in head.install
+        if p.key in wanted and wanted[p.key].contains(p.version, prereleases=True)
+    ]
+    if sorted(p.key for p in found) != sorted(wanted):  # each once
+        return None
+    for p in found:
+        p.requested = True
+    head.install = found
+    return head

@@ -4,8 +4,9 @@ The whole resolution without the pins costs as much as pip doing the damage. Wha
 say is only what the request does to the vendor builds and which refused packages it adds:
 that follows from the requested packages (pip's plan of them alone, ``--no-deps``) and the
 closure of those of their requirements the decision core refuses (another build of a vendor
-package, a denied name), resolved without the pins. The rest of the request's closure (the
-packages the environment has already, at most upgraded) is left out; the veto says so.
+package, a denied name), resolved without the pins (not requested, as in the whole plan: the
+suggestions and their probes are for what was asked for). The rest of the request's closure
+(the packages the environment has already, at most upgraded) is left out; the veto says so.
 Where no requirement is refused that way, the whole resolution is the explanation.
 """
 
@@ -52,15 +53,20 @@ def free_plan(
     options: list[str],
     policy: CompiledPolicy,
     env: dict[str, str],
+    head: Plan | None = None,
 ) -> Plan:
-    """pip's plan without the pins: the requested packages with the closure of their refused
-    requirements when there are any (``Plan.partial``), else the whole plan."""
-    head = dry_run(python, global_args, [*install_args, "--no-deps"], None, env)
+    """pip's plan without the pins: the requested packages (``head``: known already, else
+    planned ``--no-deps``) with the closure of their refused requirements when there are any
+    (``Plan.partial``), else the whole plan."""
+    if head is None:
+        head = dry_run(python, global_args, [*install_args, "--no-deps"], None, env)
     refused = refused_requirements(head, policy) if head.ok else []
     if refused:
         rest = dry_run(python, global_args, [*options, *refused], None, env)
         if rest.ok:
             keys = {p.key for p in head.install}
+            for p in rest.install:  # requirements of the request, as in the whole plan
+                p.requested = False
             head.install += [p for p in rest.install if p.key not in keys]
             head.partial = True
             return head

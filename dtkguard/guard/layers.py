@@ -30,6 +30,7 @@ from dtkguard.env.baseline import baseline_path
 from dtkguard.env.interpreter import Interpreter
 from dtkguard.errors import InputError, TargetError
 from dtkguard.guard import baseline as baselines
+from dtkguard.guard.hook_files import FINDER_MODULE, HOOK_MODULE, HOOK_PTH, hook_source
 from dtkguard.guard.hook_policy import constraints_text, hook_json
 from dtkguard.guard.transaction import require_writable, roll_back
 from dtkguard.policy.compiled import CompiledPolicy
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
     from dtkguard.lock.read import Lock
 
-HOOK_MODULE = "_dtkguard_pip_hook.py"
-HOOK_PTH = "dtkguard-pip-hook.pth"
 #: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
 HOOK_DECISION = "_dtkguard_decision.py"
 #: the copy of `dtkguard.protected` (the protected set) beside the hook
@@ -60,17 +59,6 @@ HOOK_BUILDWATCH = "_dtkguard_buildwatch.py"
 HOOK_PIPOVERRIDE = "_dtkguard_pipoverride.py"
 MARKER = "EXTERNALLY-MANAGED"
 TRIPWIRE_MODULE = "_dtkguard_tripwire.py"
-#: the start-up finder the ``.pth`` line imports (per environment: it names the policy)
-FINDER_MODULE = "_dtkguard_finder.py"
-
-
-def hook_source(name: str) -> str:
-    """A file of the pip hook, from the installed package data or a source checkout."""
-    try:
-        return resources.files("dtkguard.plugins.pip").joinpath(name).read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError):
-        src = Path(__file__).resolve().parents[2] / "plugins" / "pip" / name
-        return src.read_text(encoding="utf-8")
 
 
 def decision_source(module: str = "decision.py") -> str:

@@ -4,9 +4,11 @@ dtkpip starts ``pip install --dry-run --report FILE ARGS`` with two pipes named 
 ``$DTKGUARD_DTKPIP_CHANNEL`` (descriptors ``W,R``). Where the hook is present it answers
 ``hello``, turns the dry run into the real run and, once pip has resolved, downloaded and built
 (the report is written), sends ``plan {name: wheel}`` and waits: dtkpip judges the plan and
-answers ``go`` (inside the journal's transaction) or refuses. ``conflict``: the resolution
-failed on the guard's vendor pins. Where no hook answers, pip ran the dry run and changed
-nothing; a dtkpip that dies closes the pipe, which the hook takes as a refusal.
+answers ``go`` (inside the journal's transaction) or refuses. ``conflict REPORT``: the
+resolution failed on the guard's vendor pins; REPORT (pip's report's shape) holds what the hook
+knows of the request without them, which dtkpip explains the conflict from where it suffices.
+Where no hook answers, pip ran the dry run and changed nothing; a dtkpip that dies closes the
+pipe, which the hook takes as a refusal.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from dtkguard.lightclass import field, record
 
 #: the variable the hook reads (``plugins/pip/_dtkguard_pip_hook.CHANNEL``)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
 
 
-@dataclass
+@record
 class OneRun:
     """The running pip and dtkpip's ends of the two pipes."""
 
@@ -33,6 +36,8 @@ class OneRun:
     conflict: bool = False
     #: {canonical name: the local wheel pip installs}, from the ``plan`` message
     wheels: dict[str, str] = field(default_factory=dict)
+    #: the ``conflict`` message's report: the request's dists without the pins, where known
+    unpinned: dict = field(default_factory=dict)
 
     @classmethod
     def start(cls, python: str, args: list[str], report: Path, env: dict[str, str]) -> OneRun:
@@ -60,14 +65,11 @@ class OneRun:
                 line = raw.decode("utf-8", "replace").strip()
                 if line == "hello":
                     self.attached = True
-                elif line == "conflict":
+                elif line == "conflict" or line.startswith("conflict "):
                     self.conflict = True
+                    self.unpinned = _json_object(line[9:])
                 elif line.startswith("plan "):
-                    try:
-                        wheels = json.loads(line[5:])
-                    except ValueError:
-                        wheels = {}
-                    self.wheels = wheels if isinstance(wheels, dict) else {}
+                    self.wheels = _json_object(line[5:])
                     return self.attached
         return False
 
@@ -96,3 +98,12 @@ class OneRun:
     def go(self) -> int:
         self.answer(True)
         return self.finish()
+
+
+def _json_object(text: str) -> dict:
+    """``text`` as a JSON object; ``{}`` when it is none."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}

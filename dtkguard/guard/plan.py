@@ -161,6 +161,11 @@ def read_report(report: Path, plan: Plan) -> bool:
         data = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = None
+    return read_report_data(data, plan)
+
+
+def read_report_data(data: object, plan: Plan) -> bool:
+    """Fill ``plan`` from the data of pip's installation report; False when it is none."""
     if not isinstance(data, dict):
         return False
     plan.environment = data.get("environment") or {}

@@ -131,7 +131,7 @@ def render(
 ) -> str:
     out = [f"{tool.name}: stopped `{command}`: nothing was installed or removed."]
     if constrained_failed:
-        some = ", among others," if verdict.plan.partial else ""
+        some = ", among others" if verdict.plan.partial else ""
         out.append(
             f"{tool.runs} cannot satisfy this request while keeping the vendor builds "
             f"(policy {policy.name}); without them it would{some}:"

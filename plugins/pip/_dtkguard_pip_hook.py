@@ -128,6 +128,8 @@ class Guard:
         #: the run: names judged, what pip installs here in place of a removal, what it removed
         self.allowed, self.replacing, self.removed = set(), {}, set()
         self.target_dir = self.token = self.channel = None
+        #: the package finder of dtkpip's one run (`_conflict_plan`)
+        self.finder = None
         #: the build journal: the policy it is armed with, its snapshot, pip's user agent
         self.armed = self.snapshot = None
         self.user_agent = False
@@ -947,6 +949,7 @@ def _guarded_install_run(run, command, options, args, missing):
     target = getattr(options, "target_dir", None)
     GUARD.target_dir = target
     _dtkpip_attach(options)
+    _keep_finder(command)
     if GUARD.error is not None and missing and not _override():
         raise _fail_closed()
     _snapshot_for(options, target)
@@ -959,7 +962,7 @@ def _guarded_install_run(run, command, options, args, missing):
         text = _explain_conflict(exc, list(args))
         if text is None:
             raise
-        if _dtkpip_tell(b"conflict"):
+        if _dtkpip_tell(b"conflict " + _conflict_plan(exc).encode()):
             raise  # dtkpip explains it in its own words
         raise type(exc)(f"{exc}{text}") from exc
     except BaseException:
@@ -1052,6 +1055,70 @@ def _dtkpip_attach(options):
         return
     options.dry_run = False
     GUARD.channel = (w, r)
+
+
+def _keep_finder(command):
+    """In dtkpip's one run, keep the package finder pip builds (`_conflict_plan` asks it)."""
+    build = getattr(command, "_build_package_finder", None)
+    if GUARD.channel is None or build is None:
+        return
+
+    def keep(*args, **kwargs):
+        GUARD.finder = build(*args, **kwargs)
+        return GUARD.finder
+
+    command._build_package_finder = keep
+
+
+def _conflict_plan(exc):
+    """What dtkpip needs of a resolution that failed on the vendor pins to explain it without
+    planning the request again, as JSON (pip's report's shape; ``{}`` when not at hand): the
+    dists of the causes' parents, and for a requirement of the request itself the release
+    pip's finder picks for it without the pins, where that is a local wheel."""
+    import json
+
+    try:
+        from pip._vendor.packaging.markers import default_environment
+
+        cause = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+        items = {}
+        for info in getattr(cause, "causes", None) or ():
+            req, parent = info[0], info[1]
+            if parent is not None:
+                link = getattr(parent, "source_link", None)
+                dist, url = getattr(parent, "dist", None), getattr(link, "url_without_fragment", "")
+            else:
+                dist, url = _unpinned(req)
+            if dist is None:
+                continue
+            meta = dict(dist.metadata_dict)
+            meta.pop("description", None)
+            items[(meta.get("name"), meta.get("version"))] = {
+                "metadata": meta,
+                "download_info": {"url": url},
+            }
+        return json.dumps({"environment": default_environment(), "install": list(items.values())})
+    except Exception:
+        return "{}"
+
+
+def _unpinned(req):
+    """(dist, URL) of the release pip's finder picks for ``req`` (a requirement of the
+    request) ignoring the pins, when it is a local wheel; (None, "") otherwise."""
+    finder = GUARD.finder
+    ireq = getattr(req, "_ireq", None)
+    spec = getattr(getattr(ireq, "req", None), "specifier", None)
+    if finder is None or spec is None:
+        return None, ""
+    best = finder.find_best_candidate(req.project_name, spec).best_candidate
+    link = getattr(best, "link", None)
+    if link is None or not link.is_wheel or not link.is_file:
+        return None, ""
+    from pip._internal.metadata import get_wheel_distribution
+    from pip._internal.metadata.base import FilesystemWheel
+
+    wheel = FilesystemWheel(link.file_path)
+    return get_wheel_distribution(wheel, req.project_name), link.url_without_fragment
 
 
 def _dtkpip_tell(message):

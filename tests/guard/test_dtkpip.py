@@ -15,12 +15,17 @@ from tests.support.venvs import hermetic_env
 pytestmark = pytest.mark.wheel_cache
 
 
-def test_vllm_092_is_explained(guarded: Guarded) -> None:
+def test_vllm_092_is_explained(guarded: Guarded, tmp_path: Path) -> None:
     before = guarded.venv.snapshot()
-    proc = guarded.dtkpip("install", *guarded.index_args, "vllm==0.9.2")
+    log = tmp_path / "pip.log"
+    proc = guarded.dtkpip("install", "--log", str(log), *guarded.index_args, "vllm==0.9.2")
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    # two pip runs: the one run (failing on the pins; its hook reports vllm 0.9.2 without
+    # them) and the plan of the refused requirements it needs, not a --no-deps run between
+    assert log.read_text().count("Using pip ") == 2
     text = proc.stderr
     assert "nothing was installed or removed" in text
+    assert "without them it would, among others:\n" in text
     assert (
         f"replace the vendor build torch {TORCH} with torch 2.7.0 (a community CUDA build)" in text
     )
