@@ -38,8 +38,9 @@ def test_install_status_remove_round_trip(
     status = g.dtkguard("guard", "status", "--python", py)
     assert status.returncode == 0, status.stdout
     # every layer (the store pointer, the protected set's, the ELF reader's, the RECORD
-    # module's and the site facts' copies too) and the baseline
-    assert status.stdout.count("present") == 15
+    # module's, the site facts', the build watch's and the override log's copies too) and the
+    # baseline
+    assert status.stdout.count("present") == 17
     # the site pip.conf is what `pip --isolated` still reads
     env = hermetic_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     env.pop("PIP_CONFIG_FILE")
