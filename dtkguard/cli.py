@@ -100,6 +100,17 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+def _passthrough(argv: list[str]) -> argparse.Namespace | None:
+    """``dtkguard pip|uv ARGS...``: the namespace `build_parser` parses from it (every argument
+    after the command is pip's or uv's), without building the parser (argparse translates the
+    help of every option it adds: a few ms of every dtkpip and dtkuv run). None for any other
+    command line."""
+    if not argv or argv[0] not in PASSTHROUGH:
+        return None
+    run = importlib.import_module(f"dtkguard.commands.{COMMANDS[argv[0]]}").run
+    return argparse.Namespace(debug=False, command=argv[0], argv=argv[1:], run=run)
+
+
 #: argument values that are not names of anything (passed on to pip or uv as they are)
 _PASSED_ON = ("argv", "command", "run")
 
@@ -156,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
-        args = build_parser(argv).parse_args(argv)
+        args = _passthrough(argv) or build_parser(argv).parse_args(argv)
         refuse_empty(_given(args))
         configure(
             getattr(args, "color", None),
