@@ -23,7 +23,6 @@ folder here. Nothing inside the env is trusted: `check` and `restore` read the s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from dtkguard.errors import InputError
 from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def ensure_dir(path: Path) -> Path:
 def env_key(prefix: str | os.PathLike[str]) -> str:
     """The folder name of an env: its prefix's last part and a digest of its realpath."""
     real = os.path.realpath(prefix)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip("/")) or "root")
     return f"{name[:40]}-{digest}"
 
