@@ -6,7 +6,6 @@ Each subcommand lives in ``dtkguard.commands.<name>`` with ``register(subparsers
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
@@ -18,6 +17,7 @@ from dtkguard.util.console import COLOR_CHOICES, configure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from typing import NoReturn
 
@@ -45,18 +45,32 @@ COMMANDS: dict[str, str] = {
 PASSTHROUGH = ("pip", "uv")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line instead of the usage block on bad arguments."""
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse's parser that exits 2 with one line instead of the usage block on bad
+    arguments, made on first use: dtkpip's and dtkuv's command lines import no argparse
+    (`_passthrough`)."""
+    global _parser
+    if _parser is None:
+        import argparse
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        class _Parser(argparse.ArgumentParser):
+            def error(self, message: str) -> NoReturn:
+                self.exit(2, f"{self.prog}: error: {message}\n")
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        """argparse's, with the width `shutil.get_terminal_size` gives, without importing
-        shutil (and zlib, bz2, lzma) on every command line: add_argument makes a formatter."""
-        if sys.version_info >= (3, 14) or "shutil" in sys.modules:
-            return super()._get_formatter()
-        return self.formatter_class(prog=self.prog, width=_columns() - 2)  # type: ignore[call-arg]
+            def _get_formatter(self) -> argparse.HelpFormatter:
+                """argparse's, with the width `shutil.get_terminal_size` gives, without
+                importing shutil (and zlib, bz2, lzma) on every command line: add_argument
+                makes a formatter."""
+                if sys.version_info >= (3, 14) or "shutil" in sys.modules:
+                    return super()._get_formatter()
+                width = _columns() - 2
+                return self.formatter_class(prog=self.prog, width=width)  # type: ignore[call-arg]
+
+        _parser = _Parser
+    return _parser
+
+
+_parser: type[argparse.ArgumentParser] | None = None
 
 
 def _columns() -> int:
@@ -77,7 +91,8 @@ def _columns() -> int:
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser; when ``argv`` names a command, only that command's module is imported."""
-    parser = _Parser(
+    parser_class = _parser_class()
+    parser = parser_class(
         prog="dtkguard",
         description="Keep Hygon DCU (DTK/DAS) Python environments intact: guard pip and uv, "
         "lock images under a policy, audit environments and fleets for drift, tampering, CUDA "
@@ -86,7 +101,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dtkguard {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     add_output_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_class)
     sub.required = True
     first = next((a for a in argv if not a.startswith("-") and a not in COLOR_CHOICES), None)
     names = [first] if first in COMMANDS else list(COMMANDS)
@@ -98,6 +113,19 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     if "completion" in sub.choices:  # it writes the script from the parser of every command
         sub.choices["completion"].set_defaults(full_parser=build_parser)
     return parser
+
+
+def _passthrough(argv: list[str]) -> argparse.Namespace | None:
+    """``dtkguard pip|uv ARGS...``: the namespace `build_parser` parses from it (every argument
+    after the command is pip's or uv's), without building the parser (argparse translates the
+    help of every option it adds: a few ms of every dtkpip and dtkuv run). None for any other
+    command line."""
+    if not argv or argv[0] not in PASSTHROUGH:
+        return None
+    from types import SimpleNamespace
+
+    run = importlib.import_module(f"dtkguard.commands.{COMMANDS[argv[0]]}").run
+    return SimpleNamespace(debug=False, command=argv[0], argv=argv[1:], run=run)  # type: ignore[return-value]
 
 
 #: argument values that are not names of anything (passed on to pip or uv as they are)
@@ -117,6 +145,8 @@ def _given(args: argparse.Namespace) -> dict[str, object]:
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     """``-q/--quiet``, ``-v/--verbose`` and ``--color`` (before or after the command); an option
     the command already has (lock's ``-q``) stays the command's."""
+    import argparse
+
     own = parser._option_string_actions
     group = parser.add_argument_group("output")
     keep = argparse.SUPPRESS  # a subcommand's default must not undo the main parser's value
@@ -145,6 +175,8 @@ def _on_every_parser(
     parser: argparse.ArgumentParser, add: Callable[[argparse.ArgumentParser], None]
 ) -> None:
     """``add(parser)`` on ``parser`` and on each of its sub-actions' parsers."""
+    import argparse
+
     add(parser)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -156,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
-        args = build_parser(argv).parse_args(argv)
+        args = _passthrough(argv) or build_parser(argv).parse_args(argv)
         refuse_empty(_given(args))
         configure(
             getattr(args, "color", None),

@@ -138,6 +138,47 @@ def test_dtkpip_one_run_loads_no_guard_install_module(env: dict[str, str], tmp_p
         assert name not in modules, name
 
 
+#: what dtkuv's routes load for nothing: argparse (its command line is uv's, `cli._passthrough`);
+#: on a satisfied install also OpenSSL (`dtkguard.util.sha`) and the environment readers (an
+#: interpreter-cache hit asks nothing)
+_UV_UNNEEDED = ("argparse",)
+
+
+@pytest.mark.wheel_cache
+def test_dtkuv_satisfied_and_judged_installs_load_no_unneeded_module(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0")
+    uv = {**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
+    proc, modules = _loaded(*args, "tiny-lib", env=uv)  # judged: a real install
+    assert proc.returncode == 0, proc.stderr
+    assert (venv.site_packages / "tiny_lib-1.0.dist-info").is_dir()
+    assert "dtkguard.guard.verdict" in modules  # it was judged
+    assert sorted(set(_UV_UNNEEDED) & modules) == []
+    proc, modules = _loaded(*args, "tiny-lib", env=uv)  # satisfied: one uv dry run
+    assert proc.returncode == 0, proc.stderr
+    assert "dtkguard.guard.verdict" not in modules
+    unneeded = {*_UV_UNNEEDED, "_hashlib", "dtkguard.env.environment"}
+    assert sorted(unneeded & modules) == [] and _heavy(modules) == []
+
+
+def test_the_guards_verdict_loads_no_dataclasses() -> None:
+    """dataclasses imports inspect, ast, dis and tokenize: the verdict of every judged install
+    is a `lightclass` record (packaging's requirement parser, on a memo miss, still loads it)."""
+    code = "import sys, dtkguard.guard.verdict; print('dataclasses' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**hermetic_env(), "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "False"
+
+
 def test_probe_sees_a_heavy_import(env: dict[str, str]) -> None:
     """The probe itself works: a command that does parse TOML is seen loading pydantic."""
     policy = REPO / "policies" / "dtk-25.04.1.toml"

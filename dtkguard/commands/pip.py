@@ -7,7 +7,9 @@ them is pip's, passed on untouched.
 
 from __future__ import annotations
 
-import argparse
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: argparse._SubParsersAction, name: str) -> None:

@@ -196,17 +196,43 @@ def table_lines(text: str) -> dict[str, str]:
 
 def _vouched(path: str | os.PathLike[str]) -> bytes | None:
     """The bytes of the baseline at ``path`` when the guard's manifest beside it vouches for
-    them (their sha256: the guard wrote them, whole and valid); None otherwise."""
+    them (their sha256: the guard wrote them, whole and valid); None otherwise. The answer is
+    kept while neither file changed (`_vouch_key`): a dtkuv or dtkpip run asks up to three
+    times (its verdict's two checks, then the baseline's follow) of a baseline of megabytes."""
     from dtkguard.util.safe_read import read_capped, read_json
 
+    global _last_vouched
+    key = _vouch_key(path)
+    if key is not None and _last_vouched is not None and _last_vouched[0] == key:
+        return _last_vouched[1]
+    raw: bytes | None
     try:
         raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline")
         listed = read_json(Path(path).parent / "manifest.json", 16 << 20)  # no RecursionError
         if _sha256_of(raw) != listed["files"][str(path)]["sha256"]:
-            return None
+            raw = None
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        raw = None
+    if key is not None and key == _vouch_key(path):  # neither changed while they were read
+        _last_vouched = (key, raw)
     return raw
+
+
+def _vouch_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:
+    """The baseline's and its manifest's identity now (device, inode, size, mtime, ctime: the
+    guard replaces both files whole); None when either cannot be read."""
+    out: list[object] = [str(path)]
+    for name in (path, Path(path).parent / "manifest.json"):
+        try:
+            st = os.stat(name)
+        except OSError:
+            return None
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
+#: the last answer of `_vouched`: (`_vouch_key`, bytes or None)
+_last_vouched: tuple[tuple[object, ...], bytes | None] | None = None
 
 
 def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:

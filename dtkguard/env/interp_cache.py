@@ -13,9 +13,10 @@ The ``.pth`` files are never cached (`dtkguard.env.pth` reads them on every run)
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
+
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def stamp(python: str) -> list:
 def _file(python: str, question: str = "") -> Path:
     from dtkguard.util.cache_dir import cache_root
 
-    key = hashlib.sha256(os.fsencode(os.path.abspath(python))).hexdigest()
+    key = sha256_hex(os.fsencode(os.path.abspath(python)))
     return cache_root() / "interpreters" / f"{key}{'.' + question if question else ''}.json"
 
 

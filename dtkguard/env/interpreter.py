@@ -60,10 +60,14 @@ def default_python() -> str:
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
     exe = python or default_python()
-    from dtkguard.env.environment import ask_interpreter_fields
     from dtkguard.env.interp_cache import cached
 
-    values = cached(exe, lambda: ask_interpreter_fields(exe, _CODE, "its paths"), "paths")
+    def ask() -> list[str]:  # a cache miss only: the environment readers are not imported else
+        from dtkguard.env.environment import ask_interpreter_fields
+
+        return ask_interpreter_fields(exe, _CODE, "its paths")
+
+    values = cached(exe, ask, "paths")
     if len(values) != len(_FIELDS):
         from dtkguard.errors import TargetError
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from dtkguard.errors import InputError
 from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,10 +73,8 @@ def ensure_dir(path: Path) -> Path:
 
 def env_key(prefix: str | os.PathLike[str]) -> str:
     """The folder name of an env: its prefix's last part and a digest of its realpath."""
-    import hashlib  # not at import: a dtkpip run that records nothing needs no OpenSSL
-
     real = os.path.realpath(prefix)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip("/")) or "root")
     return f"{name[:40]}-{digest}"
 

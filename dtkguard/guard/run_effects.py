@@ -81,7 +81,8 @@ class Watch:
         guard.snapshot = None
         #: what runs when uv next starts the interpreter: the protected set and the site
         #: folders (their entries: a planted ``.pth``); compared after every dry run
-        self.quick = [p for p in self.snap["stat"] if p in facts.table or p in facts.sites]
+        startup = {*facts.table, *facts.sites}
+        self.quick = [p for p in self.snap["stat"] if p in startup]
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")

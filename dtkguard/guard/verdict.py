@@ -4,7 +4,6 @@ compared with the environment now. Only findings the plan introduces count."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtkguard.decision import canonical
@@ -12,6 +11,7 @@ from dtkguard.env.environment import Environment
 from dtkguard.errors import InputError
 from dtkguard.findings import Finding, Severity
 from dtkguard.guard.plan import Plan, Planned, after_install
+from dtkguard.lightclass import field, record
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
@@ -20,7 +20,7 @@ from dtkguard.rules.engine import ENVIRONMENT_CHECKS, run_checks
 VETO_AT = Severity.HIGH
 
 
-@dataclass
+@record
 class Verdict:
     plan: Plan
     before: Environment

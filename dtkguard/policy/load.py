@@ -62,25 +62,24 @@ def _cache_dir() -> Path:
 
 def _cache_file(path: Path) -> Path:
     """One file per policy path: the sha256 of the path, so two paths never share a file."""
-    import hashlib
+    from dtkguard.util.sha import sha256_hex
 
-    key = hashlib.sha256(os.fsencode(path)).hexdigest()
+    key = sha256_hex(os.fsencode(path))
     return _cache_dir() / f"{key}.json"
 
 
 def _digest(path: str) -> str:
-    import hashlib
-
     from dtkguard.util.safe_read import read_capped
+    from dtkguard.util.sha import sha256_hex
 
-    return hashlib.sha256(read_capped(path, MAX_POLICY_BYTES, what="policy")).hexdigest()
+    return sha256_hex(read_capped(path, MAX_POLICY_BYTES, what="policy"))
 
 
 def _policy_digest(policy: object) -> str:
     """sha256 of the compiled policy's canonical JSON, as it reads back from the entry."""
-    import hashlib
+    from dtkguard.util.sha import sha256_hex
 
-    return hashlib.sha256(json.dumps(policy, sort_keys=True).encode()).hexdigest()
+    return sha256_hex(json.dumps(policy, sort_keys=True).encode())
 
 
 def _read_cache(path: Path) -> CompiledPolicy | None:

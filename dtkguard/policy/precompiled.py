@@ -10,12 +10,12 @@ compiles; ``python -m tests.policy.test_precompiled`` writes them again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.policy.locate import MAX_POLICY_BYTES, bundled_dir
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def read_shipped(path: Path) -> CompiledPolicy | None:
             if not isinstance(name, str) or "/" in name or name.startswith("."):
                 return None
             raw = read_capped(home / name, MAX_POLICY_BYTES, what="policy")
-            if hashlib.sha256(raw).hexdigest() != digest:
+            if sha256_hex(raw) != digest:
                 return None
             names.append(str(home / name))
         policy = dict(data["policy"])

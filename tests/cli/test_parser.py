@@ -79,3 +79,30 @@ def test_fail_on_everywhere_the_same(name):
     option = next(a for a in parser._actions if "--fail-on" in a.option_strings)
     assert option.metavar == "SEV"
     assert "critical|high|medium|low|info" in option.help or name == "report merge"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["uv"],
+        ["pip"],
+        ["uv", "--help"],
+        ["pip", "--debug", "install", "--version"],
+        ["uv", "pip", "install", "-q", "--color", "never", "-v", "torch"],
+        ["pip", "--", "-q", "install", "--", "x"],
+        ["uv", "-1", "", "-", "--python=", "--override", "reason"],
+    ],
+)
+def test_pip_and_uv_shortcut_parse_as_the_parser_does(argv):
+    from dtkguard.cli import _passthrough
+
+    quick = _passthrough(argv)
+    assert quick is not None
+    assert vars(quick) == vars(build_parser(argv).parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [[], ["check"], ["-q", "uv", "pip"], ["--debug", "pip"]])
+def test_other_command_lines_take_the_parser(argv):
+    from dtkguard.cli import _passthrough
+
+    assert _passthrough(argv) is None

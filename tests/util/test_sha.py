@@ -1,0 +1,38 @@
+"""`dtkguard.util.sha`: hashlib's SHA-256 digests without loading OpenSSL."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+from dtkguard.util.sha import sha256_hex
+from tests.support.cli import REPO
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"abc",
+        b"/opt/conda",
+        "é/\udcff".encode("utf-8", "surrogateescape"),
+        bytes(range(256)) * 300,
+    ],
+)
+def test_the_same_digest_as_hashlib(data: bytes) -> None:
+    assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_the_store_key_and_the_interpreter_cache_load_no_openssl() -> None:
+    code = (
+        "import sys; from dtkguard.env import interp_cache, store;"
+        "store.env_key('/opt/conda'); interp_cache._file(sys.executable);"
+        "print('_hashlib' in sys.modules, 'hashlib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "False"]
