@@ -25,8 +25,8 @@ from tests.guard.test_recovery import baseline_of, import_torch
 from tests.guard.test_restore import verify_clean
 from tests.support.cache import PIP_VERSIONS, uv_binary
 from tests.support.index import IndexServer
-from tests.support.reports import DAS_25041
 from tests.support.venvs import users_env
+from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.wheel_cache
 
@@ -133,13 +133,20 @@ def test_guard_again_over_the_users_pip_conf_then_its_installers_and_lock(
     conf = g.venv.path / "pip.conf"
     assert g.dtkguard("guard", "remove", "--python", py, env=user).returncode == 0
     assert not conf.exists()
-    own = f"[global]\nindex-url = {public_index.url}\ntimeout = 7\n"
+    mine = tmp_path / "my-wheels"
+    build_wheel(mine, "mine", "1.0")
+    build_wheel(mine, "mine", "2.0")
+    (tmp_path / "my-pins.txt").write_text("mine==1.0\n")
+    own = (
+        f"[global]\nindex-url = {public_index.url}\ntimeout = 7\n"
+        f"constraint = {tmp_path / 'my-pins.txt'}\n\n[install]\nfind-links = {mine}\n"
+    )
     conf.write_text(own)
     install = ["guard", "install", "--python", py, "--policy", str(g.policy), "--uv"]
     proc = g.dtkguard(*install, env=user)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     merged = conf.read_text()
-    assert f"index-url = {public_index.url}" in merged and "constraint = " in merged, merged
+    assert f"index-url = {public_index.url}" in merged and str(mine) in merged, merged
     shim = g.venv.bin / "uv"
     uv_toml = g.venv.path / "uv.toml"
     assert f"UV_CONFIG_FILE={uv_toml}" in shim.read_text()
@@ -151,11 +158,15 @@ def test_guard_again_over_the_users_pip_conf_then_its_installers_and_lock(
     assert status.returncode == 0, status.stdout + status.stderr
 
     before = g.venv.installed()
-    assert "six" not in before and "pytz" not in before
+    assert not {"six", "pytz", "mine"} & set(before)
     proc = g.dtkpip("install", "six", env=user)  # from the user's index, as typed
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed() == {**before, "six": "1.17.0"}
     assert public_index.requests
+    # the user's own find-links and constraint still count beside the guard's
+    proc = g.dtkpip("install", "mine", env=user)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert g.venv.installed()["mine"] == "1.0"
     proc = _run([str(shim), "pip", "install", *g.index_args, "pytz"], user)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert g.venv.installed()["pytz"] == "2026.6"
@@ -164,8 +175,8 @@ def test_guard_again_over_the_users_pip_conf_then_its_installers_and_lock(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "already satisfied" in proc.stdout, proc.stdout
     proc = g.dtkpip("uninstall", "-y", "torch", env=user)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "torch" in proc.stderr
+    assert proc.returncode == 1 and "nothing was removed" in proc.stderr, proc.stderr
+    assert f"torch {TORCH} is a vendor build" in proc.stderr
     assert g.venv.installed() == have
 
     public_index.clear()
@@ -177,10 +188,10 @@ def test_guard_again_over_the_users_pip_conf_then_its_installers_and_lock(
     assert said in proc.stderr, proc.stderr
     assert public_index.requests
     text = out.read_text()
-    assert 'name = "six"' in text and "constraints.txt" not in text
+    assert 'name = "six"' in text and public_index.url.split("/simple")[0] in text, text
 
     proc = g.dtkguard("guard", "remove", "--python", py, env=user)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert conf.read_text() == own
     assert not uv_toml.exists() and not shim.exists()
-    assert g.venv.installed() == have and DAS_25041["torch"] == have["torch"]
+    assert g.venv.installed() == have and have["torch"] == TORCH
