@@ -21,6 +21,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -95,11 +96,9 @@ def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -
         cfg.read_string(original)
     if not cfg.has_section("install"):
         cfg.add_section("install")
-    cfg.set("install", "constraint", str(constraints))
-    if policy.find_links:
-        cfg.set("install", "find-links", "\n".join(policy.find_links))
-    if policy.indexes:
-        cfg.set("install", "extra-index-url", "\n".join(policy.indexes))
+    _add(cfg, "constraint", [str(constraints)])
+    _add(cfg, "find-links", policy.find_links)
+    _add(cfg, "extra-index-url", policy.indexes)
     buf = io.StringIO()
     if not original:
         buf.write(
@@ -107,6 +106,24 @@ def _pip_conf(policy: CompiledPolicy, constraints: Path, original: str | None) -
         )
     cfg.write(buf)
     return buf.getvalue()
+
+
+def _add(cfg: configparser.ConfigParser, key: str, ours: Sequence[str]) -> None:
+    """``[install] key``: what the original gave ``pip install`` (its ``[install]`` value, else
+    its ``[global]`` one, either spelling) and then ``ours``. Setting ours alone would drop the
+    user's own constraints, find-links or extra indexes for as long as the guard is there."""
+    if not ours:
+        return
+    theirs: list[str] = []
+    for section in ("install", "global"):
+        for spelling in (key, key.replace("-", "_")):
+            value = cfg.get(section, spelling, fallback=None)
+            if value and not theirs:
+                theirs = value.split()  # pip splits a config list on whitespace
+        if theirs:
+            break
+    cfg.remove_option("install", key.replace("-", "_"))
+    cfg.set("install", key, "\n".join([*theirs, *(x for x in ours if x not in theirs)]))
 
 
 def _uv_toml(policy: CompiledPolicy, original: str | None) -> str:

@@ -20,21 +20,9 @@ import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
 from tests.support.cache import uv_binary
-from tests.support.venvs import hermetic_env
+from tests.support.venvs import users_env
 
 pytestmark = pytest.mark.wheel_cache
-
-
-def _as_users_run_it(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """Hermetic, but with pip's and uv's config files read: only the env's own exist."""
-    env = hermetic_env(
-        XDG_CONFIG_HOME=str(tmp_path / "user-config"),
-        XDG_CONFIG_DIRS=str(tmp_path / "etc-xdg"),
-        HOME=str(tmp_path / "home"),
-        **extra,
-    )
-    del env["PIP_CONFIG_FILE"], env["UV_NO_CONFIG"]
-    return env
 
 
 def test_dtkpip_explains_a_veto_with_the_site_pip_conf_read(
@@ -42,7 +30,7 @@ def test_dtkpip_explains_a_veto_with_the_site_pip_conf_read(
 ) -> None:
     conf = (guarded.venv.path / "pip.conf").read_text()
     assert "constraint" in conf  # the vendor pins are in the env's own pip.conf
-    env = _as_users_run_it(tmp_path)
+    env = users_env(tmp_path)
     before = guarded.venv.snapshot()
     proc = guarded.dtkpip("install", *guarded.index_args, "vllm==0.9.2", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -57,7 +45,7 @@ def test_dtkpip_explains_a_veto_with_the_site_pip_conf_read(
 
 
 def test_dtkpip_override_lifts_the_site_pip_conf_pins(fresh: Guarded, tmp_path: Path) -> None:
-    env = _as_users_run_it(tmp_path)
+    env = users_env(tmp_path)
     proc = fresh.dtkpip(
         "--override", "community torch for a CPU test",
         "install", *fresh.index_args, "--no-deps", "torch==2.7.0",
@@ -72,7 +60,7 @@ def test_the_uv_shim_plans_and_overrides_without_the_env_uv_toml_pins(
 ) -> None:
     fresh = build_guarded(tmp_path / "venv")  # uv's guard does not depend on pip's version
     uv = uv_binary()
-    env = _as_users_run_it(
+    env = users_env(
         tmp_path,
         UV_CACHE_DIR=str(tmp_path / "uvcache"),
         PATH=f"{Path(uv).parent}:/usr/bin:/bin",

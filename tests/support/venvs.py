@@ -13,7 +13,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-__all__ = ["Venv", "hermetic_env", "make_venv", "run_uv"]
+__all__ = ["Venv", "hermetic_env", "make_venv", "run_uv", "users_env"]
 
 
 def hermetic_env(**extra: str) -> dict[str, str]:
@@ -38,6 +38,20 @@ def hermetic_env(**extra: str) -> dict[str, str]:
         UV_PYTHON_DOWNLOADS="never",
     )
     env.update(extra)
+    return env
+
+
+def users_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """`hermetic_env`, but with pip's and uv's config files read, as on a user's machine: only
+    the guarded env's own exist (its ``<prefix>/pip.conf``, the ``uv.toml`` its uv shim names),
+    since the user and system config folders are the test's own, under ``tmp_path``."""
+    env = hermetic_env(
+        XDG_CONFIG_HOME=str(tmp_path / "user-config"),
+        XDG_CONFIG_DIRS=str(tmp_path / "etc-xdg"),
+        HOME=str(tmp_path / "home"),
+        **extra,
+    )
+    del env["PIP_CONFIG_FILE"], env["UV_NO_CONFIG"]
     return env
 
 
