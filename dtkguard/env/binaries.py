@@ -17,9 +17,11 @@ from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.decision import Problem
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
+    from dtkguard.util.json_types import JSON
 
 #: RECORD rows that can name native code parsed for one dist at most (torch has about 20,000
 #: rows in all)
@@ -30,7 +32,8 @@ def looks_shared(path: str) -> bool:
     """Might ``path`` be native code: named like a shared object (an extension module or a
     library, ``*.so``, ``*.so.N...``) or an executable (no dot, in ``bin/``)?
     (`dtkguard.elf.native_name`; only a file that starts with the ELF magic is judged.)"""
-    return native_name(path)
+    native: bool = native_name(path)  # (a local: elf.py is not annotated yet)
+    return native
 
 
 #: every RECORD row that can name native code (`looks_shared`) holds one of these
@@ -110,7 +113,8 @@ def read_binary(host: str, confined: str = "") -> Linkage | None:
             raise ElfError("not a regular file")
         if not is_elf(os.pread(fd, 4, 0)):
             return None
-        return parse(lambda offset, n: os.pread(fd, n, offset), st.st_size)
+        linkage: Linkage = parse(lambda offset, n: os.pread(fd, n, offset), st.st_size)
+        return linkage  # (a local: elf.py is not annotated yet)
     finally:
         os.close(fd)
 
@@ -164,7 +168,9 @@ def env_binaries(env: Environment) -> list[Binary]:
     return cached
 
 
-def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> list:
+def wheel_problems(
+    policy: dict[str, JSON], name: str, wheel: str | os.PathLike[str]
+) -> list[Problem]:
     """`dtkguard.decision.Problem` s of installing the wheel ``wheel`` of dist ``name``: each
     shared-object member judged by what it links (`dtkguard.decision.judge_binary`); a member
     that cannot be read is a ``binary-unreadable`` problem (medium: a warning)."""
@@ -191,7 +197,7 @@ def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> li
     return out
 
 
-def file_problems(policy: dict, name: str, paths: list[str]) -> list:
+def file_problems(policy: dict[str, JSON], name: str, paths: list[str]) -> list[Problem]:
     """`dtkguard.decision.Problem` s of the installed files ``paths`` (host paths) of dist
     ``name``, each that may be native code judged by what it links, as `wheel_problems` judges
     a wheel's members: what uv's real run wrote, judged before its transaction commits."""
