@@ -23,10 +23,21 @@ from dtkguard.records import is_info_member
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.plan import Plan, Planned
+    from dtkguard.util.json_types import JSON
+
+    class WheelEffect(TypedDict):
+        """`wheel_effect`: what installing one wheel writes."""
+
+        paths: list[str]
+        contents: dict[str, str]
+        members: set[str]
+
 
 #: bytes of a start-up candidate (``.pth``) read for its content
 STARTUP_BYTES = 65536
@@ -47,7 +58,7 @@ def real_in(path: str, folders: dict[str, str] | None = None) -> str:
 class EnvFiles:
     """The facts of one environment the file judgement needs (computed once)."""
 
-    def __init__(self, interp: Interpreter, env: Environment, policy: dict) -> None:
+    def __init__(self, interp: Interpreter, env: Environment, policy: dict[str, JSON]) -> None:
         self.interp, self.env, self.policy = interp, env, policy
         #: resolved folders (`real_in`'s cache)
         self.folders: dict[str, str] = {}
@@ -59,10 +70,11 @@ class EnvFiles:
         guard = [os.path.realpath(state), os.path.join(os.path.realpath(interp.prefix), "pip.conf")]
         self.table = guarded.protected_paths(self.prefix, self.sites, self.scripts, guard)
         self.guard = guard
-        self._facts: dict | None = None
+        #: what `decision.env_facts` returns: passed on to the decision core, never read here
+        self._facts: dict[str, object] | None = None
 
     @property
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, object]:
         """The decision's `env_facts` (computed on first use: the vendor builds' RECORDs)."""
         if self._facts is None:
             # the import names a vendor build provides: its RECORD's site-level entries suffice
@@ -73,7 +85,10 @@ class EnvFiles:
                     vendor[d.key] = [f"{site}/{t}" for t in _site_entries(d.path)]
 
             def kind_of(path: str) -> str | None:
-                return guarded.protected_kind(path, self.sites, self.scripts, self.table)
+                kind: str | None = guarded.protected_kind(
+                    path, self.sites, self.scripts, self.table
+                )
+                return kind  # (a local: protected.py is not annotated yet)
 
             self._facts = decision.env_facts(
                 self.sites, vendor, self.scripts, kind_of, guarded.may_write, self.guard
@@ -148,11 +163,11 @@ def removal_rows(info: Path) -> list[str]:
     return [info.name, *tops, *(f"{t}.py" for t in tops)]
 
 
-def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
+def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> WheelEffect:
     """{"paths": resolved destinations of every member and generated script, "contents":
     {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
     names} of installing ``wheel`` under ``scheme``."""
-    effect: dict = {"paths": [], "contents": {}, "members": set()}
+    effect: WheelEffect = {"paths": [], "contents": {}, "members": set()}
     folders: dict[str, str] = {}
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
@@ -191,7 +206,7 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
 def judge_plan(
     interp: Interpreter,
     env: Environment,
-    policy: dict,
+    policy: dict[str, JSON],
     plan: Plan,
     locate: Callable[[Planned], list[Path] | None],
     today: str | None = None,
@@ -239,7 +254,7 @@ def judge_plan(
     return decision.refusals(kept), unseen
 
 
-def _removed(plan: Plan, env: Iterable) -> list[str]:
+def _removed(plan: Plan, env: Iterable[Dist]) -> list[str]:
     """The installed dists the plan removes or replaces (uv deletes their RECORD's files)."""
     installed = {d.key for d in env}
     names = [decision.canonical(n) for n in plan.remove]
