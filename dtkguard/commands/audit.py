@@ -20,7 +20,7 @@ from dtkguard.commands.common import (
 )
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="audit an environment: drift, tampered files, device facts, FP8",

@@ -16,8 +16,13 @@ from dtkguard.commands.common import (
 )
 from dtkguard.env.open import TargetSpec
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.audit.request import Request
+    from dtkguard.findings import Severity
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="check an environment against the policy",
@@ -95,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     return emit(report, args.format, args.output, fail_on=threshold)
 
 
-def _all_guarded(args: argparse.Namespace, request, threshold) -> int:
+def _all_guarded(args: argparse.Namespace, request: Request, threshold: Severity) -> int:
     """`check --all-guarded`: each guarded env's report in turn, on stdout; exit 1 when any
     fails (a target option or ``-o`` with it is bad input)."""
     import sys

@@ -7,6 +7,23 @@ import argparse
 from dtkguard.errors import InputError
 from dtkguard.findings import Severity
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypedDict
+
+    from dtkguard.env.environment import Environment
+    from dtkguard.env.open import TargetSpec
+
+    class StackRequest(TypedDict):
+        """`stack_request`: the `dtkguard.audit.request.Request` fields it fills."""
+
+        target: TargetSpec
+        policy: str | None
+        allow_empty: bool
+        hy_smi_output: str | None
+        expect_devices: bool
+
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("target (default: the active environment)")
@@ -35,7 +52,11 @@ def add_allow_empty_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_passthrough(
-    sub: argparse._SubParsersAction, name: str, help: str, description: str, run
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    description: str,
+    run: Callable[[argparse.Namespace], int],
 ) -> None:
     """A command that takes every argument as its own (dtkpip's and dtkuv's), ``--help`` too."""
     parser = sub.add_parser(
@@ -103,7 +124,7 @@ def fail_on(args: argparse.Namespace) -> Severity:
         raise InputError(str(exc), field="--fail-on") from None
 
 
-def target_spec(args: argparse.Namespace):
+def target_spec(args: argparse.Namespace) -> TargetSpec:
     """The `TargetSpec` the target options name."""
     from dtkguard.env.open import TargetSpec
 
@@ -116,14 +137,14 @@ def target_spec(args: argparse.Namespace):
     )
 
 
-def open_target(args: argparse.Namespace):
+def open_target(args: argparse.Namespace) -> Environment:
     """The Environment named by the target options."""
     from dtkguard.env.open import open_target as open_spec
 
     return open_spec(target_spec(args))
 
 
-def stack_request(args: argparse.Namespace) -> dict:
+def stack_request(args: argparse.Namespace) -> StackRequest:
     """The `dtkguard.audit.request.Request` fields of the target, policy and stack options."""
     return {
         "target": target_spec(args),
@@ -158,7 +179,7 @@ def target_python(args: argparse.Namespace) -> str:
 
     if args.target and args.python:
         raise InputError("give TARGET or --python, not both", field="--python")
-    given = args.target or args.python
+    given: str | None = args.target or args.python
     if not given:
         return default_python()
     path = Path(given)

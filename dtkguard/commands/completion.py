@@ -14,7 +14,7 @@ import argparse
 SHELLS = ("bash", "zsh", "fish")
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="print a shell completion script (bash, zsh, fish)",

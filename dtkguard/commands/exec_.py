@@ -9,7 +9,7 @@ import sys
 from dtkguard.commands.common import add_fail_on_option, add_policy_option, fail_on
 
 
-def register(subparsers: argparse._SubParsersAction, name: str) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     p = subparsers.add_parser(
         name,
         help="check a serving command's model and flags for FP8, then exec it",

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     p = sub.add_parser(
         name,
         help="export a lock as constraints or hashed requirements",

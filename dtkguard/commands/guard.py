@@ -20,8 +20,12 @@ from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.policy.compiled import CompiledPolicy
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="install, show or remove the pip/uv guard of an interpreter",
@@ -128,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(state == "present" for _, _, state in rows) else 1
 
 
-def _reference(installed):
+def _reference(installed: CompiledPolicy) -> CompiledPolicy:
     """The policy a guard was installed from, re-read from its source file when it still exists
     (so an edited policy shows the guard as stale); else the installed copy itself."""
     from dtkguard.errors import DtkguardError

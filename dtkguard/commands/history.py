@@ -11,7 +11,7 @@ import argparse
 from dtkguard.commands.common import add_python_target
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="list the changes dtkpip, restore and undo made to an environment",

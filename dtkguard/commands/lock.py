@@ -12,8 +12,15 @@ from pathlib import Path
 
 from dtkguard.commands.common import add_policy_option, add_target_options
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+    from dtkguard.lock.make import LockRequest
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     """The `lock` subcommand, its options group by group."""
     p = sub.add_parser(
         name,
@@ -116,10 +123,18 @@ class _FormatAction(argparse.Action):
     """``--only-binary``/``--no-binary`` into one list, in command-line order (pip's rules
     depend on it)."""
 
-    def __init__(self, option_strings, dest, const=None, **kwargs) -> None:
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, const: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(option_strings, dest, nargs=None, const=const, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
         given = [*getattr(namespace, self.dest, []), (self.const, values)]
         setattr(namespace, self.dest, given)
 
@@ -157,7 +172,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true")
 
 
-def request_of(args: argparse.Namespace):
+def request_of(args: argparse.Namespace) -> LockRequest:
     """The `LockRequest` the options name."""
     from dtkguard.commands.common import target_spec
     from dtkguard.lock.make import LockRequest

@@ -9,7 +9,7 @@ import sys
 from dtkguard.commands.common import add_policy_option, add_target_options
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="validate, show and explain policies",

@@ -17,7 +17,7 @@ from dtkguard.errors import InputError
 from dtkguard.findings import Severity
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="work with json reports (merge a fleet)",
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction, name: str) -> None:
     _register_node(actions)
 
 
-def _register_node(actions: argparse._SubParsersAction) -> None:
+def _register_node(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     node = actions.add_parser(
         "node",
         help="audit every container of this node into one json report (Kubernetes)",

@@ -16,7 +16,7 @@ import argparse
 from dtkguard.commands.common import add_policy_option, add_python_target, add_yes_option
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="bring an environment back to its baseline or a lock",

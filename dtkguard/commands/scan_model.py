@@ -13,7 +13,7 @@ from dtkguard.commands.common import (
 )
 
 
-def register(subparsers: argparse._SubParsersAction, name: str) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     from dtkguard.modelscan.reads import help_text
 
     p = subparsers.add_parser(

@@ -13,7 +13,7 @@ import argparse
 from dtkguard.commands.common import add_yes_option, target_python
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     parser = sub.add_parser(
         name,
         help="revert the last (or N-th) change dtkpip, restore or undo made",

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def register(sub: argparse._SubParsersAction, name: str) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
     from dtkguard.commands.common import add_passthrough
 
     add_passthrough(

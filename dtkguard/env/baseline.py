@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from dtkguard.util.json_types import JSON
+
 FORMAT = "dtkguard-baseline/1"
 FILE_NAME = "baseline.json"
 
@@ -386,7 +388,8 @@ def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
         text = read_capped(host.parent / "manifest.json", 16 << 20, root=root)
         entry = json_loads(text.decode("utf-8"))["files"][inner]
         data = read_capped(host, MAX_BASELINE_BYTES, root=root)
-        return _sha256_of(data) != entry["sha256"]
+        recorded: object = entry["sha256"]  # the manifest's JSON, unchecked
+        return _sha256_of(data) != recorded
     except (OSError, ValueError, KeyError, TypeError):
         return False  # no manifest (a copied baseline): it stands on its own
 
@@ -474,8 +477,8 @@ class CompareStats:
 
     stated: int = 0
     hashed: int = 0
-    seen: dict[str, list] = field(default_factory=dict)
-    verified: dict[str, list] = field(default_factory=dict)
+    seen: dict[str, list[JSON]] = field(default_factory=dict)
+    verified: dict[str, list[JSON]] = field(default_factory=dict)
 
 
 def _host(root: Root, inner: str) -> str:
@@ -487,7 +490,7 @@ def _host(root: Root, inner: str) -> str:
         return os.path.join(str(root.path), inner.lstrip("/"))
 
 
-def _unchanged(st: os.stat_result, recorded: dict[str, Any], seen: list | None) -> bool:
+def _unchanged(st: os.stat_result, recorded: dict[str, Any], seen: list[JSON] | None) -> bool:
     """The fast pass: the same inode and ctime as recorded (or as when a hash last found the
     bytes equal to the recorded digest: ``seen``, ``[ino, ctime_ns, sha256]``); a baseline
     without them: the same mtime."""

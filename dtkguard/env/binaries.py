@@ -17,9 +17,11 @@ from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.decision import Problem
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
+    from dtkguard.util.json_types import JSON
 
 #: RECORD rows that can name native code parsed for one dist at most (torch has about 20,000
 #: rows in all)
@@ -164,7 +166,9 @@ def env_binaries(env: Environment) -> list[Binary]:
     return cached
 
 
-def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> list:
+def wheel_problems(
+    policy: dict[str, JSON], name: str, wheel: str | os.PathLike[str]
+) -> list[Problem]:
     """`dtkguard.decision.Problem` s of installing the wheel ``wheel`` of dist ``name``: each
     shared-object member judged by what it links (`dtkguard.decision.judge_binary`); a member
     that cannot be read is a ``binary-unreadable`` problem (medium: a warning)."""
@@ -191,7 +195,7 @@ def wheel_problems(policy: dict, name: str, wheel: str | os.PathLike[str]) -> li
     return out
 
 
-def file_problems(policy: dict, name: str, paths: list[str]) -> list:
+def file_problems(policy: dict[str, JSON], name: str, paths: list[str]) -> list[Problem]:
     """`dtkguard.decision.Problem` s of the installed files ``paths`` (host paths) of dist
     ``name``, each that may be native code judged by what it links, as `wheel_problems` judges
     a wheel's members: what uv's real run wrote, judged before its transaction commits."""

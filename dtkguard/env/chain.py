@@ -19,6 +19,10 @@ from pathlib import Path
 from dtkguard.util.atomic import atomic_write_text
 from dtkguard.util.safe_read import read_capped
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.json_types import JSON
+
 #: a log is many short lines; larger than this is not a log of ours
 MAX_BYTES = 64 << 20
 
@@ -50,7 +54,7 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def append(path: Path, entry: dict) -> dict:
+def append(path: Path, entry: dict[str, JSON]) -> dict[str, JSON]:
     """Append ``entry`` (with its ``prev`` link) to the log at ``path``; returns it."""
     with _locked(path):
         lines = _lines(path)
@@ -65,9 +69,9 @@ def append(path: Path, entry: dict) -> dict:
     return entry
 
 
-def records(path: Path) -> list[tuple[int, dict | None]]:
+def records(path: Path) -> list[tuple[int, dict[str, JSON] | None]]:
     """(line number, record or None when the line is not a JSON object)."""
-    out: list[tuple[int, dict | None]] = []
+    out: list[tuple[int, dict[str, JSON] | None]] = []
     for no, line in enumerate(_lines(path), 1):
         try:
             data = json.loads(line)

@@ -12,6 +12,10 @@ import subprocess
 
 from dtkguard.errors import TargetError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.environment import Environment
+
 RUNTIMES = ("docker", "podman")
 TIMEOUT = 30
 
@@ -57,7 +61,7 @@ def container_pid(name: str) -> tuple[int, str]:
     return pid, label
 
 
-def from_container(name: str, proc_root: str = "/proc"):
+def from_container(name: str, proc_root: str = "/proc") -> Environment:
     """The Environment of a running container, through its main process."""
     from dtkguard.env.process_target import from_pid
     from dtkguard.lightclass import replace

@@ -16,6 +16,10 @@ import re
 
 from dtkguard.lightclass import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.json_shapes import CardDict
+
 DEFAULT_PATHS = ("/opt/hyhal/bin/hy-smi", "/usr/local/hyhal/bin/hy-smi")
 TIMEOUT = 5.0
 #: the flags one live run passes (hy-smi, like rocm-smi, takes several at once)
@@ -36,7 +40,7 @@ class Card:
     driver: str | None = None
     vram_mib: int | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> CardDict:
         return {
             "index": self.index,
             "series": self.series,

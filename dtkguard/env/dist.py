@@ -15,6 +15,11 @@ from dtkguard.env.root import Root, child
 from dtkguard.lightclass import field, record
 from dtkguard.util.safe_read import read_head
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.env.json_shapes import DistDict
+    from dtkguard.util.json_types import JSON
+
 #: METADATA larger than this is read only this far (headers come first)
 METADATA_LIMIT = 1 << 20
 SMALL_FILE_LIMIT = 1 << 16
@@ -68,7 +73,7 @@ class Dist:
         return self.root.is_dir(self.path) and self.root.lexists(self.path / "REQUESTED")
 
     @cached_property
-    def direct_url(self) -> dict | None:
+    def direct_url(self) -> dict[str, JSON] | None:
         text = self.small_file("direct_url.json")
         try:
             data = json.loads(text) if text else None
@@ -93,7 +98,7 @@ class Dist:
         values = self.headers.get("requires-python")
         return values[0] if values else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> DistDict:
         return {
             "name": self.name,
             "version": self.version,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 FORMAT = "dtkguard-interpreter/1"
 
 
-def _stat(path: str, follow: bool) -> list | None:
+def _stat(path: str, follow: bool) -> list[int] | None:
     try:
         st = os.stat(path) if follow else os.lstat(path)
     except OSError:
@@ -34,7 +34,7 @@ def _stat(path: str, follow: bool) -> list | None:
     return [st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def stamp(python: str) -> list:
+def stamp(python: str) -> list[object]:
     """What the interpreter's answer depends on, as it is now."""
     exe = os.path.abspath(python)
     bindir = os.path.dirname(exe)
@@ -78,7 +78,8 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
             and isinstance(entry.get("facts"), list)
             and all(isinstance(v, str) for v in entry["facts"])
         ):
-            return entry["facts"]
+            kept: list[str] = entry["facts"]  # checked above: a list of str
+            return kept
     except (OSError, ValueError):
         pass
     facts = ask()

@@ -7,6 +7,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.json_types import JSON
+
 ENV_VAR = "DTKGUARD_OVERRIDE"
 #: the one-time token dtkpip hands its pip child: the hook does not record the override again
 #: when the token file exists (it deletes it) and the record carries the same token. A token
@@ -38,7 +42,7 @@ def record(
     allowed: list[str],
     tool: str,
     token: str | None = None,
-) -> dict:
+) -> dict[str, JSON]:
     """Append one override to ``path`` (JSON lines; created with its folder)."""
     import getpass
 
@@ -67,7 +71,9 @@ MAX_LINE_BYTES = 64 << 10
 MAX_READ_BYTES = 256 << 20
 
 
-def read(path: Path, root: object | None = None) -> Iterator[tuple[int, dict | str | None]]:
+def read(
+    path: Path, root: object | None = None
+) -> Iterator[tuple[int, dict[str, JSON] | str | None]]:
     """(line number, record, or None when the line is not a JSON object of at most
     `MAX_LINE_BYTES`), streamed; a log that cannot be read, or is read only in part (past
     `MAX_READ_BYTES`), ends with (0, why): the `override-log-unreadable` finding. ``root``:

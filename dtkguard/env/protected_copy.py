@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from dtkguard.env.store import EnvStore
+    from dtkguard.util.json_types import JSON
 
 
-def _entry(path: str) -> dict | None:
+def _entry(path: str) -> dict[str, JSON] | None:
     """What the store keeps of ``path`` now; None when it does not exist."""
     from dtkguard.env.baseline import pyc_body_sha256, sha256_file
 
@@ -53,7 +54,7 @@ def _entry(path: str) -> dict | None:
     return entry
 
 
-def load(es: EnvStore) -> dict[str, dict]:
+def load(es: EnvStore) -> dict[str, dict[str, JSON]]:
     """``protected.json`` of the env ({} when there is none or it does not read)."""
     try:
         from dtkguard.util.safe_read import read_json
@@ -65,17 +66,17 @@ def load(es: EnvStore) -> dict[str, dict]:
     return dict(files) if isinstance(files, dict) else {}
 
 
-def _save(es: EnvStore, files: dict[str, dict]) -> None:
+def _save(es: EnvStore, files: dict[str, dict[str, JSON]]) -> None:
     text = json.dumps({"files": files}, indent=1, sort_keys=True) + "\n"
     atomic_write_text(es.protected, text, 0o600)
 
 
-def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict]:
+def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, JSON]]:
     """Record the digests of ``paths`` (the env's protected set) and copy their bytes into
     ``blobs/``; paths that do not exist are left out. Returns what was recorded."""
     es.create()
     es.blobs.mkdir(mode=0o700, exist_ok=True)
-    files: dict[str, dict] = {}
+    files: dict[str, dict[str, JSON]] = {}
     for raw in sorted({os.fspath(p) for p in paths}):
         entry = _entry(raw)
         if entry is None or (entry["kind"] == "file" and not entry["sha256"]):
@@ -94,7 +95,7 @@ def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, d
     return files
 
 
-def _differs(path: str, want: dict) -> str | None:
+def _differs(path: str, want: dict[str, JSON]) -> str | None:
     """None when ``path`` is as recorded (updating ``want``'s stat when a hash says so);
     else "missing" or "modified"."""
     try:
@@ -148,7 +149,7 @@ def repair(es: EnvStore, paths: Iterable[str] | None = None) -> list[tuple[str, 
     return out
 
 
-def _put_back(es: EnvStore, path: str, want: dict, what: str) -> str:
+def _put_back(es: EnvStore, path: str, want: dict[str, JSON], what: str) -> str:
     import shutil
 
     parent = os.path.dirname(path)

@@ -268,7 +268,7 @@ def _openat2(dir_fd: int, rel: str, flags: int) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     how = (ctypes.c_uint64 * 3)(flags, 0, _RESOLVE_IN_ROOT | _RESOLVE_NO_MAGICLINKS)
-    fd = libc.syscall(
+    fd: int = libc.syscall(  # restype c_long: a Python int
         ctypes.c_long(_SYS_OPENAT2),
         ctypes.c_int(dir_fd),
         ctypes.c_char_p(os.fsencode(rel)),

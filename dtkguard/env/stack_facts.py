@@ -10,6 +10,8 @@ from dtkguard.lightclass import field, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.device import Card
+    from dtkguard.env.json_shapes import StackFactsDict
+    from dtkguard.util.json_types import JSON
 
 _NUMBERS = re.compile(r"\d+(?:\.\d+)*")
 
@@ -30,10 +32,10 @@ class StackFacts:
     cards_source: str | None = None
     module_driver: str | None = None
     #: None for an image; else {"kfd": bool, "render": [names]}
-    devices: dict | None = None
+    devices: dict[str, JSON] | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> StackFactsDict:
         return {
             "dtk": self.dtk,
             "dtk_source": self.dtk_source,

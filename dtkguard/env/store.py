@@ -37,6 +37,8 @@ from dtkguard.util.sha import sha256_hex
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from dtkguard.env.interpreter import Interpreter
+    from dtkguard.env.json_shapes import RecordDict
+    from dtkguard.util.json_types import JSON
 
 #: the variable that names another store (tests give every test its own)
 STORE_VAR = "DTKGUARD_STORE"
@@ -303,7 +305,7 @@ class Record:
     created: str = ""
     updated: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> RecordDict:
         return {
             "format": FORMAT,
             "identity": asdict(self.identity),
@@ -406,7 +408,7 @@ def pointer_text(es: EnvStore) -> str:
     return json.dumps(data, indent=1) + "\n"
 
 
-def load_stat_cache(path: Path) -> dict[str, list]:
+def load_stat_cache(path: Path) -> dict[str, list[JSON]]:
     """The stat cache at ``path`` (see `EnvStore.stat_cache`); {} when absent or unreadable."""
     from dtkguard.util.safe_read import read_json
 
@@ -421,7 +423,7 @@ def load_stat_cache(path: Path) -> dict[str, list]:
     )
 
 
-def save_stat_cache(path: Path, entries: dict[str, list]) -> None:
+def save_stat_cache(path: Path, entries: dict[str, list[JSON]]) -> None:
     """Best effort: a store that cannot be written only means hashing again next time."""
     with contextlib.suppress(OSError):
         atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600)

@@ -18,11 +18,13 @@ from dtkguard.env.baseline import (
     comparable,
     compare,
     file_stat,
-    pyc_body_sha256,
     record_digest,
     restore_command,
     sha256_file,
     table_lines,
+)
+from dtkguard.env.baseline import (
+    pyc_body_sha256 as pyc_body_sha256,  # re-exported: guard/layers.py calls it from here
 )
 from dtkguard.env.root import Root
 from dtkguard.errors import DtkguardError
@@ -30,6 +32,7 @@ from dtkguard.errors import DtkguardError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
     from typing import Any
 
     from dtkguard.env.dist import Dist
@@ -411,7 +414,7 @@ def _write_guard_file(interp: Interpreter, path: Any, text: str, mode: int | Non
     atomic_write_text(manifest, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def _tripwire_mode(path: Any) -> str | None:
+def _tripwire_mode(path: Path) -> str | None:
     try:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("mode\t"):

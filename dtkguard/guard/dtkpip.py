@@ -26,6 +26,10 @@ from dtkguard.guard.target import choose_python, refuse_empty_places, say_target
 from dtkguard.guard.tools import DTKPIP
 from dtkguard.policy.compiled import CompiledPolicy
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.json_types import JSON
+
 
 def main(argv: list[str]) -> int:
     opts = split_dtkpip(argv)
@@ -234,7 +238,7 @@ def _install_once(front: PipFrontend) -> int | None:
         run.finish()
 
 
-def _explain_pinned(front: PipFrontend, code: int, unpinned: dict) -> int:
+def _explain_pinned(front: PipFrontend, code: int, unpinned: dict[str, JSON]) -> int:
     """The one run failed on the vendor pins (pip said so above): what it would do without
     them, judged; a veto in dtkguard's words when that is refused. ``unpinned``: what the hook
     found of the request without the pins (`_requested_head`)."""
@@ -247,7 +251,7 @@ def _explain_pinned(front: PipFrontend, code: int, unpinned: dict) -> int:
     return code or 1
 
 
-def _requested_head(cmd: PipCommand, unpinned: dict) -> Plan | None:
+def _requested_head(cmd: PipCommand, unpinned: dict[str, JSON]) -> Plan | None:
     """The requested packages without the pins (``install --no-deps``'s plan) from the hook's
     report of the failed resolution, where it holds them all: every requirement named as an
     argument with one exact version (``name==V``, no extras, markers, URLs or files) and no

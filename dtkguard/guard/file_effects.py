@@ -23,10 +23,21 @@ from dtkguard.records import is_info_member
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.plan import Plan, Planned
+    from dtkguard.util.json_types import JSON
+
+    class WheelEffect(TypedDict):
+        """`wheel_effect`: what installing one wheel writes."""
+
+        paths: list[str]
+        contents: dict[str, str]
+        members: set[str]
+
 
 #: bytes of a start-up candidate (``.pth``) read for its content
 STARTUP_BYTES = 65536
@@ -47,7 +58,7 @@ def real_in(path: str, folders: dict[str, str] | None = None) -> str:
 class EnvFiles:
     """The facts of one environment the file judgement needs (computed once)."""
 
-    def __init__(self, interp: Interpreter, env: Environment, policy: dict) -> None:
+    def __init__(self, interp: Interpreter, env: Environment, policy: dict[str, JSON]) -> None:
         self.interp, self.env, self.policy = interp, env, policy
         #: resolved folders (`real_in`'s cache)
         self.folders: dict[str, str] = {}
@@ -148,11 +159,11 @@ def removal_rows(info: Path) -> list[str]:
     return [info.name, *tops, *(f"{t}.py" for t in tops)]
 
 
-def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
+def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> WheelEffect:
     """{"paths": resolved destinations of every member and generated script, "contents":
     {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
     names} of installing ``wheel`` under ``scheme``."""
-    effect: dict = {"paths": [], "contents": {}, "members": set()}
+    effect: WheelEffect = {"paths": [], "contents": {}, "members": set()}
     folders: dict[str, str] = {}
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
@@ -191,7 +202,7 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> dict:
 def judge_plan(
     interp: Interpreter,
     env: Environment,
-    policy: dict,
+    policy: dict[str, JSON],
     plan: Plan,
     locate: Callable[[Planned], list[Path] | None],
     today: str | None = None,
@@ -239,7 +250,7 @@ def judge_plan(
     return decision.refusals(kept), unseen
 
 
-def _removed(plan: Plan, env: Iterable) -> list[str]:
+def _removed(plan: Plan, env: Iterable[Dist]) -> list[str]:
     """The installed dists the plan removes or replaces (uv deletes their RECORD's files)."""
     installed = {d.key for d in env}
     names = [decision.canonical(n) for n in plan.remove]

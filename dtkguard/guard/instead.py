@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dtkguard.decision import canonical
 from dtkguard.guard.pipargs import REQUIREMENT_OPTIONS, PipCommand
-from dtkguard.guard.plan import Plan, dry_run
+from dtkguard.guard.plan import Plan, Planned, dry_run
 from dtkguard.guard.tools import DTKPIP, Tool
 from dtkguard.guard.verdict import Verdict
 from dtkguard.guard.veto_text import requirements_on
@@ -49,7 +49,7 @@ def _req_key(line: str) -> str:
         return ""
 
 
-def _applies(line: str, environment: dict) -> bool:
+def _applies(line: str, environment: dict[str, str]) -> bool:
     from packaging.requirements import Requirement
 
     try:
@@ -97,7 +97,7 @@ def suggestions(
 def _vendor_pins(
     verdict: Verdict,
     policy: CompiledPolicy,
-    requested: list,
+    requested: list[Planned],
     replaced_vendor: list[tuple[str, str]],
     tool: Tool,
 ) -> list[str]:
@@ -137,7 +137,7 @@ def _vendor_pins(
 def _probed(
     verdict: Verdict,
     policy: CompiledPolicy,
-    requested: list,
+    requested: list[Planned],
     replaced_vendor: list[tuple[str, str]],
     options: list[str],
     probe: Callable[[list[str]], Plan],

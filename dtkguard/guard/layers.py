@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from dtkguard.lock.read import Lock
+    from dtkguard.util.json_types import JSON
 
 #: the copy of `dtkguard.decision` beside the hook (the hook imports it by path)
 HOOK_DECISION = "_dtkguard_decision.py"
@@ -220,7 +221,7 @@ def planned_layers(
     uv_config: Path | None = None,
     externally_managed: bool = False,
     uv_shim_too: bool = False,
-    baseline: dict | None = None,
+    baseline: dict[str, JSON] | None = None,
 ) -> list[Layer]:
     state = interp.state_dir
     constraints = state / "constraints.txt"
@@ -273,7 +274,7 @@ def planned_layers(
 
 
 def _tripwire_layers(
-    interp: Interpreter, policy: CompiledPolicy, baseline: dict | None
+    interp: Interpreter, policy: CompiledPolicy, baseline: dict[str, JSON] | None
 ) -> list[Layer]:
     """The import tripwire: its module and ``tripwire.txt`` (the start-up finder names the
     vendor top-level modules; none with ``on-import = "off"``)."""
@@ -316,8 +317,8 @@ class Manifest:
 
         try:
             data = read_json(self.path, what="manifest")
-            self.files: dict[str, dict] = dict(data.get("files", {}))
-            self.options: dict = dict(data.get("options", {}))
+            self.files: dict[str, dict[str, JSON]] = dict(data.get("files", {}))
+            self.options: dict[str, JSON] = dict(data.get("options", {}))
         except (OSError, ValueError, AttributeError, TypeError):
             self.files, self.options = {}, {}
 
@@ -753,7 +754,7 @@ def remove(interp: Interpreter) -> list[tuple[str, Path, str]]:
     return results
 
 
-def save_baseline(interp: Interpreter, data: dict) -> Path:
+def save_baseline(interp: Interpreter, data: dict[str, JSON]) -> Path:
     """Replace the store's baseline of ``interp``'s env with ``data`` and its digest in the
     store's manifest (for a baseline that moves forward on an approved transaction); returns
     its path. Nothing inside the env is written."""

@@ -20,6 +20,10 @@ from pathlib import Path
 
 from dtkguard.lightclass import field, record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.util.json_types import JSON
+
 #: the variable the hook reads (``plugins/pip/_dtkguard_pip_hook.CHANNEL``)
 CHANNEL = "DTKGUARD_DTKPIP_CHANNEL"
 
@@ -37,7 +41,7 @@ class OneRun:
     #: {canonical name: the local wheel pip installs}, from the ``plan`` message
     wheels: dict[str, str] = field(default_factory=dict)
     #: the ``conflict`` message's report: the request's dists without the pins, where known
-    unpinned: dict = field(default_factory=dict)
+    unpinned: dict[str, JSON] = field(default_factory=dict)
 
     @classmethod
     def start(cls, python: str, args: list[str], report: Path, env: dict[str, str]) -> OneRun:
@@ -100,7 +104,7 @@ class OneRun:
         return self.finish()
 
 
-def _json_object(text: str) -> dict:
+def _json_object(text: str) -> dict[str, JSON]:
     """``text`` as a JSON object; ``{}`` when it is none."""
     try:
         data = json.loads(text)

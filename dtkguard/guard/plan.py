@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from dtkguard.env.environment import Environment
+    from dtkguard.util.json_types import JSON
 
 #: pip's (all supported versions) and uv's words when the resolver cannot satisfy the request
 _CONFLICT_MARKERS = (
@@ -31,7 +32,8 @@ class Planned:
 
     name: str
     version: str
-    metadata: dict
+    #: the report's ``metadata`` of the distribution (JSON, as pip wrote it)
+    metadata: dict[str, JSON]
     requested: bool = False
     is_direct: bool = False
     url: str = ""
@@ -62,7 +64,8 @@ class Plan:
     stdout: str
     stderr: str
     install: list[Planned] = field(default_factory=list)
-    environment: dict = field(default_factory=dict)
+    #: the report's ``environment``: marker name -> value
+    environment: dict[str, str] = field(default_factory=dict)
     constrained: bool = True
     #: names the run would remove and not put back (uv's plans: sync, uninstall, upgrades)
     remove: list[str] = field(default_factory=list)

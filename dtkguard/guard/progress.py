@@ -10,6 +10,10 @@ from pathlib import Path
 
 from dtkguard.guard.pipargs import PipCommand
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
 
 def requested_count(cmd: PipCommand, files: list[str] | None = None) -> int:
     """How many requirements a command names: arguments, ``-e`` and the lines of ``-r`` files
@@ -26,7 +30,7 @@ def requested_count(cmd: PipCommand, files: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def planning(tool: str, runs: str, count: int, stream=None) -> Iterator[None]:
+def planning(tool: str, runs: str, count: int, stream: TextIO | None = None) -> Iterator[None]:
     """``planning with pip ... (N packages)`` on ``stream`` (stderr) while the block runs."""
     stream = stream or sys.stderr
     text = f"{tool}: planning with {runs} … ({count} package{'s' if count != 1 else ''})"

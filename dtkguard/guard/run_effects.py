@@ -27,9 +27,23 @@ from dtkguard import protected as guarded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypedDict
+
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.plan import Plan
+    from dtkguard.util.json_types import JSON
+
+    class Snapshot(TypedDict):
+        """The hook's ``Guard.snapshot`` (its ``_take_snapshot``): what builds must not touch."""
+
+        #: path -> (size, inode, ctime_ns, mode, mtime_ns), None when it did not exist
+        stat: dict[str, tuple[int, int, int, int, int] | None]
+        #: folder -> the names in it
+        names: dict[str, set[str]]
+        #: the env's folder in the guard's store (its copies), None when it cannot be trusted
+        store: str | None
+
 
 #: what uv itself leaves in a folder it plans or installs for (its lock file)
 UV_OWN = frozenset((".lock",))
@@ -69,7 +83,7 @@ class Refused(Exception):
 class Watch:
     """The hook's build journal of one environment, taken before uv's first run."""
 
-    def __init__(self, interp: Interpreter, policy: dict, facts: EnvFiles) -> None:
+    def __init__(self, interp: Interpreter, policy: dict[str, JSON], facts: EnvFiles) -> None:
         self.interp, self.policy, self.facts = interp, policy, facts
         # loaded from dtkguard itself, the hook has no copies beside it: its journal functions
         # read the modules the copies are made from
@@ -77,7 +91,8 @@ class Watch:
         copies.update(sitefacts=sitefacts, buildwatch=buildwatch, pipoverride=pipoverride)
         guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
         hook._take_snapshot(policy)
-        self.snap: dict = guard.snapshot or {"stat": {}, "names": {}, "store": None}
+        nothing: Snapshot = {"stat": {}, "names": {}, "store": None}
+        self.snap: Snapshot = guard.snapshot or nothing
         guard.snapshot = None
         #: what runs when uv next starts the interpreter: the protected set and the site
         #: folders (their entries: a planted ``.pth``); compared after every dry run
@@ -174,9 +189,10 @@ class Watch:
                     contents[path] = fh.read(65536).decode("utf-8", "replace")
         from dtkguard.env.binaries import file_problems
 
-        return decision.judge_files(
+        judged = decision.judge_files(
             self.policy, key, version, paths, self.facts.facts, contents, members
-        ) + file_problems(self.policy, key, paths)
+        )
+        return judged + file_problems(self.policy, key, paths)
 
 
 def built_problem(paths: list[str]) -> decision.Problem:

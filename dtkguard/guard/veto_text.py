@@ -12,6 +12,10 @@ from dtkguard.guard.verdict import Verdict
 from dtkguard.policy.compiled import CompiledPolicy, DenyRule
 from dtkguard.policy.labels import label_of
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from dtkguard.findings import Finding
+
 _SHOWN = 6
 
 
@@ -42,7 +46,9 @@ def describe(p: Planned, policy: CompiledPolicy) -> str:
     return f"{p.name} {p.version}" + (f" ({kind})" if kind else "")
 
 
-def requirements_on(verdict: Verdict, name: str, environment: dict) -> list[tuple[str, str]]:
+def requirements_on(
+    verdict: Verdict, name: str, environment: dict[str, str]
+) -> list[tuple[str, str]]:
     """(planned package, its requirement) for every planned package that requires ``name``."""
     out = []
     key = canonical(name)
@@ -99,7 +105,7 @@ def why(verdict: Verdict, policy: CompiledPolicy) -> list[str]:
     from dtkguard.rules.catalog import info
 
     lines = []
-    groups: dict[tuple[str, str], list] = {}
+    groups: dict[tuple[str, str], list[Finding]] = {}
     rule: DenyRule | str | None
     for f in verdict.blocking:
         reason = f.message
