@@ -15,7 +15,6 @@ some tools write) are accepted and said to be hex.
 from __future__ import annotations
 
 import binascii
-import hashlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 
 DIST_INFO = ".dist-info"
 RECORD = "RECORD"
-_DIGEST_SIZES: dict[str, int] = {}
+#: digest sizes by algorithm; the rest asked of hashlib once (RECORD files name sha256)
+_DIGEST_SIZES: dict[str, int] = {"sha256": 32, "sha384": 48, "sha512": 64}
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 _PAD = (b"", b"=", b"==", b"===")
@@ -83,6 +83,8 @@ def decode_digest(algo: str, value: str) -> tuple[bytes, bool] | None:
     """The raw digest of a RECORD hash value, and whether it was (nonconforming) hex."""
     size = _DIGEST_SIZES.get(algo)
     if size is None:
+        import hashlib  # here: sha256 (the known size) is all a check decodes
+
         size = _DIGEST_SIZES[algo] = hashlib.new(algo).digest_size
     if len(value) == size * 2:
         try:
@@ -103,6 +105,8 @@ def encode_digest(raw: bytes) -> str:
 
 def hash_field(data: bytes) -> str:
     """The hash field of a RECORD row for ``data``: ``sha256=<urlsafe base64>``."""
+    import hashlib
+
     return "sha256=" + encode_digest(hashlib.sha256(data).digest())
 
 

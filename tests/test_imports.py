@@ -100,6 +100,8 @@ def test_a_repeated_guarded_check_hashes_no_layer(env: dict[str, str], tmp_path:
     assert _heavy(modules) == []
     for name in ("dtkguard.env.filehash", "threading"):
         assert name not in modules, f"{name}: a repeated guarded check hashed a layer"
+    # its few small digests (the baseline's, the store's chains) need no OpenSSL (util.sha)
+    assert "_hashlib" not in modules
 
 
 @pytest.mark.wheel_cache

@@ -43,13 +43,13 @@ records it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from dtkguard.env.root import Root
 from dtkguard.errors import InputError
 from dtkguard.lightclass import field, record
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def pyc_body_sha256(path: str | os.PathLike[str], root: Root | None = None) -> s
         data = read_capped(Path(path), 64 << 20, root=root)
     except OSError:
         return None
-    return hashlib.sha256(data[16:]).hexdigest()
+    return sha256_hex(data[16:])
 
 
 #: a baseline of the 23 DAS vendor builds is about 10 MB (torch's 20,000 files)
@@ -372,7 +372,7 @@ def _sha256_of(data: bytes) -> str:
     """Hex sha256 of ``data``; the same bytes as the last call's are not hashed again."""
     global _hashed
     if _hashed is None or _hashed[0] != data:
-        _hashed = (data, hashlib.sha256(data).hexdigest())
+        _hashed = (data, sha256_hex(data))
     return _hashed[1]
 
 
@@ -424,7 +424,7 @@ def record_digest(text: str) -> str:
         algo, _, value = row[1].partition("=")
         decoded = decode_digest("sha256", value) if algo.lower() == "sha256" else None
         lines.append(f"{row[0]},{decoded[0].hex() if decoded else row[1]}")
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+    return sha256_hex("\n".join(sorted(lines)).encode())
 
 
 def comparable(rel: str) -> bool:

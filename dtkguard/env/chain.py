@@ -10,7 +10,6 @@ format with the standard library only (`dtkguard/pipoverride.py`, ``chain_append
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from dtkguard.util.atomic import atomic_write_text
 from dtkguard.util.safe_read import read_capped
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def head_path(path: Path) -> Path:
 
 
 def line_digest(line: str) -> str:
-    return hashlib.sha256(line.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex(line.encode("utf-8", "surrogateescape"))
 
 
 def _lines(path: Path) -> list[str]:

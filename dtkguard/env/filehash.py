@@ -5,7 +5,6 @@ builds with it); RECORD's rows and digests are `dtkguard.records`'."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -100,6 +99,8 @@ def _buffer() -> bytearray:
 def _new_hash(algo: str) -> Any:
     make = _CONSTRUCTORS.get(algo)
     if make is None:
+        import hashlib  # here: a check that hashes no file loads no OpenSSL
+
         make = getattr(hashlib, algo, None) or (lambda: hashlib.new(algo))
         _CONSTRUCTORS[algo] = make
     return make()

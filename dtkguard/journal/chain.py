@@ -9,15 +9,16 @@ the install roots the store recorded for the env, and its ``txn.json`` is one th
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+
+from dtkguard.util.sha import sha256_hex
 
 CHAIN = "chain.jsonl"
 
 
 def txn_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 def untrusted(txn_dir: Path, roots: list[str]) -> str | None:

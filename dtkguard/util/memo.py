@@ -10,9 +10,10 @@ effort: a cache that cannot be written only means computing again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
+
+from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
     from dtkguard.util.cache_dir import cache_root, private_dir, trusted
 
     text = json.dumps([inputs, _code_stamp(sources)], sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256_hex(text.encode("utf-8", "surrogatepass"))
     path = cache_root() / namespace / f"{digest}.json"
     try:
         entry = json.loads(path.read_text(encoding="utf-8")) if trusted(path.parent) else None

@@ -24,6 +24,16 @@ def _constructor() -> Callable[[bytes], object]:
 _SHA256 = _constructor()
 
 
+#: from this many bytes on, OpenSSL's SHA-256 (hardware-assisted, several times CPython's own
+#: per byte) pays for loading it
+LARGE = 1 << 20
+
+
 def sha256_hex(data: bytes) -> str:
-    """The hex SHA-256 digest of ``data`` (as ``hashlib.sha256(data).hexdigest()``)."""
+    """The hex SHA-256 digest of ``data`` (as ``hashlib.sha256(data).hexdigest()``): CPython's
+    own module for small data, `hashlib` from `LARGE` bytes on."""
+    if len(data) >= LARGE:
+        import hashlib
+
+        return hashlib.sha256(data).hexdigest()
     return _SHA256(data).hexdigest()  # type: ignore[attr-defined,no-any-return]

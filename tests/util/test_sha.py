@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from dtkguard.util.sha import sha256_hex
+from dtkguard.util.sha import LARGE, sha256_hex
 from tests.support.cli import REPO
 
 
@@ -20,6 +20,8 @@ from tests.support.cli import REPO
         b"/opt/conda",
         "é/\udcff".encode("utf-8", "surrogateescape"),
         bytes(range(256)) * 300,
+        b"x" * (LARGE - 1),
+        b"y" * LARGE,  # hashlib's from here on
     ],
 )
 def test_the_same_digest_as_hashlib(data: bytes) -> None:
@@ -36,3 +38,15 @@ def test_the_store_key_and_the_interpreter_cache_load_no_openssl() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_small_data_loads_no_openssl_and_large_data_does() -> None:
+    code = (
+        "import sys; from dtkguard.util.sha import LARGE, sha256_hex;"
+        "sha256_hex(b'a' * (LARGE - 1)); print('_hashlib' in sys.modules);"
+        "sha256_hex(b'a' * LARGE); print('_hashlib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "True"]
