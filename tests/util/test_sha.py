@@ -34,10 +34,7 @@ def test_the_store_key_and_the_interpreter_cache_load_no_openssl() -> None:
         "store.env_key('/opt/conda'); interp_cache._file(sys.executable);"
         "print('_hashlib' in sys.modules, 'hashlib' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
-    assert out.split() == ["False", "False"]
+    assert _printed(code) == ["False", "False"]
 
 
 def test_small_data_loads_no_openssl_and_large_data_does() -> None:
@@ -46,7 +43,12 @@ def test_small_data_loads_no_openssl_and_large_data_does() -> None:
         "sha256_hex(b'a' * (LARGE - 1)); print('_hashlib' in sys.modules);"
         "sha256_hex(b'a' * LARGE); print('_hashlib' in sys.modules)"
     )
+    assert _printed(code) == ["False", "True"]
+
+
+def _printed(code: str) -> list[str]:
+    """What ``python -c code`` printed in a fresh interpreter of this checkout, as words."""
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
-    assert out.split() == ["False", "True"]
+    return out.split()
