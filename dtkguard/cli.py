@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from dtkguard import __version__
 from dtkguard.errors import DtkguardError, refuse_empty
+from dtkguard.quick_args import parse as quick_parse
 from dtkguard.util.console import COLOR_CHOICES, configure
 
 TYPE_CHECKING = False
@@ -188,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or bool(os.environ.get("DTKGUARD_DEBUG"))
     try:
-        args = _passthrough(argv) or build_parser(argv).parse_args(argv)
+        args = _passthrough(argv) or quick_parse(argv) or build_parser(argv).parse_args(argv)
         refuse_empty(_given(args))
         configure(
             getattr(args, "color", None),

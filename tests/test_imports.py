@@ -80,7 +80,8 @@ def test_cached_check_loads_no_heavy_module(env: dict[str, str], tmp_path: Path)
     assert len(modules) < 155, len(modules)  # 147: was 215 before typing, shutil, csv, ... left
     light = ("importlib.resources", "shutil", "typing", "csv", "threading", "tempfile")
     # dataclasses imports inspect (ast, dis, tokenize): the check path's models are records
-    for name in (*light, "dataclasses", "inspect", "ast"):
+    # argparse (with gettext and locale): check's command line is read by `quick_args`
+    for name in (*light, "dataclasses", "inspect", "ast", "argparse", "gettext"):
         assert name not in modules, f"{name}: milliseconds a check does not need"
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from dtkguard.commands.common import (
     add_allow_empty_option,
     add_policy_option,
@@ -18,6 +16,8 @@ from dtkguard.env.open import TargetSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from dtkguard.audit.request import Request
     from dtkguard.findings import Severity
 

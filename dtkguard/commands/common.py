@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from dtkguard.errors import InputError
 from dtkguard.findings import Severity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
     from typing import TypedDict
 
@@ -59,6 +58,8 @@ def add_passthrough(
     run: Callable[[argparse.Namespace], int],
 ) -> None:
     """A command that takes every argument as its own (dtkpip's and dtkuv's), ``--help`` too."""
+    import argparse
+
     parser = sub.add_parser(
         name,
         help=help,
