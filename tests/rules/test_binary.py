@@ -198,3 +198,36 @@ def test_doctor_shows_the_runtime_each_vendor_build_links(tmp_path, so):
     screen = dtkguard("doctor", "--path", site).stdout
     assert "torch DTK HIP (2 binaries: libgalaxyhip.so.5)" in screen
     assert "vllm CUDA (1 binaries: libcudart.so.12)" in " ".join(screen.split())
+
+
+def test_a_kept_record_is_read_again_when_it_changes_and_its_files_every_time(tmp_path, so):
+    """check keeps each RECORD's native rows by the RECORD's stat (`binaries.known_rows`): the
+    files those rows name are judged on every run, and a RECORD that changes is read again."""
+    import time
+
+    from dtkguard.env.binaries import RACY_NS
+
+    cache = tmp_path / "cache"
+    env = {"DTKGUARD_CACHE_DIR": str(cache)}
+    site = tmp_path / "site"
+    dist_info = add_dist(site, "cpu-ext", "1.0", files={f"cpu_ext/{EXT}": so["plain"]})
+    time.sleep(RACY_NS / 1e9 + 0.1)  # older than a timestamp's granularity: its rows are kept
+    proc = dtkguard("check", "--path", site, "--format", "json", env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["findings"] == []
+    [kept] = (cache / "shared-rows").iterdir()
+    entries = json.loads(kept.read_text())
+    record = str(dist_info / "RECORD")
+    assert entries[record][1] == [f"cpu_ext/{EXT}"]
+    assert entries[record][0][1] == (dist_info / "RECORD").stat().st_ino
+    # the file behind a kept row: judged again (the rows are kept, not the verdicts)
+    (site / "cpu_ext" / EXT).write_bytes(so["cuda"])
+    proc = dtkguard("check", "--path", site, "--format", "json", env=env)
+    assert _rules(json.loads(proc.stdout)["findings"]) == {("cuda-binary", "cpu-ext")}
+    (site / "cpu_ext" / EXT).write_bytes(so["plain"])
+    # a row added to the RECORD: its stat changed, so it is read again at once
+    (site / "cpu_ext" / "libs").mkdir()
+    (site / "cpu_ext" / "libs" / "libcudart-1a2b.so.12").write_bytes(so["cuda"])
+    with (dist_info / "RECORD").open("a") as fh:
+        fh.write("cpu_ext/libs/libcudart-1a2b.so.12,,\n")
+    proc = dtkguard("check", "--path", site, "--format", "json", env=env)
+    assert _rules(json.loads(proc.stdout)["findings"]) == {("cuda-binary", "cpu-ext")}
