@@ -73,7 +73,7 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         self._promoted: set[str] = set()
         self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
         #: the requirements on each identifier when it was last looked up: how it was reached
-        self.via: dict[str, list[Req]] = {}
+        self.via: dict[str, Sequence[Req]] = {}
         self.vendor_sources = [s for s in self.sources if s.vendor]
         self.policy = policy
         self.target = target
@@ -89,8 +89,9 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         self._failed: dict[FileLink, BadMetadata] = {}
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
-        #: `find_matches`' answers of this resolution, by (identifier, requirements, bad versions)
-        self._matches: dict[tuple[str, tuple[Req, ...], frozenset[Version]], Any] = {}
+        #: `find_matches`' answers of this resolution, by (identifier, requirements,
+        #: incompatible candidates)
+        self._matches: dict[tuple[str, tuple[Req, ...], tuple[Candidate, ...]], Any] = {}
         self._lock = threading.Lock()
         self._warmed: set[str] = set()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
@@ -426,14 +427,15 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         versions: one answer per (identifier, requirements, incompatible versions), kept for
         the resolution (resolvelib asks again with the same ones every time it pins the same
         parent), read lazily and once (:class:`_Matches`)."""
-        reqs = list(requirements[identifier])
-        bad = frozenset(c.version for c in incompatibilities[identifier])
+        reqs = tuple(requirements[identifier])
+        worse = tuple(incompatibilities[identifier])  # interned candidates
         if reqs:
             self.via[identifier] = reqs
-        key = (identifier, tuple(reqs), bad)
+        key = (identifier, reqs, worse)
         hit = self._matches.get(key)
         if hit is not None:
-            return hit
+            return hit.read if isinstance(hit, _Matches) and hit.complete else hit
+        bad = {c.version for c in worse}
         if identifier == PYTHON:
             ok = all(self.python_version in r.specifier for r in reqs)
             out: Any = [self.python_candidate] if ok and self.python_version not in bad else []
@@ -443,7 +445,7 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
             picked = self.allowed_versions(name, reqs)
             if bad:
                 picked = [(v, link) for v, link in picked if v not in bad]
-            out = _Matches(self, name, picked, extras)
+            out = _Matches(self, name, picked, extras) if picked else []
         self._matches[key] = out
         return out
 
@@ -541,6 +543,17 @@ class _Matches:
         self._extras = extras
         self._done: list[Candidate] = []
         self._pos = 0
+
+    @property
+    def complete(self) -> bool:
+        """Has every file been read? Then :attr:`read` is the whole answer."""
+        return self._pos >= len(self._picked)
+
+    @property
+    def read(self) -> list[Candidate]:
+        """The candidates read so far (all of them once :attr:`complete`); never changed
+        after that, so resolvelib may take the list itself."""
+        return self._done
 
     def __call__(self) -> Iterator[Candidate]:
         done = self._done
