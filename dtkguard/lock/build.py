@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,8 @@ def _wheel_record(source: Source, link: FileLink) -> set[tuple[str, str]] | None
         if getter is None:
             return None
         data = getter(link)
+    import zipfile  # --from-env only: a resolved lock needs no zip (nor shutil, bz2, lzma)
+
     src = io.BytesIO(data) if isinstance(data, bytes) else data
     with zipfile.ZipFile(src) as zf:
         record = info_member(zf.namelist(), RECORD)

@@ -81,6 +81,15 @@ def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -
     problems: list[str] = []
     todo: list[tuple[str, str]] = [(key, "") for key in by_name]
     done: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], bool] = {}
+
+    def holds(marker: Any, extra: str) -> bool:  # many lines repeat the same markers
+        key = (str(marker), extra)
+        hit = seen.get(key)
+        if hit is None:
+            hit = seen[key] = marker.evaluate(dict(markers, extra=extra))
+        return hit
+
     while todo:
         key, extra = todo.pop()
         if (key, extra) in done:
@@ -88,11 +97,10 @@ def closure_problems(entries: Sequence[LockEntry], markers: Mapping[str, str]) -
         done.add((key, extra))
         entry = by_name[key]
         for req in entry.requires_dist:
-            env = dict(markers, extra=extra)
             if req.marker is not None:
-                if not req.marker.evaluate(env):
+                if not holds(req.marker, extra):
                     continue
-                if extra and req.marker.evaluate(dict(markers, extra="")):
+                if extra and holds(req.marker, ""):
                     continue
             elif extra:
                 continue

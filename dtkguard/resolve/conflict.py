@@ -273,9 +273,14 @@ def _suggest(
     deadline: float,
     budget: list[int],
     trial: Trial,
+    rounds: int = 0,
 ) -> tuple[list[str], bool]:
     """Versions of ``name`` nearest to the request that resolve with the rest of the request,
-    and whether every version tried got an answer in time."""
+    and whether every version tried got an answer in time.
+
+    The trial of the version the request pins is the failed resolution itself (``rounds``: how
+    many it took): its answer is known, so it is not resolved again but counted as those
+    rounds, when they fit in what is left of the budget (else it is tried as any other)."""
     asked = next(r for r in roots if provider.make_req(r, None).name == name)
     versions = sorted({v for v, _ in provider.candidates_for(name)})
     if not versions:
@@ -293,6 +298,9 @@ def _suggest(
     for v in ranked[:MAX_TRIES]:
         trial_reqs = [r for r in roots if provider.make_req(r, None).name != name]
         trial_reqs.append(Requirement(f"{asked.name}{_extras(asked)}=={v}"))
+        if 0 < rounds <= budget[0] and _is_the_request(provider, roots, name, v):
+            budget[0] -= rounds
+            continue
         ok = trial(provider, trial_reqs, deadline, budget)
         if ok is None:
             return found, False
@@ -301,6 +309,21 @@ def _suggest(
             if len(found) >= MAX_SUGGEST:
                 break
     return found, True
+
+
+def _is_the_request(
+    provider: PolicyProvider, roots: Sequence[Requirement], name: str, version: Version
+) -> bool:
+    """Is the trial of ``name==version`` the request that failed: ``name`` asked for once,
+    without a marker, as ``==version`` alone (no wildcard)? The rest of the request is the
+    same in both."""
+    same = [r for r in roots if provider.make_req(r, None).name == name]
+    if len(same) != 1 or same[0].marker is not None:
+        return False
+    specs = list(same[0].specifier)
+    if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
+        return False
+    return Version(specs[0].version) == version
 
 
 def _extras(req: Requirement) -> str:
@@ -369,7 +392,7 @@ def explain_conflict(
         where = "with the rest of the request" if len(roots) > 1 else "for the target"
     root_names = [provider.make_req(r, None).name for r in roots]
     for name in _requesting(causes, roots, provider):
-        found, complete = _suggest(provider, name, roots, deadline, budget, trial)
+        found, complete = _suggest(provider, name, roots, deadline, budget, trial, rounds)
         if found:
             lines.append(f"versions of {name} that resolve {where}: {', '.join(found)}")
             continue

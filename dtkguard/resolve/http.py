@@ -137,6 +137,8 @@ class Fetcher:
         self._release_counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
+        #: `_proxied`'s answer per host, asked once per run (it reads the whole environment)
+        self._proxy: dict[str, bool] = {}
         #: ``fresh``: pages served from the page cache without a request; ``not-modified``:
         #: pages a conditional request confirmed (304)
         self.stats = {"requests": 0, "bytes": 0, "wheels": 0, "fresh": 0, "not-modified": 0}
@@ -230,7 +232,7 @@ class Fetcher:
 
         parts = urlsplit(url)
         cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        if _proxied(parts.hostname or ""):
+        if self._proxied(parts.hostname or ""):
             req = urllib.request.Request(url, headers=self.headers(url, **headers))
             try:
                 resp = urllib.request.urlopen(req, timeout=self.timeout)
@@ -299,11 +301,17 @@ class Fetcher:
             self.pages.save(key, CachedPage(resp.status, resp.url, resp.headers, resp.body))
         return resp
 
+    def _proxied(self, host: str) -> bool:
+        hit = self._proxy.get(host)
+        if hit is None:
+            hit = self._proxy[host] = _proxied(host)
+        return hit
+
     def _fetch_net(self, url: str, accept: str, extra: dict[str, str]) -> Response:
         import http.client
 
         parts = urlsplit(url)
-        if not _proxied(parts.hostname or ""):
+        if not self._proxied(parts.hostname or ""):
             try:
                 return self._fetch_keepalive(url, parts, accept, extra)
             except (OSError, http.client.HTTPException):

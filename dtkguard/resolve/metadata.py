@@ -15,6 +15,18 @@ from dtkguard.resolve.sources import FileLink
 
 _EXTRA_IN_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 
+#: parsed ``Requires-Dist`` values by their text: the versions of one project mostly repeat
+#: the same lines (nothing changes a parsed `Requirement`; a line that does not parse is not
+#: kept and raises again)
+_PARSED: dict[str, Requirement] = {}
+
+
+def _requirement(text: str) -> Requirement:
+    hit = _PARSED.get(text)
+    if hit is None:
+        hit = _PARSED[text] = Requirement(text)
+    return hit
+
 
 class BadMetadata(InputError):
     """A wheel's core metadata is unusable (wrong name, unparsable requirement): like pip and
@@ -36,7 +48,7 @@ class Metadata:
                 link.url or str(link.path),
             )
         try:
-            self.requires_dist = [Requirement(r) for r in headers.get("requires-dist", [])]
+            self.requires_dist = [_requirement(r) for r in headers.get("requires-dist", [])]
             self.provides_extra = frozenset(
                 canonical(e) for e in headers.get("provides-extra", [])
             ) | frozenset(

@@ -73,7 +73,7 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         self._promoted: set[str] = set()
         self._allowed: dict[tuple[str, frozenset[Any]], list[tuple[Version, FileLink]]] = {}
         #: the requirements on each identifier when it was last looked up: how it was reached
-        self.via: dict[str, list[Req]] = {}
+        self.via: dict[str, Sequence[Req]] = {}
         self.vendor_sources = [s for s in self.sources if s.vendor]
         self.policy = policy
         self.target = target
@@ -89,6 +89,9 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         self._failed: dict[FileLink, BadMetadata] = {}
         self._deps: dict[Candidate, list[Req]] = {}
         self._sat: dict[tuple[Req, Candidate], bool] = {}
+        #: `find_matches`' answers of this resolution, by (identifier, requirements,
+        #: incompatible candidates)
+        self._matches: dict[tuple[str, tuple[Req, ...], tuple[Candidate, ...]], Any] = {}
         self._lock = threading.Lock()
         self._warmed: set[str] = set()
         self._pool = ThreadPoolExecutor(8, thread_name_prefix="dtkguard-warm")
@@ -153,7 +156,12 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
             vendor_links = self.all_links(name, self.vendor_sources)
             links = vendor_links or self.all_links(name)
         if policy is not None:
-            links = [lk for lk in links if _allowed(policy, name, lk.version)]
+            silent = _silent_on(policy, name)
+            links = [
+                lk
+                for lk in links
+                if (silent and "+" not in str(lk.version)) or _allowed(policy, name, lk.version)
+            ]
         return self._best(name, links)
 
     def _best(self, name: str, links: list[FileLink]) -> list[tuple[Version, FileLink]]:
@@ -415,34 +423,45 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         requirements: Mapping[str, Iterator[Req]],
         incompatibilities: Mapping[str, Iterator[Candidate]],
     ) -> Any:
-        reqs = list(requirements[identifier])
-        bad = {c.version for c in incompatibilities[identifier]}
+        """The candidates of ``identifier`` for these requirements, less the incompatible
+        versions: one answer per (identifier, requirements, incompatible versions), kept for
+        the resolution (resolvelib asks again with the same ones every time it pins the same
+        parent), read lazily and once (:class:`_Matches`)."""
+        reqs = tuple(requirements[identifier])
+        worse = tuple(incompatibilities[identifier])  # interned candidates
         if reqs:
             self.via[identifier] = reqs
+        key = (identifier, reqs, worse)
+        hit = self._matches.get(key)
+        if hit is not None:
+            return hit.read if isinstance(hit, _Matches) and hit.complete else hit
+        bad = {c.version for c in worse}
         if identifier == PYTHON:
             ok = all(self.python_version in r.specifier for r in reqs)
-            return [self.python_candidate] if ok and self.python_version not in bad else []
-        name = reqs[0].name if reqs else identifier.split("[", 1)[0]
-        extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
-        picked = self.allowed_versions(name, reqs)
-        if bad:
-            picked = [(v, link) for v, link in picked if v not in bad]
-        return lambda: self._usable(name, picked, extras)
+            out: Any = [self.python_candidate] if ok and self.python_version not in bad else []
+        else:
+            name = reqs[0].name if reqs else identifier.split("[", 1)[0]
+            extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
+            picked = self.allowed_versions(name, reqs)
+            if bad:
+                picked = [(v, link) for v, link in picked if v not in bad]
+            out = _Matches(self, name, picked, extras) if picked else []
+        self._matches[key] = out
+        return out
 
-    def _usable(
-        self, name: str, picked: list[tuple[Version, FileLink]], extras: frozenset[str]
-    ) -> Iterator[Candidate]:
-        """Candidates newest first, read lazily: one whose metadata is broken is skipped (and
-        remembered for the explanation), as pip and uv skip it."""
-        for version, link in picked:
-            if link in self.unusable:
-                continue
-            try:
-                self.metadata(link)
-            except BadMetadata as exc:
-                self.unusable[link] = exc.message
-                continue
-            yield self.candidate(name, version, link, extras)
+    def usable(
+        self, name: str, version: Version, link: FileLink, extras: frozenset[str]
+    ) -> Candidate | None:
+        """The candidate for ``link``, or None when its metadata is broken (remembered for the
+        explanation): pip and uv skip such a file too."""
+        if link in self.unusable:
+            return None
+        try:
+            self.metadata(link)
+        except BadMetadata as exc:
+            self.unusable[link] = exc.message
+            return None
+        return self.candidate(name, version, link, extras)
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
         key = (requirement, candidate)
@@ -503,6 +522,56 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         return self.dependencies_of(candidate)
 
 
+class _Matches:
+    """One `PolicyProvider.find_matches` answer: the candidates newest first, each file's
+    metadata read when the resolver first gets that far (a broken one skipped), what was read
+    kept for every later iteration. An error (a source that failed) leaves the position where
+    it was: the next iteration asks again, nothing is taken for an answer it did not give."""
+
+    __slots__ = ("_done", "_extras", "_name", "_picked", "_pos", "_provider")
+
+    def __init__(
+        self,
+        provider: PolicyProvider,
+        name: str,
+        picked: list[tuple[Version, FileLink]],
+        extras: frozenset[str],
+    ) -> None:
+        self._provider = provider
+        self._name = name
+        self._picked = picked
+        self._extras = extras
+        self._done: list[Candidate] = []
+        self._pos = 0
+
+    @property
+    def complete(self) -> bool:
+        """Has every file been read? Then :attr:`read` is the whole answer."""
+        return self._pos >= len(self._picked)
+
+    @property
+    def read(self) -> list[Candidate]:
+        """The candidates read so far (all of them once :attr:`complete`); never changed
+        after that, so resolvelib may take the list itself."""
+        return self._done
+
+    def __call__(self) -> Iterator[Candidate]:
+        done = self._done
+        i = 0
+        while True:
+            if i < len(done):
+                yield done[i]
+                i += 1
+                continue
+            if self._pos >= len(self._picked):
+                return
+            version, link = self._picked[self._pos]
+            cand = self._provider.usable(self._name, version, link, self._extras)
+            self._pos += 1
+            if cand is not None:
+                done.append(cand)
+
+
 def _pins(req: Req, version: Version) -> bool:
     """Does ``req`` pin exactly ``version`` (``==V`` without a wildcard, ``===V``)?"""
     if req.exact is not None:
@@ -520,6 +589,16 @@ def _python_ok(spec: str, version: Version) -> bool:
         return SpecifierSet(spec).contains(version, prereleases=True)
     except InvalidSpecifier:
         return True  # pip ignores a broken data-requires-python too
+
+
+def _silent_on(policy: Any, name: str) -> bool:
+    """Does the policy name ``name`` nowhere (no vendor pin, no deny rule)? Then
+    `dtkguard.decision` finds no problem with any version of it that has no local label (the
+    DTK release of a build is read from its label), and `_allowed` need not be asked."""
+    from dtkguard.decision import deny_rule
+
+    data = policy.decision_json()
+    return canonical(name) not in (data.get("vendor") or {}) and deny_rule(data, name) is None
 
 
 def _allowed(policy: Any, name: str, version: Version) -> bool:

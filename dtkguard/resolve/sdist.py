@@ -15,9 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -75,6 +72,9 @@ class BuildFailed(BadMetadata):
 
 def _members(path: Path) -> dict[str, bytes | None]:
     """Top-level ``PKG-INFO`` and ``pyproject.toml`` of an sdist (``{name}-{version}/...``)."""
+    import tarfile  # here: a lock without sdists needs neither (nor shutil, bz2, lzma)
+    import zipfile
+
     want = ("PKG-INFO", "pyproject.toml")
     found: dict[str, bytes | None] = dict.fromkeys(want)
     if path.name.endswith(".zip"):
@@ -125,6 +125,9 @@ def _build_system(pyproject: bytes | None) -> tuple[list[str], str]:
 def _extract(path: Path, dest: Path) -> Path:
     """Unpack the sdist safely (no absolute paths, no ``..``, no links out) and return its
     top folder."""
+    import tarfile
+    import zipfile
+
     if path.name.endswith(".zip"):
         with zipfile.ZipFile(path) as zf:
             for name in zf.namelist():
@@ -187,6 +190,8 @@ class Builder:
         if self.static_only:
             raise BuildFailed(f"{path.name}: PKG-INFO is not static (PEP 643) and builds are off")
         requires, backend = _build_system(found["pyproject.toml"])
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="dtkguard-sdist-") as tmp:
             work = Path(tmp)
             src = _extract(path, work / "src")

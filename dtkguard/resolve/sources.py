@@ -262,6 +262,8 @@ class SimpleIndex(Source):
         self.vendor = vendor
         self.fetcher = fetcher
         self._pages: dict[str, list[FileLink]] = {}
+        #: project -> its page's URL (worked out once: every listing asks three times)
+        self._urls: dict[str, str] = {}
         self._lock = threading.Lock()
         self._reading: dict[str, threading.Lock] = {}
         self._read: dict[str, bytes] = {}
@@ -285,7 +287,10 @@ class SimpleIndex(Source):
         self.fetcher.prefetch([self._page_url(p) for p in projects], self._accept())
 
     def _page_url(self, project: str) -> str:
-        return urljoin(self.url, f"{project}/")
+        hit = self._urls.get(project)
+        if hit is None:
+            hit = self._urls[project] = urljoin(self.url, f"{project}/")
+        return hit
 
     def _accept(self) -> str:
         return "*/*" if self.url.startswith("file:") else JSON_ACCEPT

@@ -76,3 +76,27 @@ def test_a_version_with_broken_metadata_is_skipped_and_named(tmp_path):
     assert res.warnings[0].startswith("skipped app-2.0-py3-none-any.whl: bad metadata")
     lines = _fail(tmp_path, ["app>=2"])
     assert lines[0].startswith("the request requires app>=2; unusable metadata in app-2.0-")
+
+
+def test_the_pinned_request_is_not_resolved_again_to_explain_it(tmp_path, monkeypatch):
+    """The trial of the version the request pins is the failed resolution itself: the
+    explanation takes its answer and tries only the other versions."""
+    from dtkguard.resolve import resolver
+
+    w = tmp_path / "w"
+    build_wheel(w, "app", "1.0", requires_dist=["lib>=2"])
+    build_wheel(w, "app", "0.9", requires_dist=["lib"])
+    build_wheel(w, "lib", "1.0")
+    tried: list[list[str]] = []
+    real = resolver.resolve
+
+    def counting(reqs, *args, **kwargs):
+        if kwargs.get("trial_of") is not None:
+            tried.append([str(r) for r in reqs])
+        return real(reqs, *args, **kwargs)
+
+    monkeypatch.setattr(resolver, "resolve", counting)
+    lines = _fail(tmp_path, ["app==1.0"])
+    assert "the request requires app==1.0" not in lines
+    assert lines[-1] == "versions of app that resolve for the target: 0.9"
+    assert tried == [["app==0.9"]]
