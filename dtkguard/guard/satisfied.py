@@ -555,8 +555,8 @@ def _pip_path(interp: Interpreter) -> list[str]:
     and pip's warning about root."""
     if not interp.in_venv:
         raise Unknown("not a venv")
-    if os.environ.get("PYTHONHOME"):
-        raise Unknown("PYTHONHOME")
+    if os.environ.get("PYTHONHOME") or os.environ.get("PYTHONSAFEPATH"):
+        raise Unknown("PYTHONHOME or PYTHONSAFEPATH")  # another path, or none of the cwd
     cwd = os.getcwd()
     extra = os.environ.get("PYTHONPATH", "")
     head = [os.path.abspath(p) if p else cwd for p in extra.split(os.pathsep)] if extra else []

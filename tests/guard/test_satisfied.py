@@ -72,19 +72,26 @@ def tree(pip_version: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Ve
 @contextlib.contextmanager
 def _damaged(venv: Venv, case: str) -> Iterator[None]:
     """``broken`` without its METADATA for the ``no-metadata`` case (pip 22 fails on every
-    install then), two dist-info folders of ``c`` for ``duplicate``."""
+    install then), two dist-info folders of ``c`` for ``duplicate``, ``h`` of an invalid
+    version for ``invalid-version``."""
     info = next(venv.site_packages.glob("broken-1.0.dist-info")) / "METADATA"
     twin = venv.site_packages / "c-3.0.dist-info"
     if case == "no-metadata":
         info.rename(info.with_name("METADATA.aside"))
     if case == "duplicate":
         shutil.copytree(next(venv.site_packages.glob("c-2.0.dist-info")), twin)
+    h = next(venv.site_packages.glob("h-1.0.dist-info")) / "METADATA"
+    kept = h.read_text()
+    if case == "invalid-version":
+        assert "\nVersion: 1.0\n" in kept
+        h.write_text(kept.replace("\nVersion: 1.0\n", "\nVersion: one.zero\n"))
     try:
         yield
     finally:
         if case == "no-metadata":
             info.with_name("METADATA.aside").rename(info)
         shutil.rmtree(twin, ignore_errors=True)
+        h.write_text(kept)
 
 
 def _case_files(tmp: Path) -> dict[str, str]:
@@ -124,6 +131,7 @@ CASES = [
     ("not-installed", ["n"], False, False),
     ("no-metadata", ["broken"], False, False),
     ("duplicate", ["c"], False, False),
+    ("invalid-version", ["h"], False, False),
     ("config-find-links", ["a"], True, True),
     ("quiet", ["-q", "a"], True, True),
     ("unknown-option", ["--user", "a"], False, False),
