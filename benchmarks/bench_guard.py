@@ -6,13 +6,14 @@
 2. ``import torch`` in the same two venvs, timed inside the interpreter: the guarded one runs
    the import tripwire (stat of the vendor RECORD and key files against the baseline; goal:
    added cost <= 1 ms).
-3. ``dtkpip install torch`` (already satisfied: one dry run, no second pip) against
-   ``pip install torch`` of the same venv.
-4. ``dtkuv pip install torch`` (already satisfied: one uv dry run, no second uv) against
-   ``uv pip install torch`` of the same venv; then ``dtkuv pip install rich tomlkit`` (5 real
-   wheels of the offline cache; goal: <= 2x) against ``uv pip install`` of the same, and
-   ``dtkpip install rich tomlkit`` against ``pip install`` of the same (``pipset``; goal:
-   <= 1.1x: the hook pauses pip's one real run for dtkpip's verdict, no dry run before it).
+3. ``dtkpip install torch`` (already satisfied: answered from the installed metadata, no pip
+   run; goal: <= 1.0x) against ``pip install torch`` of the same venv.
+4. ``dtkuv pip install torch`` (already satisfied: answered from the installed metadata, no uv
+   run; goal: <= 2x CPU) against ``uv pip install torch`` of the same venv; then ``dtkuv pip
+   install rich tomlkit`` (5 real wheels of the offline cache; goal: <= 2x) against ``uv pip
+   install`` of the same, and ``dtkpip install rich tomlkit`` against ``pip install`` of the
+   same (``pipset``; goal: <= 1.1x: the hook pauses pip's one real run for dtkpip's verdict, no
+   dry run before it).
 5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded

@@ -131,14 +131,47 @@ def test_dtkpip_one_run_loads_no_guard_install_module(env: dict[str, str], tmp_p
     proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
     assert proc.returncode == 0, proc.stderr
     args = ["pip", "--python", str(venv.python), "install", "--no-index", "-f", str(wheels)]
-    for _ in range(2):  # the second: already satisfied
-        proc, modules = _loaded(*args, "tiny-lib", env=env)
-        assert proc.returncode == 0, proc.stderr
-        assert "dtkguard.guard.pip_channel" in modules  # the one run, not a dry run first
-    assert "Requirement already satisfied: tiny-lib" in proc.stdout
+    proc, modules = _loaded(*args, "tiny-lib", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "dtkguard.guard.pip_channel" in modules  # the one run, not a dry run first
     assert _heavy(modules) == []
-    for name in ("dtkguard.guard.layers", "dataclasses", "importlib.resources"):
+    assert "dtkguard.guard.layers" not in modules
+    proc, modules = _loaded(*args, "tiny-lib", env=env)  # already satisfied: no pip run
+    assert proc.returncode == 0, proc.stderr
+    assert "Requirement already satisfied: tiny-lib" in proc.stdout
+    for name in ("dtkguard.guard.pip_channel", "dtkguard.guard.layers", "dataclasses"):
         assert name not in modules, name
+    assert "importlib.resources" not in modules
+
+
+#: what an already satisfied ``dtkpip install``/``dtkuv pip install`` (`guard/satisfied.py`)
+#: loads for nothing: the front-ends and the flow, the installers' runner, packaging's parsers
+#: (its requirement parser costs more than the whole answer), argparse, dataclasses
+_SATISFIED_UNNEEDED = (
+    "dtkguard.guard.dtkpip", "dtkguard.guard.dtkuv", "dtkguard.guard.flow", "subprocess",
+    "packaging", "packaging.requirements", "argparse", "dataclasses", "typing", "tempfile",
+)  # fmt: skip
+
+
+@pytest.mark.wheel_cache
+def test_satisfied_dtkpip_and_dtkuv_load_no_unneeded_module(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0", requires_dist=["tiny-dep>=1"])
+    build_wheel(wheels, "tiny-dep", "1.0")
+    env = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
+    assert proc.returncode == 0, proc.stderr
+    args = ["--python", str(venv.python), "install", "--no-index", "-f", str(wheels), "tiny-lib"]
+    proc, _ = _loaded("pip", *args, env=env)  # installs (and fills the interpreter cache)
+    assert proc.returncode == 0, proc.stderr
+    for command in (["pip", *args], ["uv", "pip", *args[2:3], *args[:2], *args[3:]]):
+        proc, modules = _loaded(*command, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "already satisfied: tiny-dep>=1" in proc.stdout or "Checked 1 package" in proc.stderr
+        assert sorted(set(_SATISFIED_UNNEEDED) & modules) == [] and _heavy(modules) == []
 
 
 #: what dtkuv's routes load for nothing: argparse (its command line is uv's, `cli._passthrough`);
@@ -161,10 +194,10 @@ def test_dtkuv_satisfied_and_judged_installs_load_no_unneeded_module(
     assert (venv.site_packages / "tiny_lib-1.0.dist-info").is_dir()
     assert "dtkguard.guard.verdict" in modules  # it was judged
     assert sorted(set(_UV_UNNEEDED) & modules) == []
-    proc, modules = _loaded(*args, "tiny-lib", env=uv)  # satisfied: one uv dry run
+    proc, modules = _loaded(*args, "tiny-lib", env=uv)  # satisfied: no uv run (guard/satisfied)
     assert proc.returncode == 0, proc.stderr
     assert "dtkguard.guard.verdict" not in modules
-    unneeded = {*_UV_UNNEEDED, "_hashlib", "dtkguard.env.environment"}
+    unneeded = {*_UV_UNNEEDED, "_hashlib", "dtkguard.guard.dtkuv", "subprocess"}
     assert sorted(unneeded & modules) == [] and _heavy(modules) == []
 
 

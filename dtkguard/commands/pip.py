@@ -27,6 +27,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
 
 
 def run(args: argparse.Namespace) -> int:
+    from dtkguard.guard.satisfied import pip_fast
+
+    code = pip_fast(list(args.argv))  # already satisfied: no pip run at all
+    if code is not None:
+        return code
     from dtkguard.guard.dtkpip import main
 
     return main(list(args.argv))

@@ -28,6 +28,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
+    from dtkguard.guard.satisfied import uv_fast
+
+    code = uv_fast(list(args.argv), time.perf_counter())  # already satisfied: no uv run
+    if code is not None:
+        return code
     from dtkguard.guard.dtkuv import main
 
     return main(list(args.argv))
