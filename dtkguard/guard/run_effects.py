@@ -94,6 +94,9 @@ class Watch:
         #: ``__pycache__`` folder}, each folder's (device, inode, clock stamp) in `caches`
         self.light: dict[str, str] = {}
         self.caches: dict[str, tuple[int, int, int]] = {}
+        #: {listed folder: (its device, its lstat fields when listed, the clock stamp of its
+        #: file system)}: a folder whose fields are still those is not listed again (`same_entries`)
+        self.dirs: dict[str, tuple[int, tuple[int, int, int, int, int], int]] = {}
         nothing: Snapshot = {"stat": {}, "names": {}, "store": None}
         self.snap: Snapshot = self._snapshot(guard, policy) or nothing
         #: what runs when uv next starts the interpreter: the protected set and the site
@@ -143,13 +146,39 @@ class Watch:
             except OSError:
                 continue
             self.caches[folder] = (st.st_dev, st.st_ino, stamp)
+            self.dirs[folder] = (st.st_dev, _fields(st), stamp)
             self.light.update(dict.fromkeys(by_cache[folder], folder))
         light = self.light
         snap: Snapshot = buildwatch.snapshot(
             [p for p in paths if p not in light], hook._store_dir()
         )
+        for folder in snap["names"]:  # listed after their fields were taken
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                continue
+            if st.st_dev not in stamps:
+                stamps[st.st_dev] = clock_stamp(folder, st.st_dev)
+            stamp, was = stamps[st.st_dev], snap["stat"].get(folder)
+            if stamp is not None and was is not None and was[1] == st.st_ino:
+                self.dirs[folder] = (st.st_dev, was, stamp)
         snap["names"].update(names)
         return snap
+
+    def same_entries(self, folder: str) -> bool:
+        """``folder`` holds the names it held when listed, known without listing it: creating,
+        removing, linking or renaming an entry sets its mtime and ctime, and its fields are
+        still the listed ones, from before its file system's clock stamp (a change in the
+        clock tick of the listing would keep them: then it is listed again)."""
+        known = self.dirs.get(folder)
+        if known is None:
+            return False
+        dev, was, stamp = known
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            return False
+        return st.st_dev == dev and _fields(st) == was and was[2] < stamp
 
     def changed(self, quick: bool = False) -> tuple[list[str], list[str]]:
         """(watched paths whose (size, inode, ctime, mode, mtime) moved, new entries of the
@@ -163,6 +192,8 @@ class Watch:
         if quick:
             folders = {f: folders[f] for f in self.quick if f in folders}
         for folder, names in folders.items():
+            if self.same_entries(folder):
+                continue
             try:
                 there = set(os.listdir(folder))
             except OSError:
@@ -304,6 +335,11 @@ class Watch:
             self.policy, key, version, paths, self.facts.facts, contents, members
         )
         return judged + file_problems(self.policy, key, paths)
+
+
+def _fields(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """`buildwatch.stat_all`'s fields of ``st``: (size, inode, ctime, mode, mtime)."""
+    return (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
 
 
 def clock_stamp(folder: str, dev: int) -> int | None:
