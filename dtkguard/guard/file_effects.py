@@ -142,8 +142,10 @@ def removal_rows(info: Path) -> list[str]:
     from dtkguard.records import paths_of
 
     def text(name: str) -> str | None:
+        # as the pip hook reads a RECORD (newlines kept): the same text, parsed once
         try:
-            return (info / name).read_text(encoding="utf-8", errors="replace")
+            with open(info / name, encoding="utf-8", errors="replace", newline="") as fh:
+                return fh.read()
         except OSError:
             return None
 

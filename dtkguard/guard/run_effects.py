@@ -2,11 +2,12 @@
 
 uv runs no in-process hook: it builds sdists itself (in its dry run too) and takes the wheels
 of an index only in the real run, so no file of theirs can be read before. The pip hook's build
-journal (`dtkguard.buildwatch`, through the hook's ``_take_snapshot`` and ``_put_back``, and
-the store's copies they write back from) watches, from before uv's first run, (size, inode,
-ctime) of the protected set and of the vendor builds' files and folders, and the names in each
-of those folders. After a
-dry run nothing of them may have changed; after the real run, inside its journal transaction,
+journal (`dtkguard.buildwatch`, the functions of the hook's ``_take_snapshot`` and
+``_put_back``, and the store's copies they write back from) watches, from before uv's first
+run, (size, inode, ctime) of the protected set and of the vendor builds' files and folders, and
+the names in each of those folders; the vendor builds' byte code by the names in its folders
+and a clock stamp instead (`Watch._snapshot`, `Watch._light_changed`). After a dry run nothing
+of them may have changed; after the real run, inside its journal transaction,
 every file uv wrote is judged by the decision core as the hook judges pip's wheels: the RECORDs
 uv wrote for the dists of its plan, the new entries of the watched folders and every watched
 file that changed. A refusal rolls the transaction back (the plan's own files, `journal`) and
@@ -27,7 +28,7 @@ from dtkguard import protected as guarded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import Any, TypedDict
 
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.file_effects import EnvFiles
@@ -90,10 +91,15 @@ class Watch:
         copies = {"decision": decision, "protected": guarded, "records": records}
         copies.update(sitefacts=sitefacts, buildwatch=buildwatch, pipoverride=pipoverride)
         guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
-        hook._take_snapshot(policy)
+        #: the vendor builds' byte code left out of the stat pass before uv runs: {path: its
+        #: ``__pycache__`` folder}, each folder's (device, inode, clock stamp) in `caches`
+        self.light: dict[str, str] = {}
+        self.caches: dict[str, tuple[int, int, int]] = {}
+        #: {listed folder: (its device, its lstat fields when listed, the clock stamp of its
+        #: file system)}: a folder whose fields are still those is not listed again (`same_entries`)
+        self.dirs: dict[str, tuple[int, tuple[int, int, int, int, int], int]] = {}
         nothing: Snapshot = {"stat": {}, "names": {}, "store": None}
-        self.snap: Snapshot = guard.snapshot or nothing
-        guard.snapshot = None
+        self.snap: Snapshot = self._snapshot(guard, policy) or nothing
         #: what runs when uv next starts the interpreter: the protected set and the site
         #: folders (their entries: a planted ``.pth``); compared after every dry run
         startup = {*facts.table, *facts.sites}
@@ -101,8 +107,79 @@ class Watch:
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")
-            with contextlib.suppress(OSError):
-                self.snap["names"][cache] = set(os.listdir(cache))
+            if cache not in self.snap["names"]:
+                with contextlib.suppress(OSError):
+                    self.snap["names"][cache] = set(os.listdir(cache))
+
+    def _snapshot(self, guard: object, policy: dict[str, JSON]) -> Snapshot | None:
+        """The hook's build journal (its ``_take_snapshot``) of what uv must not change, but
+        for the vendor builds' ``__pycache__/*.pyc`` files (half of a vendor torch's 20,000):
+        those are not stat'ed now but watched by the names in their folder and a clock stamp
+        (`_light_changed`), and put back by removing them (Python writes them again from the
+        source). Without a stamp on a folder's file system (no ``O_TMPFILE``), its byte code
+        is stat'ed with the rest, as before."""
+        g: Any = guard
+        if policy is None or not g.copies_loaded():
+            return None
+        table = g.protected_table()
+        paths = buildwatch.watched_paths(table, g.vendor_files(), g.sites)
+        by_cache: dict[str, list[str]] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            if name.endswith(".pyc") and folder.endswith("/__pycache__") and path not in table:
+                by_cache.setdefault(folder, []).append(path)
+        stamps: dict[int, int | None] = {}
+        names: dict[str, set[str]] = {}
+        for folder in sorted(by_cache):  # the stamp first, then what it vouches for
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            if st.st_dev not in stamps:
+                stamps[st.st_dev] = clock_stamp(folder, st.st_dev)
+            stamp = stamps[st.st_dev]
+            if stamp is None:
+                continue
+            try:
+                names[folder] = set(os.listdir(folder))
+            except OSError:
+                continue
+            self.caches[folder] = (st.st_dev, st.st_ino, stamp)
+            self.dirs[folder] = (st.st_dev, _fields(st), stamp)
+            self.light.update(dict.fromkeys(by_cache[folder], folder))
+        light = self.light
+        snap: Snapshot = buildwatch.snapshot(
+            [p for p in paths if p not in light], hook._store_dir()
+        )
+        for folder in snap["names"]:  # listed after their fields were taken
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                continue
+            if st.st_dev not in stamps:
+                stamps[st.st_dev] = clock_stamp(folder, st.st_dev)
+            stamp, was = stamps[st.st_dev], snap["stat"].get(folder)
+            if stamp is not None and was is not None and was[1] == st.st_ino:
+                self.dirs[folder] = (st.st_dev, was, stamp)
+        snap["names"].update(names)
+        return snap
+
+    def same_entries(self, folder: str) -> bool:
+        """``folder`` holds the names it held when listed, known without listing it: creating,
+        removing, linking or renaming an entry sets its mtime and ctime, and its fields are
+        still the listed ones, from before its file system's clock stamp (a change in the
+        clock tick of the listing would keep them: then it is listed again)."""
+        known = self.dirs.get(folder)
+        if known is None:
+            return False
+        dev, was, stamp = known
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            return False
+        return st.st_dev == dev and _fields(st) == was and was[2] < stamp
 
     def changed(self, quick: bool = False) -> tuple[list[str], list[str]]:
         """(watched paths whose (size, inode, ctime, mode, mtime) moved, new entries of the
@@ -116,6 +193,8 @@ class Watch:
         if quick:
             folders = {f: folders[f] for f in self.quick if f in folders}
         for folder, names in folders.items():
+            if self.same_entries(folder):
+                continue
             try:
                 there = set(os.listdir(folder))
             except OSError:
@@ -131,7 +210,52 @@ class Watch:
             if same_folder and path in self.snap["names"]:
                 continue  # its entries are judged by name
             moved.append(path)
+        if not quick:
+            moved += [p for p in self._light_changed() if p not in moved]
         return moved, added
+
+    def _light_changed(self) -> list[str]:
+        """The byte code files of `light` (and their folders) that changed since the stamp:
+        a file that was there and is gone, or whose inode's ctime is not before its folder's
+        clock stamp (writing, truncating, chmod, utime, link and rename all set the ctime to
+        the clock's now, and nothing sets it back); a folder that is no longer the same folder
+        (renamed or swapped in: its files keep their ctime). New names are `changed`'s
+        ``added``. Fail closed: when a stamp taken now is before the first (the clock was set
+        back), or cannot be taken, every one of them counts as changed."""
+        if not self.light:
+            return []
+        now_stamps: dict[int, int | None] = {}
+        swapped: set[str] = set()
+        for folder, (dev, ino, stamp) in self.caches.items():
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != (dev, ino):
+                swapped.add(folder)
+                continue
+            if dev not in now_stamps:
+                now_stamps[dev] = clock_stamp(folder, dev)
+            again = now_stamps[dev]
+            if again is None or again < stamp:
+                swapped.add(folder)
+        names = self.snap["names"]
+        out: list[str] = sorted(swapped)
+        lstat = os.lstat
+        for path, folder in self.light.items():
+            was = path[len(folder) + 1 :] in names[folder]
+            try:
+                st = lstat(path)
+            except OSError:
+                if was:
+                    out.append(path)  # removed
+                continue
+            if not was:
+                continue  # a new entry of its folder: `changed`'s ``added``
+            dev, _, stamp = self.caches[folder]
+            if folder in swapped or st.st_dev != dev or st.st_ctime_ns >= stamp:
+                out.append(path)
+        return out
 
     def put_back(self) -> tuple[int, list[tuple[str, str]]]:
         """Everything watched as it was before uv ran (the hook's ``_put_back``: new entries
@@ -144,6 +268,25 @@ class Watch:
                 with contextlib.suppress(OSError):
                     buildwatch.remove_path(path)
         done, failed = hook._put_back(self.snap, [p for p in moved if p in self.snap["stat"]])
+        for folder in [p for p in moved if p in self.caches]:
+            # a byte code folder that is no folder now (a link to elsewhere): a new empty one
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                continue
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    buildwatch.remove_path(folder)
+                os.mkdir(folder)
+                done += 1
+            except OSError as exc:
+                failed.append((folder, exc.strerror or str(exc)))
+        for path in [p for p in moved if p in self.light]:
+            # byte code goes (Python writes it again from the source); a removed one stays so
+            try:
+                if os.path.lexists(path):
+                    buildwatch.remove_path(path)
+                done += 1
+            except OSError as exc:
+                failed.append((path, exc.strerror or str(exc)))
         return done + len(added), failed
 
     def after_dry_run(self, quick: bool = False) -> None:
@@ -193,6 +336,31 @@ class Watch:
             self.policy, key, version, paths, self.facts.facts, contents, members
         )
         return judged + file_problems(self.policy, key, paths)
+
+
+def _fields(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """`buildwatch.stat_all`'s fields of ``st``: (size, inode, ctime, mode, mtime)."""
+    return (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
+
+
+def clock_stamp(folder: str, dev: int) -> int | None:
+    """The ctime (ns) the file system of ``folder`` gives a file made now: an unnamed file
+    (``O_TMPFILE``: no entry in the folder, nothing left behind), on device ``dev``; None when
+    there is none (another file system, no ``O_TMPFILE``, no write permission)."""
+    flags = getattr(os, "O_TMPFILE", 0)
+    if not flags:
+        return None
+    try:
+        fd = os.open(folder, flags | os.O_WRONLY, 0o600)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return st.st_ctime_ns if st.st_dev == dev else None
 
 
 def built_problem(paths: list[str]) -> decision.Problem:
