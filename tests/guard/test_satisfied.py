@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from dtkguard.guard import satisfied
-from tests.support.cache import uv_binary
+from tests.support.cache import PIP_VERSIONS, uv_binary
 from tests.support.cli import dtkguard_in
 from tests.support.venvs import Venv, hermetic_env, make_venv, users_env
 from tests.support.wheels import build_wheel
@@ -56,6 +56,16 @@ TREE = [
 def tree(pip_version: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Path]:
     """A venv of ``pip_version`` holding `TREE`, and its wheelhouse (with ``leaf 2.0``,
     ``a 2.0`` and ``n``, which are not installed)."""
+    return _tree(pip_version, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def uv_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Path]:
+    """`tree` for uv, whose answers do not depend on the venv's pip: the newest pip only."""
+    return _tree(PIP_VERSIONS[-1], tmp_path_factory)
+
+
+def _tree(pip_version: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Venv, Path]:
     base = tmp_path_factory.mktemp(f"satisfied-{pip_version}")
     wheels = base / "wheels"
     for name, version, requires, extras in TREE:
@@ -190,11 +200,9 @@ def test_pip_fast_path_never_says_satisfied_where_pip_changes_something(
     ("case", "args", "pip_answers", "uv_answers"), CASES, ids=[c[0] for c in CASES]
 )
 def test_uv_fast_path_never_says_satisfied_where_uv_changes_something(
-    tree, tmp_path, monkeypatch, pip_version, case, args, pip_answers, uv_answers
+    uv_tree, tmp_path, monkeypatch, case, args, pip_answers, uv_answers
 ) -> None:
-    if pip_version != "26.3":
-        pytest.skip("uv does not depend on the venv's pip")
-    venv, wheels = tree
+    venv, wheels = uv_tree
     files = _case_files(tmp_path)
     wheel = str(next(wheels.glob("a-2.0-*.whl")))
     typed = ["--no-index", "-f", str(wheels), *_args(args, files, wheel)]
