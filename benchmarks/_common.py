@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,16 +26,20 @@ def das_venv(name: str = "das150", pip_version: str | None = None) -> Venv:
     reused; delete ``.cache/bench`` to rebuild. ``pip_version``: that pip from the wheel cache
     (default: the one ``venv`` bundles).
     """
-    path = CACHE / name
-    marker = path / ".complete"
-    if marker.exists():
-        from tests.support.venvs import _venv_paths
+    from tests.support.venvs import _venv_paths
 
-        return _venv_paths(path)
+    path = CACHE / name
+    with one_builder(path) as build:
+        if build:
+            _build_das_venv(path, pip_version)
+    return _venv_paths(path)
+
+
+def _build_das_venv(path: Path, pip_version: str | None) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    house = CACHE / f"{name}-wheels"
+    house = CACHE / f"{path.name}-wheels"
     shutil.rmtree(house, ignore_errors=True)
     vendor = das_25041_packages()
     make_wheelhouse(house / "vendor", vendor)
@@ -50,8 +55,20 @@ def das_venv(name: str = "das150", pip_version: str | None = None) -> Venv:
     wheels = sorted(str(p) for p in (house / "vendor").glob("*.whl"))
     wheels += sorted(str(p) for p in (house / "community").glob("*.whl"))
     venv.pip("install", "--no-deps", "--no-index", *wheels)
-    marker.write_text("ok\n")
-    return venv
+    (path / ".complete").write_text("ok\n")
+
+
+@contextlib.contextmanager
+def one_builder(path: Path) -> Iterator[bool]:
+    """Held while the cached folder ``path`` is checked and built; says whether it must be
+    built (no ``.complete`` in it). Benchmarks that run side by side (the suite's smoke runs,
+    ``pytest -n auto``) would otherwise build the same folder into each other."""
+    import fcntl
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield not (path / ".complete").exists()
 
 
 def timeit(cmd: Sequence[str], runs: int, env: dict[str, str] | None = None) -> float:
@@ -150,19 +167,20 @@ def user_venv(tree: Path = REPO) -> Path:
     if tree in _USER_VENVS:
         return _USER_VENVS[tree]
     path = CACHE / f"user-{tree_digest(tree)}"
-    if not (path / ".complete").exists():
-        import shutil
-        import tempfile
+    with one_builder(path) as build:
+        if build:
+            import shutil
+            import tempfile
 
-        shutil.rmtree(path, ignore_errors=True)
-        venv = make_venv(path)
-        with tempfile.TemporaryDirectory() as tmp:
-            wheel = _build_wheel(tree, Path(tmp))
-            venv.pip("install", "--no-deps", "--no-index", str(wheel))
-        _copy_dependencies(venv.site_packages)
-        (path / ".complete").write_text(f"{tree}\n")
-        _prune_user_venvs(keep=3)
-    (path / ".complete").touch()
+            shutil.rmtree(path, ignore_errors=True)
+            venv = make_venv(path)
+            with tempfile.TemporaryDirectory() as tmp:
+                wheel = _build_wheel(tree, Path(tmp))
+                venv.pip("install", "--no-deps", "--no-index", str(wheel))
+            _copy_dependencies(venv.site_packages)
+            (path / ".complete").write_text(f"{tree}\n")
+            _prune_user_venvs(keep=3)
+        (path / ".complete").touch()
     _USER_VENVS[tree] = path
     return path
 

@@ -27,6 +27,8 @@ from dtkguard.guard.pep508 import Requirement, Unsure, Version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from dtkguard.env.interpreter import Interpreter
 
 
@@ -570,14 +572,19 @@ def _pip_path(interp: Interpreter) -> list[str]:
 def pip_fast(argv: list[str]) -> int | None:
     """``dtkpip ARGS`` settled here: 0 after saying pip's satisfied lines, None for the usual
     path (anything this cannot prove satisfied)."""
-    answer = pip_answer(argv)
+    return _settle("dtkpip", pip_answer(argv), sys.stdout)
+
+
+def _settle(tool: str, answer: tuple[str, str] | None, stream: TextIO) -> int | None:
+    """0 after saying which target ``tool`` acted on and ``answer``'s words on ``stream``;
+    None for no answer."""
     if answer is None:
         return None
     from dtkguard.guard.target import say_target
 
-    say_target("dtkpip", answer[0])
-    sys.stdout.write(answer[1])
-    sys.stdout.flush()
+    say_target(tool, answer[0])
+    stream.write(answer[1])
+    stream.flush()
     return 0
 
 
@@ -727,15 +734,7 @@ def _uv_elapsed(seconds: float) -> str:
 def uv_fast(argv: list[str], started: float) -> int | None:
     """``dtkuv ARGS`` settled here (see `pip_fast`); ``started``: when dtkuv started (uv's
     line says how long its check took)."""
-    answer = uv_answer(argv, started)
-    if answer is None:
-        return None
-    from dtkguard.guard.target import say_target
-
-    say_target("dtkuv", answer[0])
-    sys.stderr.write(answer[1])
-    sys.stderr.flush()
-    return 0
+    return _settle("dtkuv", uv_answer(argv, started), sys.stderr)
 
 
 def uv_answer(argv: list[str], started: float) -> tuple[str, str] | None:
