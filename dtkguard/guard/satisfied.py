@@ -525,11 +525,27 @@ def _true(value: str) -> bool:
     raise Unknown(f"pip config value {value}")
 
 
-def _looking_in(config: dict[str, str], options: list[tuple[str, str]]) -> str:
-    """pip's "Looking in indexes/links" lines for these options."""
+def _pip_default_index(site: str) -> str:
+    """The index pip of ``site`` uses when none is named (``PyPI.simple_url``), read from
+    pip's own source without running it; `Unknown` when it cannot be read."""
+    import re
+
+    try:
+        with open(os.path.join(site, "pip", "_internal", "models", "index.py")) as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        raise Unknown("pip's default index") from None
+    m = re.search(r'^PyPI = PackageIndex\(\s*"([^"]+/)"', text, re.M)
+    if m is None:
+        raise Unknown("pip's default index")
+    return m.group(1) + "simple"
+
+
+def _looking_in(config: dict[str, str], options: list[tuple[str, str]], site: str) -> str:
+    """pip's "Looking in indexes/links" lines for these options (pip of ``site``)."""
     links = config.get("find-links", "").split()
     extra = config.get("extra-index-url", "").split()
-    index = config.get("index-url", "").split()[-1:] or ["https://pypi.org/simple"]
+    index = config.get("index-url", "").split()[-1:] or None
     no_index = _true(config["no-index"]) if "no-index" in config else False
     for name, value in options:
         if name in ("-f", "--find-links"):
@@ -540,11 +556,12 @@ def _looking_in(config: dict[str, str], options: list[tuple[str, str]]) -> str:
             index = [value]
         elif name == "--no-index":
             no_index = True
-    urls = [] if no_index else [*index, *extra]
+    default = [] if no_index or (index and extra) else [_pip_default_index(site)]
+    urls = [] if no_index else [*(index or default), *extra]
     out = ""
     if any("@" in u for u in [*urls, *links]):
         raise Unknown("credentials in a URL")  # pip redacts them
-    if urls and urls != ["https://pypi.org/simple"]:
+    if urls and urls != default:
         out += f"Looking in indexes: {', '.join(urls)}\n"
     if links:
         out += "Looking in links: " + ", ".join(os.path.expanduser(x) for x in links) + "\n"
@@ -626,7 +643,7 @@ def _pip_answer(argv: list[str]) -> tuple[str, str]:
     closure = Closure(Installed(path), markers, constraints)
     no_deps = any(n == "--no-deps" for n, _ in options)
     lines = pip_lines(closure, roots, no_deps, _pip_version([str(interp.purelib)]))
-    head = _looking_in(config, options)
+    head = _looking_in(config, options, str(interp.purelib))
     return python, "" if quiet else head + "".join(lines)
 
 

@@ -145,6 +145,11 @@ CASES = [
     ("config-find-links", ["a"], True, True),
     ("quiet", ["-q", "a"], True, True),
     ("unknown-option", ["--user", "a"], False, False),
+    # without --no-index (pip): its "Looking in indexes" line, said unless the index is pip's
+    # own default (``PYPI``: read from the venv's pip), which no satisfied install asks
+    ("index-named", ["-i", "http://127.0.0.1:9/simple", "a"], True, True),
+    ("index-default", ["-i", "PYPI", "a"], True, True),
+    ("index-extra", ["--extra-index-url", "http://127.0.0.1:9/simple", "a"], True, True),
 ]
 
 
@@ -166,6 +171,22 @@ def _pip_dry_run(
     return proc.returncode, said, installs, proc.stderr[-2000:]
 
 
+def _as_pip_runs(monkeypatch: pytest.MonkeyPatch, cwd: Path, env: dict[str, str]) -> None:
+    """This process sees what the pip/uv run beside it sees: ``cwd``, and ``env``'s
+    ``PIP_*``/``UV_*`` variables only."""
+    monkeypatch.chdir(cwd)
+    for key in [k for k in os.environ if k.startswith(("PIP_", "UV_"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def _pypi(venv: Venv) -> str:
+    """pip's own default index, as the venv's pip says it."""
+    code = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+    return venv.run("-c", code).stdout.strip()
+
+
 @pytest.mark.parametrize(
     ("case", "args", "pip_answers", "uv_answers"), CASES, ids=[c[0] for c in CASES]
 )
@@ -182,11 +203,10 @@ def test_pip_fast_path_never_says_satisfied_where_pip_changes_something(
         typed.remove("-U")
     if case == "config-find-links":  # said in pip's "Looking in links" line
         env["PIP_CONFIG_FILE"] = str(tmp_path / "links.conf")
-    monkeypatch.chdir(tmp_path)
-    for key in [k for k in os.environ if k.startswith(("PIP_", "UV_"))]:
-        monkeypatch.delenv(key)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    if case.startswith("index-"):
+        typed.remove("--no-index")
+        typed = [_pypi(venv) if a == "PYPI" else a for a in typed]
+    _as_pip_runs(monkeypatch, tmp_path, env)
     with _damaged(venv, case):
         answer = satisfied.pip_answer(["--python", str(venv.python), "install", *typed])
         code, said, installs, err = _pip_dry_run(venv, typed, env, tmp_path)
@@ -212,11 +232,7 @@ def test_uv_fast_path_never_says_satisfied_where_uv_changes_something(
         typed.remove("--ignore-installed")
         typed.append("--exclude-newer=2099-01-01")  # an option the fast path does not know
     env = hermetic_env()
-    monkeypatch.chdir(tmp_path)
-    for key in [k for k in os.environ if k.startswith(("PIP_", "UV_"))]:
-        monkeypatch.delenv(key)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    _as_pip_runs(monkeypatch, tmp_path, env)
     cmd = ["pip", "install", "--python", str(venv.python), *typed]
     with _damaged(venv, case):
         answer = satisfied.uv_answer(cmd, 0.0)
