@@ -11,7 +11,8 @@
 4. ``dtkuv pip install torch`` (already satisfied: answered from the installed metadata, no uv
    run; goal: <= 2x CPU) against ``uv pip install torch`` of the same venv; then ``dtkuv pip
    install rich tomlkit`` (5 real wheels of the offline cache; goal: <= 2x) against ``uv pip
-   install`` of the same, and ``dtkpip install rich tomlkit`` against ``pip install`` of the
+   install`` of the same (and against the floor of judging before uv runs: uv's dry run, then
+   uv's real run), and ``dtkpip install rich tomlkit`` against ``pip install`` of the
    same (``pipset``; goal: <= 1.1x: the hook pauses pip's one real run for dtkpip's verdict, no
    dry run before it).
 5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
@@ -360,26 +361,36 @@ UV_SET_ALL = (*UV_SET, "markdown-it-py", "mdurl", "pygments")
 
 def uv_set_pair(python, dtk, denv, uenv, runs) -> None:
     """``uv pip install`` of `UV_SET` (5 real wheels) against ``dtkuv pip install`` of it into
-    the guarded venv, alternating which goes first, each followed by an untimed uninstall."""
+    the guarded venv, alternating which goes first, each followed by an untimed uninstall. A
+    third side in the same rounds is the floor of any guard that judges before uv changes
+    anything: uv's ``--dry-run`` of the same command, then uv's real run, timed as one."""
     uv = uv_binary()
     req = ["pip", "install", "--python", str(python), "--no-index"]
     req += ["-f", str(wheel_dir() / "image"), *UV_SET]
     sides = (([uv, *req], uenv), ([*dtk, "uv", *req], {**denv, **uenv}))
+    dry = [uv, *req, "--dry-run"]
     remove = [uv, "pip", "uninstall", "--python", str(python), *UV_SET_ALL]
-    times: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: [], 2: []}
     for i in range(runs + 1):
-        for side in (0, 1) if i % 2 == 0 else (1, 0):
-            took = _run(*sides[side])
+        for side in (0, 1, 2) if i % 2 == 0 else (2, 1, 0):
+            if side == 2:
+                planned, done_run = _run(dry, uenv), _run(*sides[0])
+                took = (planned[0] + done_run[0], planned[1] + done_run[1])
+            else:
+                took = _run(*sides[side])
             done = subprocess.run(remove, env=uenv, capture_output=True, text=True)
             if "Uninstalled 5 packages" not in done.stderr:  # a refusal is no measurement
                 raise SystemExit(f"uv set: not installed by side {side}: {done.stderr}")
             if i:  # the first round is the warm-up
                 times[side].append(took)
-    medians = tuple(
-        (statistics.median(w for w, _ in times[s]), statistics.median(c for _, c in times[s]))
-        for s in (0, 1)
-    )
-    show(f"install {len(UV_SET_ALL)} real wheels", ("uv", "dtkuv"), medians, runs)
+    medians = {
+        s: (statistics.median(w for w, _ in times[s]), statistics.median(c for _, c in times[s]))
+        for s in times
+    }
+    label = f"install {len(UV_SET_ALL)} real wheels"
+    show(label, ("uv", "dtkuv"), (medians[0], medians[1]), runs)
+    show(label, ("uv", "uv dry run + uv"), (medians[0], medians[2]), runs)
+    show(label, ("uv dry run + uv", "dtkuv"), (medians[2], medians[1]), runs)
 
 
 def pip_set_pair(python, dtk, denv, env, runs) -> None:
