@@ -128,7 +128,7 @@ def table(
 
 #: what goes into dtkguard's wheel (pyproject's packages, package dirs and readme): the digest
 #: of these names the user venv, so any change to them builds a new one
-_WHEEL_INPUTS = ("dtkguard", "policies", "plugins", "pyproject.toml", "README.md")
+_WHEEL_INPUTS = ("dtkguard", "policies", "plugins", "scripts", "pyproject.toml", "README.md")
 
 
 def dtkguard_cmd(tree: Path = REPO) -> list[str]:

@@ -6,20 +6,19 @@ Each subcommand lives in ``dtkguard.commands.<name>`` with ``register(subparsers
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from collections.abc import Sequence
 
 from dtkguard import __version__
 from dtkguard.errors import DtkguardError, refuse_empty
+from dtkguard.quick_args import command_module
 from dtkguard.quick_args import parse as quick_parse
 from dtkguard.util.console import COLOR_CHOICES, configure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import NoReturn
 
 #: subcommand -> module in dtkguard.commands
@@ -107,7 +106,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     first = next((a for a in argv if not a.startswith("-") and a not in COLOR_CHOICES), None)
     names = [first] if first in COMMANDS else list(COMMANDS)
     for name in names:
-        importlib.import_module(f"dtkguard.commands.{COMMANDS[name]}").register(sub, name)
+        command_module(COMMANDS[name]).register(sub, name)
     for name, command in sub.choices.items():
         if name not in PASSTHROUGH:
             _on_every_parser(command, add_output_options)
@@ -125,7 +124,7 @@ def _passthrough(argv: list[str]) -> argparse.Namespace | None:
         return None
     from types import SimpleNamespace
 
-    run = importlib.import_module(f"dtkguard.commands.{COMMANDS[argv[0]]}").run
+    run = command_module(COMMANDS[argv[0]]).run
     return SimpleNamespace(debug=False, command=argv[0], argv=argv[1:], run=run)  # type: ignore[return-value]
 
 
@@ -215,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> NoReturn:
-    """The ``dtkguard`` script: `main`, then `dtkguard.util.exit.exit_now` (no teardown)."""
+    """The ``dtkguard`` script (``scripts/dtkguard``): `main`, then
+    `dtkguard.util.exit.exit_now` (no teardown)."""
     from dtkguard.util.exit import exit_now
 
     exit_now(main())
@@ -231,3 +231,13 @@ def dtkuv_main(argv: Sequence[str] | None = None) -> int:
     """`dtkuv ARGS...` is `dtkguard uv ARGS...`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return main(["uv", *argv])
+
+
+def dtkpip_script() -> NoReturn:
+    """The ``dtkpip`` script (``scripts/dtkpip``): `dtkpip_main`'s code is the exit status."""
+    sys.exit(dtkpip_main())
+
+
+def dtkuv_script() -> NoReturn:
+    """The ``dtkuv`` script (``scripts/dtkuv``): `dtkuv_main`'s code is the exit status."""
+    sys.exit(dtkuv_main())

@@ -13,9 +13,6 @@ vendor_builds_ok}], ``exceptions`` [{rule, package, reason, expires}], ``dtk``, 
 
 from __future__ import annotations
 
-import fnmatch
-import re
-
 TYPE_CHECKING = False  # typing costs start-up time, inside pip too; annotations are lazy
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Mapping, Sized
@@ -107,8 +104,12 @@ class Problem:
 
 
 def canonical(name: str | None) -> str:
-    """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``."""
-    return re.sub(r"[-_.]+", "-", (name or "").strip()).lower()
+    """PEP 503 normalised name: ``Flash_Attn`` -> ``flash-attn``: ``re.sub(r"[-_.]+", "-",
+    name.strip()).lower()``, without `re` (not imported by the paths that need no pattern)."""
+    text = (name or "").strip().replace("_", "-").replace(".", "-")
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.lower()
 
 
 #: compiled on first use (by `re`'s cache): a check that needs no version key compiles none
@@ -124,6 +125,8 @@ _PRE = {"alpha": "a", "beta": "b", "c": "rc", "pre": "rc", "preview": "rc"}
 
 def version_key(text: str | None) -> VersionKey | None:
     """A comparable key of a PEP 440 version (local label included); None if not PEP 440."""
+    import re
+
     m = re.match(_VERSION, str(text or ""))
     if m is None:
         return None
@@ -161,17 +164,23 @@ _DTK = r"dtk(\d{2})(\d{2})(\d?)"  # compiled on first use
 
 def local_parts(version: str | None) -> list[str]:
     """The parts of a version's local label, lower case (``+das.opt1`` -> [das, opt1])."""
+    import re
+
     _, plus, local = str(version or "").partition("+")
     return [p for p in re.split(r"[-_.]", local.lower()) if p] if plus else []
 
 
 def is_vendor_label(version: str | None) -> bool:
     """True for a DAS or DTK build (``+das...`` or ``+dtkYYMM...``), not ``+cu121``/``+rocm``."""
+    import re
+
     return any(p == "das" or re.fullmatch(_DTK, p) for p in local_parts(version))
 
 
 def release_of_label(version: str | None) -> Release | None:
     """The DTK release a label names as (year, month, patch or None), or None."""
+    import re
+
     for part in local_parts(version):
         m = re.fullmatch(_DTK, part)
         if m:
@@ -181,6 +190,8 @@ def release_of_label(version: str | None) -> Release | None:
 
 def parse_release(text: str | None) -> Release | None:
     """``25.04.1``, ``25.04``, ``dtk25041``, ``dtk-25.04.1`` -> (25, 4, 1 or None); or None."""
+    import re
+
     text = str(text or "").strip().lower()
     text = text[3:] if text.startswith("dtk") else text
     text = text.lstrip("-")
@@ -242,6 +253,8 @@ def reference_release(policy: Policy, versions: Mapping[str, str]) -> Reference 
 
 def deny_rule(policy: Policy, name: str | None) -> Mapping[str, JSON] | None:
     """The first deny rule whose pattern matches the canonical ``name``, or None."""
+    import fnmatch
+
     key = canonical(name)
     rules: Iterable[Mapping[str, JSON]] = policy.get("deny") or ()
     for rule in rules:
@@ -452,6 +465,8 @@ _NSPKG = [  # setuptools' namespace-package line, statement by statement (both t
 
 def _nspkg_line(line: str, tops: Collection[str]) -> bool:
     """A setuptools namespace-package line for a namespace the same wheel ships."""
+    import re
+
     match: re.Match[str] | None = None
     for statement in line.strip().rstrip(";").split(";"):
         for pattern in _NSPKG:
@@ -472,6 +487,8 @@ def _editable_pth(
 ) -> bool:
     """setuptools' ``__editable__.NAME-VER.pth`` of this dist: path lines, or one
     ``import F; F.install()`` of the finder module the same wheel ships."""
+    import re
+
     stem = filename[len("__editable__.") : -len(".pth")]
     name, _, ver = stem.rpartition("-")
     if canonical(name) != key or not same_version(ver, version):
@@ -506,6 +523,8 @@ def startup_allowed(policy: Policy, name: str, filename: str) -> bool:
     """Does the policy's ``startup-allow`` let dist ``name`` ship ``filename`` by name? Only
     entries naming one dist (``dist:pattern``) count: a pattern for every dist would let any
     wheel ship it."""
+    import fnmatch
+
     key = canonical(name)
     for entry in policy.get("startup_allow") or ():
         dist, colon, pattern = str(entry).rpartition(":")
@@ -746,6 +765,8 @@ _MANGLED = r"^(?P<stem>.+?)-[0-9a-f]{8}(?P<so>\.so(?:\.[0-9][^/]*)?)$"  # compil
 def library_names(name: str | None) -> tuple[str, ...]:
     """The names ``name`` (a DT_NEEDED or SONAME entry) is judged by: its base name, and the
     name auditwheel started from when it is a mangled copy."""
+    import re
+
     base = str(name or "").rsplit("/", 1)[-1]
     m = re.match(_MANGLED, base)
     return (base, m.group("stem") + m.group("so")) if m else (base,)
@@ -753,6 +774,8 @@ def library_names(name: str | None) -> tuple[str, ...]:
 
 def library_matches(name: str | None, patterns: Iterable[str] | None) -> bool:
     """Does library ``name`` match one of the fnmatch ``patterns`` (``libcudart.so*``)?"""
+    import fnmatch
+
     return any(fnmatch.fnmatchcase(n, p) for n in library_names(name) for p in patterns or ())
 
 
@@ -887,6 +910,8 @@ def judge_build(
 def exception_covers(exception: Mapping[str, JSON], rule: str, subject: object) -> bool:
     """Does the policy exception (a JSON dict) name ``rule`` for ``subject`` (a package name,
     or a path when the exception's package contains ``/``)?"""
+    import fnmatch
+
     if exception.get("rule") != rule:
         return False
     pattern = exception.get("package", "")

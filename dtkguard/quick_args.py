@@ -11,14 +11,13 @@ judges that command line as always, so every error and every help text stays arg
 
 from __future__ import annotations
 
-import importlib
-
 from dtkguard.util.console import COLOR_CHOICES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from typing import Any
 
 #: option kinds, as argparse's actions: ``store_true``, ``store`` (one value), ``append``, ``count``
 FLAG, VALUE, APPEND, COUNT = "flag", "value", "append", "count"
@@ -119,5 +118,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace | None:
         return None
     from types import SimpleNamespace
 
-    values["run"] = importlib.import_module(f"dtkguard.commands.{module}").run
+    values["run"] = command_module(module).run
     return SimpleNamespace(**values)  # type: ignore[return-value]
+
+
+def command_module(module: str) -> Any:
+    """``dtkguard.commands.<module>`` (`importlib.import_module` without importing the
+    importlib package, a start-up cost of every command line: ``__import__`` with a
+    ``fromlist`` returns the submodule itself)."""
+    return __import__(f"dtkguard.commands.{module}", fromlist=["run"])

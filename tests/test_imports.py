@@ -201,6 +201,50 @@ def test_dtkuv_satisfied_and_judged_installs_load_no_unneeded_module(
     assert sorted(unneeded & modules) == [] and _heavy(modules) == []
 
 
+#: what a satisfied ``dtkuv pip install`` answer imports none of: pathlib (with `re`,
+#: `urllib.parse`, `ipaddress`, `fnmatch`), `json` (its decoder compiles patterns: the C scanner
+#: reads the caches), `enum` (the findings' severities), the store's module (its paths as text);
+#: run without ``site`` (the development venv's editable finder imports pathlib and re before
+#: any line of dtkguard), so only dtkguard's own imports count (the probe's `runpy` imports
+#: `contextlib` and `importlib`)
+_LEAN_UNNEEDED = (
+    "pathlib", "re", "json", "urllib.parse", "ipaddress", "fnmatch", "enum",
+    "dtkguard.findings", "dtkguard.env.store",
+)  # fmt: skip
+_BARE_PROBE = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules))))\n"
+    "sys.argv = ['dtkguard', *sys.argv[1:]]\n"
+    "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
+)
+
+
+@pytest.mark.wheel_cache
+def test_satisfied_dtkuv_imports_no_pathlib_re_or_json(env: dict[str, str], tmp_path: Path) -> None:
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0", requires_dist=["tiny-dep>=1"])
+    build_wheel(wheels, "tiny-dep", "1.0")
+    env = {**env, "XDG_STATE_HOME": str(tmp_path / "state"), "UV_CACHE_DIR": str(tmp_path / "uv")}
+    proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
+    assert proc.returncode == 0, proc.stderr
+    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
+    proc, _ = _loaded(*args, "tiny-lib", env=env)  # judged: installs, fills the caches
+    assert proc.returncode == 0, proc.stderr
+    bare = subprocess.run(
+        [sys.executable, "-S", "-c", _BARE_PROBE, *args, "tiny-lib"],
+        env={**env, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bare.returncode == 0, bare.stderr
+    assert "Checked 1 package" in bare.stderr  # answered here: no uv run
+    modules = set(bare.stderr.rpartition("\nMODULES ")[2].split())
+    assert "dtkguard.guard.satisfied" in modules and "dtkguard.guard.dtkuv" not in modules
+    assert sorted(set(_LEAN_UNNEEDED) & modules) == []
+
+
 def test_the_guards_verdict_loads_no_dataclasses() -> None:
     """dataclasses imports inspect, ast, dis and tokenize: the verdict of every judged install
     is a `lightclass` record (packaging's requirement parser, on a memo miss, still loads it)."""

@@ -12,8 +12,6 @@ The ``.pth`` files are never cached (`dtkguard.env.pth` reads them on every run)
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 
 from dtkguard.util.sha import sha256_hex
@@ -21,7 +19,6 @@ from dtkguard.util.sha import sha256_hex
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
 FORMAT = "dtkguard-interpreter/1"
 
@@ -52,11 +49,12 @@ def stamp(python: str) -> list[object]:
     ]
 
 
-def _file(python: str, question: str = "") -> Path:
-    from dtkguard.util.cache_dir import cache_root
+def _file(python: str, question: str = "") -> str:
+    from dtkguard.util.cache_dir import cache_root_text
 
     key = sha256_hex(os.fsencode(os.path.abspath(python)))
-    return cache_root() / "interpreters" / f"{key}{'.' + question if question else ''}.json"
+    name = f"{key}{'.' + question if question else ''}.json"
+    return os.path.join(cache_root_text(), "interpreters", name)
 
 
 def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> list[str]:
@@ -65,12 +63,14 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
     not the sys.path of `dtkguard.env.environment.describe_python` (one file per question)."""
     now = stamp(python)
     path = _file(python, question)
-    from dtkguard.util.cache_dir import private_dir, trusted
+    from dtkguard.util.cache_dir import trusted_text
+    from dtkguard.util.text import loads
 
     try:
-        if not trusted(path.parent):
+        if not trusted_text(os.path.dirname(path)):
             raise OSError("the cache folder is writable by others")
-        entry = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            entry = loads(fh.read())
         if (
             isinstance(entry, dict)
             and entry.get("format") == FORMAT
@@ -84,10 +84,15 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
         pass
     facts = ask()
     if now[1] is not None and now == stamp(python):  # unchanged while it was asked
-        with contextlib.suppress(OSError, ValueError, UnicodeError):
-            from dtkguard.util.atomic import atomic_write_text
+        import contextlib
+        import json
+        from pathlib import Path
 
-            private_dir(path.parent)
+        from dtkguard.util.atomic import atomic_write_text
+        from dtkguard.util.cache_dir import private_dir
+
+        with contextlib.suppress(OSError, ValueError, UnicodeError):
+            private_dir(Path(path).parent)
             text = json.dumps({"format": FORMAT, "stamp": now, "facts": facts})
-            atomic_write_text(path, text, 0o600, through=False)
+            atomic_write_text(Path(path), text, 0o600, through=False)
     return facts

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from dtkguard.lightclass import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: the fields :func:`interpreter` asks for, in this order
 _FIELDS = ("prefix", "base_prefix", "purelib", "stdlib", "scripts", "version", "platlib")
@@ -59,7 +62,25 @@ def default_python() -> str:
 
 def interpreter(python: str | None = None) -> Interpreter:
     """Ask ``python`` (default: the active one) for its prefix and paths; nothing else runs."""
+    from pathlib import Path
+
     exe = python or default_python()
+    data = interpreter_fields(exe)
+    return Interpreter(
+        python=exe,
+        prefix=Path(data["prefix"]),
+        base_prefix=Path(data["base_prefix"]),
+        purelib=Path(data["purelib"]),
+        stdlib=Path(data["stdlib"]),
+        version=data["version"],
+        scripts=Path(data["scripts"]) if data.get("scripts") else None,
+        platlib=Path(data["platlib"]) if data.get("platlib") else None,
+    )
+
+
+def interpreter_fields(exe: str) -> dict[str, str]:
+    """What `interpreter` builds its `Interpreter` from, as the interpreter said it (the
+    interpreter cache's strings: no pathlib)."""
     from dtkguard.env.interp_cache import cached
 
     def ask() -> list[str]:  # a cache miss only: the environment readers are not imported else
@@ -72,14 +93,4 @@ def interpreter(python: str | None = None) -> Interpreter:
         from dtkguard.errors import TargetError
 
         raise TargetError(f"{exe} did not report its paths: {len(values)} values")
-    data = dict(zip(_FIELDS, values, strict=True))
-    return Interpreter(
-        python=exe,
-        prefix=Path(data["prefix"]),
-        base_prefix=Path(data["base_prefix"]),
-        purelib=Path(data["purelib"]),
-        stdlib=Path(data["stdlib"]),
-        version=data["version"],
-        scripts=Path(data["scripts"]) if data.get("scripts") else None,
-        platlib=Path(data["platlib"]) if data.get("platlib") else None,
-    )
+    return dict(zip(_FIELDS, values, strict=True))

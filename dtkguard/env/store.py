@@ -25,14 +25,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import time
 from pathlib import Path
 
+from dtkguard.env.store_path import ENVS_DIR, ROOT_STORE_TEXT, STORE_VAR, env_key, store_root_text
 from dtkguard.errors import InputError
 from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
-from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,28 +39,19 @@ if TYPE_CHECKING:
     from dtkguard.env.json_shapes import RecordDict
     from dtkguard.util.json_types import JSON
 
-#: the variable that names another store (tests give every test its own)
-STORE_VAR = "DTKGUARD_STORE"
-ROOT_STORE = Path("/var/lib/dtkguard")
+ROOT_STORE = Path(ROOT_STORE_TEXT)
 FORMAT = "dtkguard-store/1"
 POINTER_FORMAT = "dtkguard-store-pointer/1"
 RECORD_FILE = "env.json"
 #: the read-only pointer inside the env's state folder (``<prefix>/dtkguard/``)
 POINTER_FILE = "store.json"
-ENVS_DIR = "envs"
 MODE = 0o700
 
 
 def store_root() -> Path:
     """Where the store is (not created): ``$DTKGUARD_STORE``, ``/var/lib/dtkguard`` for root,
     else ``$XDG_STATE_HOME/dtkguard`` (default ``~/.local/state/dtkguard``)."""
-    named = os.environ.get(STORE_VAR, "").strip()
-    if named:
-        return Path(os.path.abspath(os.path.expanduser(named)))
-    if os.geteuid() == 0:
-        return ROOT_STORE
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(os.path.abspath(state)) / "dtkguard"
+    return Path(store_root_text())
 
 
 def ensure_dir(path: Path) -> Path:
@@ -71,14 +61,6 @@ def ensure_dir(path: Path) -> Path:
         if path.stat().st_uid == os.geteuid() and path.stat().st_mode & 0o077:
             os.chmod(path, MODE)
     return path
-
-
-def env_key(prefix: str | os.PathLike[str]) -> str:
-    """The folder name of an env: its prefix's last part and a digest of its realpath."""
-    real = os.path.realpath(prefix)
-    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real.rstrip("/")) or "root")
-    return f"{name[:40]}-{digest}"
 
 
 @record(frozen=True)

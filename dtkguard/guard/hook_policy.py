@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import os
+
     from dtkguard.env.interpreter import Interpreter
 
 
@@ -25,10 +24,12 @@ def constraints_text(policy: CompiledPolicy) -> str:
 
 def hook_json(policy: CompiledPolicy) -> str:
     """The compiled policy the pip hook and dtkpip read (``CompiledPolicy.to_json``)."""
+    import json
+
     return json.dumps(policy.to_json(), indent=1, sort_keys=True) + "\n"
 
 
-def read_policy_json(path: Path) -> CompiledPolicy | None:
+def read_policy_json(path: str | os.PathLike[str]) -> CompiledPolicy | None:
     """The compiled policy a guard install left; None when absent or unreadable."""
     try:
         from dtkguard.util.safe_read import read_capped

@@ -7,21 +7,69 @@ raises `Unsure`, and the caller falls back to pip/uv.
 
 from __future__ import annotations
 
-import re
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 
 class Unsure(ValueError):
     """Not read the way packaging would read it, or not at all."""
 
 
-_VERSION = re.compile(
-    r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
-    r"(?:[-_.]?(?P<pre_l>alpha|beta|preview|pre|rc|a|b|c)[-_.]?(?P<pre_n>\d+)?)?"
-    r"(?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?"
-    r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?"
-    r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
-    re.IGNORECASE,
-)
+#: the patterns, compiled on first use (`_pattern`): the usual answer (plain names, ``==`` pins
+#: of plain versions) is read by hand, and importing `re` and compiling these costs more than
+#: the whole answer
+_PATTERNS = {
+    "version": (
+        r"(?i)v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
+        r"(?:[-_.]?(?P<pre_l>alpha|beta|preview|pre|rc|a|b|c)[-_.]?(?P<pre_n>\d+)?)?"
+        r"(?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?"
+        r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?"
+        r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?"
+    ),
+    "spec": r"\s*(~=|==|!=|<=|>=|<|>)\s*([A-Za-z0-9_.*+!-]+)\s*",
+}
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    if name not in _COMPILED:
+        import re
+
+        _COMPILED[name] = re.compile(_PATTERNS[name])
+    return _COMPILED[name]
+
+
+_DIGITS = frozenset("0123456789")
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_NAME_INNER = _ALNUM | frozenset("._-")
+
+
+def _plain_version(text: str) -> tuple[str, int | None, str | None] | None:
+    """(release, post, local) of ``N(.N)*`` with an optional ``.postN`` and an optional
+    ``+LOCAL`` of ASCII letters and digits in parts split by ``-``, ``_`` or ``.``: the one way
+    the version pattern reads such a text (no epoch, pre or dev part fits in it); None for any
+    other text (the pattern decides)."""
+    public, plus, local = text.partition("+")
+    release, dot_post, post = public.partition(".post")
+    if dot_post and not (post and _DIGITS.issuperset(post)):
+        return None
+    if not all(part and _DIGITS.issuperset(part) for part in release.split(".")):
+        return None
+    post_number = int(post) if dot_post else None
+    if not plus:
+        return release, post_number, None
+    parts = local.replace("-", ".").replace("_", ".").split(".")
+    if not all(part and _ALNUM.issuperset(part) for part in parts):
+        return None
+    return release, post_number, local
+
+
+def _split_local(local: str) -> list[str]:
+    """``re.split(r"[-_.]", local)``."""
+    return local.replace("-", ".").replace("_", ".").split(".")
+
+
 _PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 _PRE_TEXT = ("a", "b", "rc")
 
@@ -32,24 +80,31 @@ class Version:
     __slots__ = ("dev", "epoch", "key", "local", "post", "pre", "public_key", "release")
 
     def __init__(self, text: str) -> None:
-        m = _VERSION.fullmatch(text.strip())
-        if m is None:
-            raise Unsure(f"invalid version {text!r}")
-        self.epoch = int(m.group("epoch") or 0)
-        self.release = tuple(int(p) for p in m.group("release").split("."))
-        self.pre = (
-            (_PRE[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
-            if m.group("pre_l")
-            else None
-        )
-        post = m.group("post_n1") or m.group("post_n2")
-        self.post = int(post or 0) if (m.group("post_n1") or m.group("post_l")) else None
-        self.dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
-        local = m.group("local")
+        plain = _plain_version(text.strip())
+        if plain is not None:
+            self.epoch = 0
+            self.release = tuple(int(p) for p in plain[0].split("."))
+            self.pre = self.dev = None
+            self.post = plain[1]
+            local = plain[2]
+        else:
+            m = _pattern("version").fullmatch(text.strip())
+            if m is None:
+                raise Unsure(f"invalid version {text!r}")
+            self.epoch = int(m.group("epoch") or 0)
+            self.release = tuple(int(p) for p in m.group("release").split("."))
+            self.pre = (
+                (_PRE[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
+                if m.group("pre_l")
+                else None
+            )
+            post = m.group("post_n1") or m.group("post_n2")
+            self.post = int(post or 0) if (m.group("post_n1") or m.group("post_l")) else None
+            self.dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
+            local = m.group("local")
         self.local = (
             tuple(
-                (1, int(p), "") if p.isdigit() else (0, 0, p.lower())
-                for p in re.split(r"[-_.]", local)
+                (1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in _split_local(local)
             )
             if local
             else None
@@ -94,7 +149,22 @@ class Version:
         return out
 
 
-_SPEC = re.compile(r"\s*(~=|==|!=|<=|>=|<|>)\s*([A-Za-z0-9_.*+!-]+)\s*")
+#: what a specifier's version may hold (the spec pattern's second group)
+_SPEC_VERSION = _ALNUM | frozenset("_.*+!-")
+_OPS = ("~=", "==", "!=", "<=", ">=", "<", ">")
+
+
+def _spec_parts(part: str) -> tuple[str, str] | None:
+    """(operator, version) of one specifier clause, as the spec pattern reads it; by hand for a
+    clause without white space (ASCII), else by the pattern; None when it does not match."""
+    if part.isascii() and not any(c.isspace() for c in part):
+        op = next((o for o in _OPS if part.startswith(o)), None)
+        if op is None:
+            return None
+        version = part[len(op) :]
+        return (op, version) if version and _SPEC_VERSION.issuperset(version) else None
+    m = _pattern("spec").fullmatch(part)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 class Specifier:
@@ -163,10 +233,10 @@ class SpecifierSet:
         if not text.strip():
             return
         for part in text.split(","):
-            m = _SPEC.fullmatch(part)
-            if m is None:
+            parts = _spec_parts(part)
+            if parts is None:
                 raise Unsure(f"specifier {part!r}")
-            self.specs.append(Specifier(m.group(1), m.group(2)))
+            self.specs.append(Specifier(*parts))
 
     def __str__(self) -> str:
         return ",".join(sorted(str(s) for s in self.specs))
@@ -176,28 +246,63 @@ class SpecifierSet:
 
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_REQ = re.compile(
+_PATTERNS["requirement"] = (
     rf"\s*(?P<name>{_NAME})\s*(?:\[(?P<extras>[^\]]*)\])?\s*(?P<spec>[^;]*?)\s*(?:;(?P<marker>.*))?"
+)
+_PATTERNS["extra"] = rf"\s*{_NAME}\s*"
+_PATTERNS["token"] = (
+    r"\s*(?:(?P<str>'[^']*'|\"[^\"]*\")|(?P<op>===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b)"
+    r"|(?P<paren>[()])|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))"
 )
 
 
 def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """``re.sub(r"[-_.]+", "-", name).lower()``."""
+    text = name.replace("_", "-").replace(".", "-")
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.lower()
+
+
+def _is_name(text: str) -> bool:
+    """``text`` is a whole PEP 508 name (the name pattern, ASCII)."""
+    return bool(text) and text[0] in _ALNUM and text[-1] in _ALNUM and _NAME_INNER.issuperset(text)
+
+
+def _plain_requirement(text: str) -> tuple[str, str] | None:
+    """(name, specifiers) of ``NAME`` or ``NAME`` followed by specifiers, ASCII without white
+    space, brackets or a marker: how the requirement pattern reads it (its name is the longest
+    name at the start, nothing else can hold its characters); None for any other text."""
+    if not text.isascii() or any(c.isspace() or c in "[];" for c in text):
+        return None
+    end = next((i for i, c in enumerate(text) if c not in _NAME_INNER), len(text))
+    name = text[:end]
+    if not _is_name(name):
+        return None
+    return name, text[end:]
 
 
 class Requirement:
     """``name[extras] specifiers ; marker`` (no URL)."""
 
     def __init__(self, text: str) -> None:
-        m = _REQ.fullmatch(text)
-        if m is None or "@" in text:
+        if "@" in text:
+            raise Unsure(f"requirement {text!r}")
+        self.extras: set[str] = set()
+        plain = _plain_requirement(text)
+        if plain is not None:
+            self.name = plain[0]
+            self.specifier = SpecifierSet(plain[1])
+            self.marker: Marker | None = None
+            return
+        m = _pattern("requirement").fullmatch(text)
+        if m is None:
             raise Unsure(f"requirement {text!r}")
         self.name = m.group("name")
         extras = m.group("extras")
-        self.extras: set[str] = set()
         if extras is not None:
             for e in extras.split(","):
-                if not re.fullmatch(rf"\s*{_NAME}\s*", e):
+                if not _pattern("extra").fullmatch(e):
                     raise Unsure(f"extras of {text!r}")
                 self.extras.add(e.strip())
         self.specifier = SpecifierSet(m.group("spec"))
@@ -205,10 +310,6 @@ class Requirement:
         self.marker = Marker(marker) if marker is not None else None
 
 
-_TOKEN = re.compile(
-    r"\s*(?:(?P<str>'[^']*'|\"[^\"]*\")|(?P<op>===|==|!=|<=|>=|~=|<|>|not\s+in\b|in\b)"
-    r"|(?P<paren>[()])|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))"
-)
 VARIABLES = frozenset(
     (
         "implementation_name", "implementation_version", "os_name", "platform_machine",
@@ -225,8 +326,9 @@ class Marker:
         self.tokens: list[tuple[str, str]] = []
         pos = 0
         text = text.rstrip()
+        token = _pattern("token")
         while pos < len(text):
-            m = _TOKEN.match(text, pos)
+            m = token.match(text, pos)
             if m is None or m.end() == pos:
                 raise Unsure(f"marker {text!r}")
             kind = m.lastgroup or ""
@@ -234,7 +336,7 @@ class Marker:
             if kind == "word" and value not in ("and", "or") and value not in VARIABLES:
                 raise Unsure(f"marker variable {value!r}")
             if kind == "op":
-                value = re.sub(r"\s+", " ", value)
+                value = " ".join(value.split())  # re.sub(r"\s+", " ", value): not in, in
             self.tokens.append((kind, value))
             pos = m.end()
             while pos < len(text) and text[pos].isspace():
@@ -304,11 +406,11 @@ def _compare(lhs: str, op: str, rhs: str) -> bool:
     if op == "===":
         raise Unsure("===")
     if op not in ("in", "not in"):
-        m = _SPEC.fullmatch(op + rhs)
+        parts = _spec_parts(op + rhs)
         spec = None
-        if m is not None:
+        if parts is not None:
             try:
-                spec = Specifier(m.group(1), m.group(2))
+                spec = Specifier(*parts)
             except Unsure:
                 spec = None
         if spec is not None:

@@ -251,7 +251,7 @@ _MARKERS_CODE = (
 )
 
 
-def marker_env(interp: Interpreter) -> dict[str, str]:
+def marker_env(python: str) -> dict[str, str]:
     """PEP 508's marker values of the target: its own from the interpreter cache (asked with
     ``-I -S`` on a miss), the kernel's from this process (the same machine)."""
     from dtkguard.env.interp_cache import cached
@@ -259,9 +259,9 @@ def marker_env(interp: Interpreter) -> dict[str, str]:
     def ask() -> list[str]:
         from dtkguard.env.environment import ask_interpreter_fields
 
-        return ask_interpreter_fields(interp.python, _MARKERS_CODE, "its marker values")
+        return ask_interpreter_fields(python, _MARKERS_CODE, "its marker values")
 
-    values = cached(interp.python, ask, "markers")
+    values = cached(python, ask, "markers")
     if len(values) != 6:
         raise Unknown("marker values")
     name, impl_version, os_name, impl, full, platform = values
@@ -638,7 +638,7 @@ def _pip_answer(argv: list[str]) -> tuple[str, str]:
             constraints_file(value, constraints)
     for value in config.get("constraint", "").split():
         constraints_file(value, constraints)
-    markers = marker_env(interp)
+    markers = marker_env(interp.python)
     roots = [parse_requirement(p, "argument") for p in positionals]
     closure = Closure(Installed(path), markers, constraints)
     no_deps = any(n == "--no-deps" for n, _ in options)
@@ -655,6 +655,45 @@ def _target(python: str, policy_ref: str | None) -> tuple[Interpreter, list[Requ
     interp = interpreter(python)
     policy = load_guard_policy(policy_ref, interp)
     return interp, [parse_requirement(line, "policy") for line in constraints_lines(policy)]
+
+
+class _Paths:
+    """What the uv answer reads of the target's `Interpreter`, as text (``str`` of its
+    paths), from the same interpreter cache without importing pathlib."""
+
+    def __init__(self, python: str) -> None:
+        from dtkguard.env.interpreter import interpreter_fields
+        from dtkguard.util.purepath import pure_path
+
+        data = interpreter_fields(python)
+        self.python = python
+        self.prefix = pure_path(data["prefix"])
+        self.in_venv = self.prefix != pure_path(data["base_prefix"])
+        self.purelib = pure_path(data["purelib"])
+        self.platlib = pure_path(data["platlib"]) if data.get("platlib") else None
+
+
+def _uv_target(python: str, policy_ref: str | None) -> tuple[_Paths, list[Requirement]]:
+    """`_target` for the uv answer: the policy `guard install` recorded is read by its path as
+    text (`load_guard_policy` without --policy, the same file and the same reading); any
+    other policy (--policy, none recorded, one unreadable) is `_target`'s."""
+    from dtkguard.env.store_path import env_dir_text
+    from dtkguard.guard.hook_policy import constraints_lines, read_policy_json
+    from dtkguard.util.purepath import path_mode
+
+    paths = _Paths(python)
+    if policy_ref is None:
+        import stat
+
+        stored = os.path.join(env_dir_text(paths.prefix), "policy.json")
+        mode = path_mode(stored)  # EnvStore.policy.is_file(), else the env's copy
+        if mode is None or not stat.S_ISREG(mode):
+            stored = os.path.join(paths.prefix, "dtkguard", "policy.json")
+        policy = read_policy_json(stored)
+        if policy is not None:
+            return paths, [parse_requirement(x, "policy") for x in constraints_lines(policy)]
+    _, pins = _target(python, policy_ref)
+    return paths, pins
 
 
 def _sys_path(interp: Interpreter) -> list[str]:
@@ -783,17 +822,17 @@ def _uv_answer(argv: list[str], started: float) -> tuple[str, str]:
 
     told = given[-1] if given else (None if opts.python else env.get("UV_PYTHON") or None)
     python = choose_python(opts.python, "dtkuv", fallback=opts.shim_of, given=told)
-    interp, constraints = _target(python, opts.policy)
+    interp, constraints = _uv_target(python, opts.policy)
     if not interp.in_venv:
         raise Unknown("not a venv")
     for name, value in options:
         if name in ("-c", "--constraint", "--constraints"):
             constraints_file(value, constraints)
     _uv_config(env, constraints)
-    sites = [str(interp.purelib)]
-    if interp.platlib and str(interp.platlib) not in sites:
-        sites.append(str(interp.platlib))
-    markers = marker_env(interp)
+    sites = [interp.purelib]
+    if interp.platlib and interp.platlib not in sites:
+        sites.append(interp.platlib)
+    markers = marker_env(interp.python)
     roots = [parse_requirement(p, "argument") for p in positionals]
     closure = Closure(Installed(sites), markers, constraints)
     no_deps = any(n == "--no-deps" for n, _ in options)
@@ -802,7 +841,7 @@ def _uv_answer(argv: list[str], started: float) -> tuple[str, str]:
         return interp.python, ""
     import time
 
-    prefix = str(interp.prefix)
+    prefix = interp.prefix
     cwd = os.getcwd()
     if prefix == cwd:
         raise Unknown("the env is the working folder")

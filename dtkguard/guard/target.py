@@ -4,8 +4,10 @@ the one guarded; the interpreter itself is `dtkguard.env.interpreter`."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
-from pathlib import Path
+
+from dtkguard.util.purepath import path_mode, pure_path
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -17,16 +19,18 @@ def interpreter_path(value: str) -> str:
     ``bin/python``); a version request cannot be judged, so it is refused."""
     from dtkguard.errors import InputError
 
-    path = Path(value)
-    if path.is_dir():
-        path = path / "bin" / "python"
-    if not path.exists():
+    path = pure_path(value)
+    mode = path_mode(path)
+    if mode is not None and stat.S_ISDIR(mode):
+        path = pure_path(os.path.join(path, "bin", "python"))
+        mode = path_mode(path)
+    if mode is None:
         raise InputError(
             f"{value}: name the interpreter to act on as a path (an interpreter or an "
             "environment directory), not a version request",
             field="--python",
         )
-    return str(path)
+    return path
 
 
 def _same_env(a: str, b: str) -> bool:

@@ -6,11 +6,7 @@ Loading a TOML policy (pydantic, tomlkit) happens once; the result is cached as 
 
 from __future__ import annotations
 
-import fnmatch
-import re
-
 from dtkguard.decision import canonical
-from dtkguard.findings import Severity
 from dtkguard.lightclass import MISSING, asdict, field, fields, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -18,9 +14,12 @@ if TYPE_CHECKING:
     import datetime as _dt
     from typing import Any
 
+    from dtkguard.findings import Severity
+
 FP8_ACTIONS = ("deny", "warn", "allow")
-#: how an fp8 action maps onto a finding severity (allow: no finding)
-FP8_SEVERITY = {"deny": Severity.HIGH, "warn": Severity.MEDIUM}
+#: how an fp8 action maps onto a finding severity (allow: no finding), by the severity's
+#: value: `findings` (its `enum`) is imported by what makes findings, not by every policy reader
+FP8_SEVERITY = {"deny": "high", "warn": "medium"}
 
 
 @record(frozen=True)
@@ -35,6 +34,8 @@ class DenyRule:
 
     def matches(self, key: str) -> bool:
         """``key`` is a canonical name."""
+        import fnmatch
+
         return fnmatch.fnmatchcase(key, self.pattern)
 
 
@@ -89,11 +90,16 @@ class Fp8Rule:
 
     def severity(self, kind: str, card: str | None = None) -> Severity | None:
         """The severity of a finding of ``kind``; None when the policy allows it."""
-        return FP8_SEVERITY.get(self.action(kind, card))
+        from dtkguard.findings import Severity
+
+        value = FP8_SEVERITY.get(self.action(kind, card))
+        return None if value is None else Severity(value)
 
 
 def series_key(series: str) -> str:
     """``k100-ai`` -> ``K100_AI``: card series as policies and hy-smi facts compare them."""
+    import re
+
     return re.sub(r"[\s-]+", "_", series.strip()).upper()
 
 

@@ -4,15 +4,27 @@ else ``~/.cache/dtkguard``. One function, so every cache agrees."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def cache_root() -> Path:
+    from pathlib import Path
+
+    return Path(cache_root_text())
+
+
+def cache_root_text() -> str:
+    """`cache_root` as text (``str(cache_root())``), without importing pathlib."""
+    from dtkguard.util.purepath import home, pure_path
+
     override = os.environ.get("DTKGUARD_CACHE_DIR")
     if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dtkguard"
+        return pure_path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home(), ".cache")
+    return pure_path(os.path.join(pure_path(base), "dtkguard"))
 
 
 def private_dir(path: Path) -> None:
@@ -33,6 +45,12 @@ def private_dir(path: Path) -> None:
 def trusted(path: Path) -> bool:
     """May entries in the cache folder ``path`` be believed (it and its parent are ours and
     writable by no one else)? A missing folder is (nothing to read)."""
+    return trusted_text(str(path))
+
+
+def trusted_text(path: str) -> bool:
+    """`trusted` of a folder named as text (``str(Path)``: no trailing slash)."""
     from dtkguard.util.trust import untrusted
 
-    return all(untrusted(p, os.geteuid()) is None for p in (path, path.parent))
+    parent = os.path.dirname(path) or "."
+    return all(untrusted(p, os.geteuid()) is None for p in (path, parent))

@@ -59,14 +59,77 @@ def json_loads(text: str | bytes, **hooks: Any) -> Any:
     Integers longer than `MAX_INT_DIGITS` and nesting deeper than the interpreter's recursion
     limit are refused; ``NaN``/``Infinity`` are not JSON and are refused too.
     """
-    import json
-
     hooks.setdefault("parse_int", _parse_int)
     hooks.setdefault("parse_constant", _reject_constant)
     try:
-        return json.loads(text, **hooks)
+        return loads(text, **hooks)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+
+
+#: the keywords of `json.loads` that `loads` passes to the C scanner itself
+_SCANNER_HOOKS = frozenset(
+    ("object_hook", "object_pairs_hook", "parse_float", "parse_int", "parse_constant")
+)
+_WHITESPACE = " \t\n\r"  # json.decoder's WHITESPACE pattern
+
+
+class _Context:
+    """What ``_json.make_scanner`` reads of a `json.JSONDecoder`: its defaults and hooks."""
+
+    def __init__(self, hooks: dict[str, Any]) -> None:
+        self.strict = True
+        self.object_hook = hooks.get("object_hook")
+        self.object_pairs_hook = hooks.get("object_pairs_hook")
+        self.parse_float = hooks.get("parse_float") or float
+        self.parse_int = hooks.get("parse_int") or int
+        self.parse_constant = hooks.get("parse_constant") or _CONSTANTS.__getitem__
+
+
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+def loads(text: str | bytes, **hooks: Any) -> Any:
+    """`json.loads`, the same values and the same errors, without importing `json` (and `re`,
+    which json's decoder compiles its patterns with): the C scanner json itself uses, given a
+    str or UTF-8 bytes; anything else (another encoding, other keywords, no C scanner) is
+    json's own."""
+    try:
+        import _json
+
+        make_scanner: Any = _json.make_scanner  # a class in typeshed, a factory here
+    except (ImportError, AttributeError):
+        make_scanner = None
+    if (
+        isinstance(text, bytes)
+        and text[:1] not in (b"", b"\x00", b"\xef", b"\xfe", b"\xff")
+        and (text[1:2] != b"\x00" or len(text) == 3)  # json.detect_encoding: UTF-8
+    ):
+        text = text.decode("utf-8", "surrogatepass")
+    if (
+        make_scanner is None
+        or not isinstance(text, str)
+        or text.startswith("\ufeff")
+        or not _SCANNER_HOOKS.issuperset(hooks)
+    ):
+        import json
+
+        return json.loads(text, **hooks)
+    scan = make_scanner(_Context(hooks))
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = scan(text, start)
+    except StopIteration as err:
+        from json import JSONDecodeError
+
+        raise JSONDecodeError("Expecting value", text, err.value) from None
+    if end != len(text):
+        end += len(text) - end - len(text[end:].lstrip(_WHITESPACE))
+        if end != len(text):
+            from json import JSONDecodeError
+
+            raise JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def _reject_constant(name: str) -> Any:
