@@ -427,7 +427,9 @@ def _entry_points(dist: Dist) -> dict[str, str]:
 def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist) -> bool:
     """A launcher script whose only change can be its first line, now naming this
     environment's interpreter (a relocated venv): the rest must be exactly the launcher an
-    installer writes for the dist's entry point, so a changed body is never excused."""
+    installer writes for the dist's entry point, or a plain launcher (a ``.data/scripts`` file
+    such as dtkguard's own) that can do nothing but call one function of a module its own dist
+    installs; a changed body is never excused."""
     if size > len(head):  # launchers are tiny; ``head`` holds the first 512 bytes
         return False
     line, _, body = head.partition(b"\n")
@@ -435,7 +437,9 @@ def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist
     if not interpreter.startswith(prefix.rstrip("/") + "/bin/python"):
         return False
     entry = _entry_points(dist).get(posixpath.basename(job.inner))
-    if not entry or ":" not in entry:
+    if not entry:
+        return _plain_launcher(body.decode("utf-8", "replace"), dist)
+    if ":" not in entry:
         return False
     module, _, attr = entry.partition(":")
     wanted = f"from {module} import {attr.split('.')[0]}"
@@ -451,6 +455,34 @@ def _shebang_relocated(job: Job, head: bytes, size: int, prefix: str, dist: Dist
         ):
             return False
     return seen_import
+
+
+#: a plain launcher's lines: ``from MODULE import NAME``, then ``NAME()`` or ``sys.exit(NAME())``
+_PLAIN_IMPORT = re.compile(r"^from ([A-Za-z_][\w.]*) import ([A-Za-z_]\w*)$")
+
+
+def _plain_launcher(body: str, dist: Dist) -> bool:
+    """``body`` is comments, ``import sys``, one ``from MODULE import NAME`` and one call of
+    NAME, MODULE being a file of ``dist``'s own RECORD (verified with the rest of it)."""
+    lines = [t for t in (raw.strip() for raw in body.splitlines()) if t and t[0] != "#"]
+    if lines[:1] == ["import sys"]:
+        lines = lines[1:]
+    if len(lines) != 2 or not (found := _PLAIN_IMPORT.match(lines[0])):
+        return False
+    module, name = found.groups()
+    if lines[1] not in (f"{name}()", f"sys.exit({name}())"):
+        return False
+    try:
+        record = read_head(
+            child(dist.root, dist.path, "RECORD"), 1 << 24, follow=False, root=dist.root
+        )
+    except OSError:
+        return False
+    stem = module.replace(".", "/")
+    files = {f"{stem}.py", f"{stem}/__init__.py"}
+    return any(
+        row.partition(",")[0] in files for row in record.decode("utf-8", "replace").splitlines()
+    )
 
 
 def _progress(total_bytes: int, stream: Any) -> tuple[Callable[[int], None], Callable[[], None]]:

@@ -186,3 +186,46 @@ def test_progress_bar_on_a_terminal(venv, monkeypatch):
     os.close(read)
     assert result.matched > 0
     assert b"verifying files" in data
+
+
+PLAIN = "#!python\n# a plain launcher\nfrom plain.core import main\n\nmain()\n"
+
+
+def _plain_venv(tmp_path: Path, script: str) -> tuple[Path, Path]:
+    """A venv with a dist whose script is a ``.data/scripts`` file (pip points its first line
+    at the venv), moved elsewhere with that line rewritten: (the moved site, the script)."""
+    from tests.support.wheels import build_wheel
+
+    body = {"plain/__init__.py": "", "plain/core.py": "def main():\n    return 0\n"}
+    wheel = build_wheel(
+        tmp_path / "wh", "plain", "1.0", files={**body, "plain-1.0.data/scripts/plain": script}
+    )
+    v = make_venv(tmp_path / "venv")
+    v.pip("install", "--no-deps", "--no-index", str(wheel))
+    moved = tmp_path / "moved"
+    shutil.move(str(v.path), moved)
+    launcher = moved / "bin" / "plain"
+    first, rest = launcher.read_bytes().split(b"\n", 1)
+    assert first == b"#!" + str(v.path / "bin" / "python").encode()
+    launcher.write_bytes(first.replace(str(v.path).encode(), str(moved).encode()) + b"\n" + rest)
+    return moved / v.site_packages.relative_to(v.path), launcher
+
+
+def test_relocated_plain_launcher_of_its_own_dist_is_a_shebang(tmp_path):
+    new_site, _ = _plain_venv(tmp_path, PLAIN)
+    (finding,) = findings(audit_files(str(new_site)), "file-modified")
+    assert finding["severity"] == "medium"
+    assert finding["evidence"]["category"] == "shebang"
+
+
+def test_relocated_plain_launcher_calling_anything_else_is_modified(tmp_path):
+    for n, script in enumerate(
+        (
+            PLAIN.replace("plain.core", "subprocess").replace("main", "run"),  # not its dist's
+            PLAIN + "import os\n",  # one more line
+            PLAIN.replace("main()", "main(); main()"),
+        )
+    ):
+        new_site, _ = _plain_venv(tmp_path / str(n), script)
+        (finding,) = findings(audit_files(str(new_site)), "file-modified")
+        assert finding["severity"] == "high", script
