@@ -62,7 +62,7 @@ def resolver_class() -> type[Resolver[Req, Candidate, str]]:
         def _is_current_pin_satisfying(
             self, name: str, criterion: Criterion[Req, Candidate]
         ) -> bool:
-            pin = self.state.mapping.get(name)
+            pin = self._states[-1].mapping.get(name)  # self.state, without the property
             if pin is None:
                 return False
             seen = self._pin_checks.get(name)
