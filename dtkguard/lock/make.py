@@ -88,12 +88,17 @@ def lock(request: LockRequest) -> LockResult:
         return _lock_env(request, policy, target)
     if not request.requirements and not request.requirement_files:
         raise InputError(_NOTHING, field="REQ")
-    fetcher = Fetcher(pages=None if request.no_cache else PageCache())
+    pages = None if request.no_cache else PageCache()
+    if pages is not None:
+        pages.defer()  # written at the end, not by the fetch threads (`MetadataCache.defer`)
+    fetcher = Fetcher(pages=pages)
     try:
         sources, index = sources_of(request, policy, fetcher)
         return _lock_resolved(request, policy, target, _Sources(sources, index, fetcher, started))
     finally:
         fetcher.close()
+        if pages is not None:
+            pages.flush()
 
 
 _NOTHING = "nothing to lock: give requirements or -r FILE"
@@ -361,17 +366,23 @@ def _resolve(
     if not timeout > 0:
         raise InputError("must be a positive number of seconds", field="--resolve-timeout")
     cache = None if request.no_cache else MetadataCache()
+    if cache is not None:
+        cache.defer()  # written once resolved, not by the warming threads
     builder = builder_for(where.sources, where.fetcher.credentials)
-    with showing(where.fetcher, quiet=request.quiet) as progress:
-        options = ResolveOptions(
-            pre=request.pre,
-            timeout=timeout,
-            cache=cache,
-            formats=formats_of(request),
-            builder=builder,
-            progress=progress,
-        )
-        return resolve(reqs, where.sources, policy, target, options)
+    try:
+        with showing(where.fetcher, quiet=request.quiet) as progress:
+            options = ResolveOptions(
+                pre=request.pre,
+                timeout=timeout,
+                cache=cache,
+                formats=formats_of(request),
+                builder=builder,
+                progress=progress,
+            )
+            return resolve(reqs, where.sources, policy, target, options)
+    finally:
+        if cache is not None:
+            cache.flush()
 
 
 def _entries(res: Any, policy: CompiledPolicy, lock_dir: Path) -> list[Any]:

@@ -105,6 +105,9 @@ class MetadataCache:
         self.hits = 0
         self.misses = 0
         self._count_lock = threading.Lock()
+        #: entries `put` while deferred (`defer`), by file, written by `flush`
+        self._pending: dict[Path, bytes] | None = None
+        self._pending_lock = threading.Lock()
 
     def _prepare(self) -> bool:
         try:
@@ -121,8 +124,10 @@ class MetadataCache:
         return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
     def _path(self, key: str) -> Path:
+        """The entry's file: one folder for all of them (no fan-out: on a cold run making
+        ~100 subfolders cost more system time than writing the entries)."""
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
-        return self.dir / digest[:2] / digest
+        return self.dir / digest
 
     def get(self, key: str, want_sha256: str | None = None) -> bytes | None:
         if not self.enabled:
@@ -138,7 +143,28 @@ class MetadataCache:
                 self.hits += 1
         return body
 
+    def defer(self) -> None:
+        """Keep what `put` gets in memory until `flush` (`get` reads it back, checked as an
+        entry on disk is): a lock run's fetch and warming threads then create no files while
+        they compete for the interpreter, and `flush` writes them one after the other."""
+        with self._pending_lock:
+            if self._pending is None:
+                self._pending = {}
+
+    def flush(self) -> None:
+        """Write the deferred entries; a `put` after this writes at once again."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        for path, data in (pending or {}).items():
+            self._write(path, data)
+
     def _read(self, path: Path) -> bytes | None:
+        pending = self._pending
+        if pending is not None:
+            with self._pending_lock:
+                data = pending.get(path)
+            if data is not None:
+                return data
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             fd = os.open(path, flags)
@@ -161,15 +187,18 @@ class MetadataCache:
         path = self._path(key)
         digest = hashlib.sha256(body).hexdigest().encode()
         data = MAGIC + digest + b"\n" + key.encode("utf-8", "surrogateescape") + b"\n" + body
+        with self._pending_lock:
+            pending = self._pending
+            if pending is not None:
+                pending[path] = data
+                return
+        self._write(path, data)
+
+    def _write(self, path: Path, data: bytes) -> None:
         from dtkguard.util.atomic import temp_file
 
-        try:  # the folder is made only when the file cannot be made in it (no mkdir call
-            # for a folder that is there: a cold run had 68 of 286 fail so)
-            try:
-                fd, tmp = temp_file(path.parent, ".tmp-")
-            except FileNotFoundError:
-                path.parent.mkdir(exist_ok=True, mode=0o700)
-                fd, tmp = temp_file(path.parent, ".tmp-")
+        try:
+            fd, tmp = temp_file(self.dir, ".tmp-")
         except OSError:
             return
         try:

@@ -427,8 +427,16 @@ class PolicyProvider(AbstractProvider[Req, Candidate, str]):
         versions: one answer per (identifier, requirements, incompatible versions), kept for
         the resolution (resolvelib asks again with the same ones every time it pins the same
         parent), read lazily and once (:class:`_Matches`)."""
-        reqs = tuple(requirements[identifier])
-        worse = tuple(incompatibilities[identifier])  # interned candidates
+        return self.matches_for(
+            identifier, tuple(requirements[identifier]), tuple(incompatibilities[identifier])
+        )
+
+    def matches_for(
+        self, identifier: str, reqs: tuple[Req, ...], worse: tuple[Candidate, ...]
+    ) -> Any:
+        """`find_matches` for the requirements ``reqs`` on ``identifier`` and its incompatible
+        candidates ``worse`` (interned), as tuples: what the resolver of
+        :mod:`dtkguard.resolve.engine` asks without building resolvelib's mappings."""
         if reqs:
             self.via[identifier] = reqs
         key = (identifier, reqs, worse)

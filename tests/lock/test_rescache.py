@@ -254,7 +254,7 @@ def test_a_library_upgrade_misses(tmp_path, monkeypatch):
 
 def test_a_hit_imports_no_resolver_stack(tmp_path):
     """A resolution-cache hit of a find-links lock parses nothing and builds nothing: neither
-    packaging, resolvelib, tomlkit, pydantic, dataclasses nor a thread pool is imported."""
+    packaging, resolvelib, tomlkit, pydantic, dataclasses, typing nor a thread pool is imported."""
     import json
     import subprocess
     import sys
@@ -268,7 +268,7 @@ def test_a_hit_imports_no_resolver_stack(tmp_path):
         "from dtkguard.cli import main\n"
         f"code = main({['lock', 'alpha', *BASE, '-o', 'pylock.t.toml']!r})\n"
         "heavy = ('packaging', 'resolvelib', 'tomlkit', 'pydantic', 'dataclasses', "
-        "'concurrent', 'pip_api', 'tempfile', 'zipfile', 'http')\n"
+        "'concurrent', 'pip_api', 'tempfile', 'zipfile', 'http', 'typing')\n"
         "print(json.dumps([code, sorted(m for m in sys.modules if m.split('.')[0] in heavy)]))"
     )
     env = hermetic_env(DTKGUARD_CACHE_DIR=str(tmp_path / "c"), PYTHONPATH=str(REPO))
