@@ -93,12 +93,11 @@ class Watch:
         copies = {"decision": decision, "protected": guarded, "records": records}
         copies.update(sitefacts=sitefacts, buildwatch=buildwatch, pipoverride=pipoverride)
         guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
-        #: the vendor builds' files left out of the stat pass before uv runs: {path: its
-        #: folder}, each folder's (device, inode, clock stamp) in `caches`, its files as
-        #: ([name], [path]) in `light_groups`; the paths stat'ed, by folder, in `groups`
-        self.light: dict[str, str] = {}
+        #: the vendor builds' files left out of the stat pass before uv runs: {folder: the
+        #: names of its files}, each folder's (device, inode, clock stamp) in `caches`; the
+        #: paths stat'ed, by folder, in `groups`
+        self.light: dict[str, list[str]] = {}
         self.caches: dict[str, tuple[int, int, int]] = {}
-        self.light_groups: dict[str, tuple[list[str], list[str]]] = {}
         self.groups: dict[str, list[tuple[str, str]]] = {}
         #: {listed folder: (its device, its lstat fields when listed, the clock stamp of its
         #: file system)}: a folder whose fields are still those is not listed again (`same_entries`)
@@ -112,7 +111,7 @@ class Watch:
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")
-            if cache not in self.snap["names"]:
+            if cache not in self.snap["names"] and not folder.endswith("/__pycache__"):
                 with contextlib.suppress(OSError):
                     self.snap["names"][cache] = set(os.listdir(cache))
 
@@ -137,9 +136,9 @@ class Watch:
         rest = dict.fromkeys(table)
         rest.update(dict.fromkeys(g.sites))
         rest.update(dict.fromkeys(f for f in by_folder if not f.endswith("/__pycache__")))
-        for folder, (_, paths) in by_folder.items():
+        for folder, files in by_folder.items():
             if folder not in self.caches:
-                rest.update(dict.fromkeys(paths))
+                rest.update(dict.fromkeys(f"{folder}/{name}" for name in files))
         #: the paths stat'ed before uv runs, by folder (`_stat_groups`)
         self.groups = _groups(list(rest))
         stats = _stat_groups(self.groups)
@@ -163,11 +162,11 @@ class Watch:
         return snap
 
     def _light_folders(
-        self, by_folder: dict[str, tuple[list[str], list[str]]], stamps: dict[int, int | None]
+        self, by_folder: dict[str, list[str]], stamps: dict[int, int | None]
     ) -> dict[str, set[str]]:
         """The folders of the vendor files (``by_folder``: `_vendor_by_folder`) whose file
         system gives a clock stamp (``stamps``: by device, filled in): each one's stamp,
-        identity and names (`caches`, `dirs`), its files in `light` and `light_groups`;
+        identity and names (`caches`, `dirs`), its files in `light`;
         returns {folder: its names}."""
         names: dict[str, set[str]] = {}
         for folder in sorted(by_folder):  # the stamp first, then what it vouches for
@@ -188,8 +187,7 @@ class Watch:
                 continue
             self.caches[folder] = (st.st_dev, st.st_ino, stamp)
             self.dirs[folder] = (st.st_dev, _fields(st), stamp)
-            self.light_groups[folder] = by_folder[folder]
-            self.light.update(dict.fromkeys(by_folder[folder][1], folder))
+            self.light[folder] = by_folder[folder]
         return names
 
     def same_entries(self, folder: str) -> bool:
@@ -268,21 +266,21 @@ class Watch:
         names = self.snap["names"]
         out: list[str] = sorted(swapped)
         lstat = os.lstat
-        for folder, (files, paths) in self.light_groups.items():
+        for folder, files in self.light.items():
             listed, gone = names[folder], folder in swapped
             dev, _, stamp = self.caches[folder]
             with _folder_fd(folder, len(files)) as fd:
-                for name, path in zip(files, paths, strict=True):
+                for name in files:
                     try:
-                        st = lstat(path) if fd is None else lstat(name, dir_fd=fd)
+                        st = lstat(f"{folder}/{name}") if fd is None else lstat(name, dir_fd=fd)
                     except OSError:
                         if name in listed:
-                            out.append(path)  # removed
+                            out.append(f"{folder}/{name}")  # removed
                         continue
                     if name not in listed:
                         continue  # a new entry of its folder: `changed`'s ``added``
                     if gone or st.st_dev != dev or st.st_ctime_ns >= stamp:
-                        out.append(path)
+                        out.append(f"{folder}/{name}")
         return out
 
     def put_back(self) -> tuple[int, list[tuple[str, str]]]:
@@ -308,7 +306,7 @@ class Watch:
             except OSError as exc:
                 failed.append((folder, exc.strerror or str(exc)))
         sources = None
-        for path in [p for p in moved if p in self.light]:
+        for path in [p for p in moved if self._is_light(p)]:
             try:
                 if _is_byte_code(path):
                     # byte code goes (Python writes it again from the source); a removed one
@@ -326,6 +324,11 @@ class Watch:
             else:
                 done += 1
         return done + len(added), failed
+
+    def _is_light(self, path: str) -> bool:
+        """``path`` is a file of `light` (watched by its folder's clock stamp)."""
+        folder, _, name = path.rpartition("/")
+        return name in self.light.get(folder, ())
 
     def after_dry_run(self, quick: bool = False) -> None:
         """`Refused` when code uv ran to plan (an sdist's build) changed what is watched
@@ -378,31 +381,36 @@ class Watch:
 
 def _vendor_by_folder(
     rows: dict[str, tuple[str, list[str]]], table: dict[str, str]
-) -> dict[str, tuple[list[str], list[str]]]:
+) -> dict[str, list[str]]:
     """The vendor builds' files (``rows``: the hook's ``vendor_rows``, {name: (site, RECORD
     paths)}; the files `sitefacts.vendor_files` names) but the protected set's (``table``), by
-    folder: {folder: ([name], [path])}, each path once."""
-    out: dict[str, tuple[list[str], list[str]]] = {}
-    seen: set[str] = set(table)
+    folder: {folder: the names of its files}, each once."""
+    out: dict[str, list[str]] = {}
     for site, rels in rows.values():
-        where: dict[str, str] = {"": site}
+        subs: dict[str, list[str]] = {}
         for rel in rels:
             if ".." in rel or "./" in rel:
-                path = os.path.normpath(f"{site}/{rel}")
-                folder, _, name = path.rpartition("/")
-            else:
-                sub, _, name = rel.rpartition("/")
-                folder = where.get(sub) or where.setdefault(sub, f"{site}/{sub}")
-                path = f"{folder}/{name}"
-            if path in seen or not name or not folder:
+                folder, _, name = os.path.normpath(f"{site}/{rel}").rpartition("/")
+                if folder and name:
+                    out.setdefault(folder, []).append(name)
                 continue
-            seen.add(path)
-            group = out.get(folder)
-            if group is None:
-                group = out[folder] = ([], [])
-            group[0].append(name)
-            group[1].append(path)
-    return out
+            sub, _, name = rel.rpartition("/")
+            names = subs.get(sub)
+            if names is None:
+                names = subs[sub] = []
+            names.append(name)
+        for sub, names in subs.items():
+            folder = f"{site}/{sub}" if sub else site
+            out.setdefault(folder, []).extend(names)
+    for folder, names in out.items():
+        if len(set(names)) != len(names):
+            out[folder] = list(dict.fromkeys(names))
+    for path in table:  # a protected file is stat'ed (its copy is the store's)
+        folder, _, name = path.rpartition("/")
+        names = out.get(folder)
+        if names is not None and name in names:
+            names.remove(name)
+    return {folder: names for folder, names in out.items() if names}
 
 
 def _groups(paths: list[str]) -> dict[str, list[tuple[str, str]]]:
