@@ -280,7 +280,10 @@ class Watch:
                     if name not in listed:
                         continue  # a new entry of its folder: `changed`'s ``added``
                     if gone or st.st_dev != dev or st.st_ctime_ns >= stamp:
-                        out.append(f"{folder}/{name}")
+                        path = f"{folder}/{name}"
+                        if stat.S_ISDIR(st.st_mode) and path in names and not gone:
+                            continue  # a RECORD row of a folder: watched as a folder is
+                        out.append(path)
         return out
 
     def put_back(self) -> tuple[int, list[tuple[str, str]]]:
