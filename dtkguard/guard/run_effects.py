@@ -31,11 +31,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, TypedDict
 
-    from dtkguard.buildwatch import Fields
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.plan import Plan
     from dtkguard.util.json_types import JSON
+
+    #: `buildwatch.stat_all`'s fields of a path: (size, inode, ctime, mode, mtime)
+    Fields = tuple[int, int, int, int, int]
 
     class Snapshot(TypedDict):
         """The hook's ``Guard.snapshot`` (its ``_take_snapshot``): what builds must not touch."""
