@@ -28,12 +28,16 @@ from dtkguard import protected as guarded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, TypedDict
 
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.guard.file_effects import EnvFiles
     from dtkguard.guard.plan import Plan
     from dtkguard.util.json_types import JSON
+
+    #: `buildwatch.stat_all`'s fields of a path: (size, inode, ctime, mode, mtime)
+    Fields = tuple[int, int, int, int, int]
 
     class Snapshot(TypedDict):
         """The hook's ``Guard.snapshot`` (its ``_take_snapshot``): what builds must not touch."""
@@ -91,10 +95,12 @@ class Watch:
         copies = {"decision": decision, "protected": guarded, "records": records}
         copies.update(sitefacts=sitefacts, buildwatch=buildwatch, pipoverride=pipoverride)
         guard = hook.Guard.given(str(interp.policy_file), policy, copies, facts.sites, facts.table)
-        #: the vendor builds' byte code left out of the stat pass before uv runs: {path: its
-        #: ``__pycache__`` folder}, each folder's (device, inode, clock stamp) in `caches`
-        self.light: dict[str, str] = {}
+        #: the vendor builds' files left out of the stat pass before uv runs: {folder: the
+        #: names of its files}, each folder's (device, inode, clock stamp) in `caches`; the
+        #: paths stat'ed, by folder, in `groups`
+        self.light: dict[str, list[str]] = {}
         self.caches: dict[str, tuple[int, int, int]] = {}
+        self.groups: dict[str, list[tuple[str, str]]] = {}
         #: {listed folder: (its device, its lstat fields when listed, the clock stamp of its
         #: file system)}: a folder whose fields are still those is not listed again (`same_entries`)
         self.dirs: dict[str, tuple[int, tuple[int, int, int, int, int], int]] = {}
@@ -107,30 +113,65 @@ class Watch:
         # a vendor build's byte code folders too (``torch/__pycache__/version.*.opt-1.pyc``)
         for folder in list(self.snap["names"]):
             cache = os.path.join(folder, "__pycache__")
-            if cache not in self.snap["names"]:
+            if cache not in self.snap["names"] and not folder.endswith("/__pycache__"):
                 with contextlib.suppress(OSError):
                     self.snap["names"][cache] = set(os.listdir(cache))
 
     def _snapshot(self, guard: object, policy: dict[str, JSON]) -> Snapshot | None:
         """The hook's build journal (its ``_take_snapshot``) of what uv must not change, but
-        for the vendor builds' ``__pycache__/*.pyc`` files (half of a vendor torch's 20,000):
-        those are not stat'ed now but watched by the names in their folder and a clock stamp
-        (`_light_changed`), and put back by removing them (Python writes them again from the
-        source). Without a stamp on a folder's file system (no ``O_TMPFILE``), its byte code
-        is stat'ed with the rest, as before."""
+        for the vendor builds' files (a vendor torch's 20,000 ``.py`` and ``.pyc``): those are
+        not stat'ed now but watched by the names in their folder, that folder's identity and
+        a clock stamp of its file system (`_light_changed`), and put back from the store's
+        copies as the baseline recorded them (`_put_back_light`; byte code by removing it:
+        Python writes it again from the source). The protected set, the site folders and the
+        vendor builds' folders are stat'ed. Without a stamp on a folder's file system (no
+        ``O_TMPFILE``), its files are stat'ed with the rest, as before."""
         g: Any = guard
         if policy is None or not g.copies_loaded():
             return None
         table = g.protected_table()
-        paths = buildwatch.watched_paths(table, g.vendor_files(), g.sites)
-        by_cache: dict[str, list[str]] = {}
-        for path in paths:
-            folder, _, name = path.rpartition("/")
-            if name.endswith(".pyc") and folder.endswith("/__pycache__") and path not in table:
-                by_cache.setdefault(folder, []).append(path)
+        by_folder = _vendor_by_folder(g.vendor_rows(), table)
         stamps: dict[int, int | None] = {}
+        names = self._light_folders(by_folder, stamps)
+        # the rest of `buildwatch.watched_paths`: the protected set, the site folders, the
+        # vendor files' folders (``__pycache__`` aside) and the files of those without a stamp
+        rest = dict.fromkeys(table)
+        rest.update(dict.fromkeys(g.sites))
+        rest.update(dict.fromkeys(f for f in by_folder if not f.endswith("/__pycache__")))
+        for folder, files in by_folder.items():
+            if folder not in self.caches:
+                rest.update(dict.fromkeys(f"{folder}/{name}" for name in files))
+        #: the paths stat'ed before uv runs, by folder (`_stat_groups`)
+        self.groups = _groups(list(rest))
+        stats = _stat_groups(self.groups)
+        listed: dict[str, set[str]] = {}
+        for path, fields in stats.items():  # as `buildwatch.snapshot`: stat, then list
+            if fields is not None and stat.S_ISDIR(fields[3]) and path not in names:
+                with contextlib.suppress(OSError):
+                    listed[path] = set(os.listdir(path))
+        snap: Snapshot = {"stat": stats, "names": listed, "store": hook._store_dir()}
+        for folder in snap["names"]:  # listed after their fields were taken
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                continue
+            if st.st_dev not in stamps:
+                stamps[st.st_dev] = clock_stamp(folder, st.st_dev)
+            stamp, was = stamps[st.st_dev], snap["stat"].get(folder)
+            if stamp is not None and was is not None and was[1] == st.st_ino:
+                self.dirs[folder] = (st.st_dev, was, stamp)
+        snap["names"].update(names)
+        return snap
+
+    def _light_folders(
+        self, by_folder: dict[str, list[str]], stamps: dict[int, int | None]
+    ) -> dict[str, set[str]]:
+        """The folders of the vendor files (``by_folder``: `_vendor_by_folder`) whose file
+        system gives a clock stamp (``stamps``: by device, filled in): each one's stamp,
+        identity and names (`caches`, `dirs`), its files in `light`;
+        returns {folder: its names}."""
         names: dict[str, set[str]] = {}
-        for folder in sorted(by_cache):  # the stamp first, then what it vouches for
+        for folder in sorted(by_folder):  # the stamp first, then what it vouches for
             try:
                 st = os.lstat(folder)
             except OSError:
@@ -148,23 +189,8 @@ class Watch:
                 continue
             self.caches[folder] = (st.st_dev, st.st_ino, stamp)
             self.dirs[folder] = (st.st_dev, _fields(st), stamp)
-            self.light.update(dict.fromkeys(by_cache[folder], folder))
-        light = self.light
-        snap: Snapshot = buildwatch.snapshot(
-            [p for p in paths if p not in light], hook._store_dir()
-        )
-        for folder in snap["names"]:  # listed after their fields were taken
-            try:
-                st = os.lstat(folder)
-            except OSError:
-                continue
-            if st.st_dev not in stamps:
-                stamps[st.st_dev] = clock_stamp(folder, st.st_dev)
-            stamp, was = stamps[st.st_dev], snap["stat"].get(folder)
-            if stamp is not None and was is not None and was[1] == st.st_ino:
-                self.dirs[folder] = (st.st_dev, was, stamp)
-        snap["names"].update(names)
-        return snap
+            self.light[folder] = by_folder[folder]
+        return names
 
     def same_entries(self, folder: str) -> bool:
         """``folder`` holds the names it held when listed, known without listing it: creating,
@@ -187,7 +213,7 @@ class Watch:
         (uv's ``.lock`` aside) did not change: only its times moved."""
         was = self.snap["stat"]
         paths = self.quick if quick else was
-        now = buildwatch.stat_all(paths)
+        now = buildwatch.stat_all(paths) if quick else _stat_groups(self.groups)
         moved, added = [], []
         folders = self.snap["names"]
         if quick:
@@ -242,19 +268,24 @@ class Watch:
         names = self.snap["names"]
         out: list[str] = sorted(swapped)
         lstat = os.lstat
-        for path, folder in self.light.items():
-            was = path[len(folder) + 1 :] in names[folder]
-            try:
-                st = lstat(path)
-            except OSError:
-                if was:
-                    out.append(path)  # removed
-                continue
-            if not was:
-                continue  # a new entry of its folder: `changed`'s ``added``
+        for folder, files in self.light.items():
+            listed, gone = names[folder], folder in swapped
             dev, _, stamp = self.caches[folder]
-            if folder in swapped or st.st_dev != dev or st.st_ctime_ns >= stamp:
-                out.append(path)
+            with _folder_fd(folder, len(files)) as fd:
+                for name in files:
+                    try:
+                        st = lstat(f"{folder}/{name}") if fd is None else lstat(name, dir_fd=fd)
+                    except OSError:
+                        if name in listed:
+                            out.append(f"{folder}/{name}")  # removed
+                        continue
+                    if name not in listed:
+                        continue  # a new entry of its folder: `changed`'s ``added``
+                    if gone or st.st_dev != dev or st.st_ctime_ns >= stamp:
+                        path = f"{folder}/{name}"
+                        if stat.S_ISDIR(st.st_mode) and path in names and not gone:
+                            continue  # a RECORD row of a folder: watched as a folder is
+                        out.append(path)
         return out
 
     def put_back(self) -> tuple[int, list[tuple[str, str]]]:
@@ -279,15 +310,30 @@ class Watch:
                 done += 1
             except OSError as exc:
                 failed.append((folder, exc.strerror or str(exc)))
-        for path in [p for p in moved if p in self.light]:
-            # byte code goes (Python writes it again from the source); a removed one stays so
+        sources = None
+        for path in [p for p in moved if self._is_light(p)]:
             try:
-                if os.path.lexists(path):
-                    buildwatch.remove_path(path)
-                done += 1
+                if _is_byte_code(path):
+                    # byte code goes (Python writes it again from the source); a removed one
+                    # stays so
+                    if os.path.lexists(path):
+                        buildwatch.remove_path(path)
+                    done += 1
+                    continue
+                sources = sources or _sources(self.snap["store"], self.policy)
+                why = _put_back_light(sources, path)
             except OSError as exc:
-                failed.append((path, exc.strerror or str(exc)))
+                why = exc.strerror or str(exc)
+            if why:
+                failed.append((path, why))
+            else:
+                done += 1
         return done + len(added), failed
+
+    def _is_light(self, path: str) -> bool:
+        """``path`` is a file of `light` (watched by its folder's clock stamp)."""
+        folder, _, name = path.rpartition("/")
+        return name in self.light.get(folder, ())
 
     def after_dry_run(self, quick: bool = False) -> None:
         """`Refused` when code uv ran to plan (an sdist's build) changed what is watched
@@ -336,6 +382,170 @@ class Watch:
             self.policy, key, version, paths, self.facts.facts, contents, members
         )
         return judged + file_problems(self.policy, key, paths)
+
+
+def _vendor_by_folder(
+    rows: dict[str, tuple[str, list[str]]], table: dict[str, str]
+) -> dict[str, list[str]]:
+    """The vendor builds' files (``rows``: the hook's ``vendor_rows``, {name: (site, RECORD
+    paths)}; the files `sitefacts.vendor_files` names) but the protected set's (``table``), by
+    folder: {folder: the names of its files}, each once."""
+    out: dict[str, list[str]] = {}
+    for site, rels in rows.values():
+        subs: dict[str, list[str]] = {}
+        for rel in rels:
+            if ".." in rel or "./" in rel:
+                folder, _, name = os.path.normpath(f"{site}/{rel}").rpartition("/")
+                if folder and name:
+                    out.setdefault(folder, []).append(name)
+                continue
+            sub, _, name = rel.rpartition("/")
+            names = subs.get(sub)
+            if names is None:
+                names = subs[sub] = []
+            names.append(name)
+        for sub, names in subs.items():
+            folder = f"{site}/{sub}" if sub else site
+            out.setdefault(folder, []).extend(names)
+    for folder, names in out.items():
+        if len(set(names)) != len(names):
+            out[folder] = list(dict.fromkeys(names))
+    for path in table:  # a protected file is stat'ed (its copy is the store's)
+        folder, _, name = path.rpartition("/")
+        names = out.get(folder)
+        if names is not None and name in names:
+            names.remove(name)
+    return {folder: names for folder, names in out.items() if names}
+
+
+def _groups(paths: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """``paths`` by folder: {folder: [(name, path)]}, in the order of ``paths``."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for path in paths:
+        folder, sep, name = path.rpartition("/")
+        if sep and name:
+            out.setdefault(folder or "/", []).append((name, path))
+        else:
+            out.setdefault("", []).append((path, path))  # "/", "" or relative: by its path
+    return out
+
+
+#: a folder opened only to stat its entries relative to it (``O_PATH``: no read permission
+#: needed, as for a path's lookup); none where the platform has no ``dir_fd`` for ``lstat``
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS |= getattr(os, "O_PATH", 0)
+_DIR_FD = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+@contextlib.contextmanager
+def _folder_fd(folder: str, count: int) -> Iterator[int | None]:
+    """A descriptor of ``folder`` to `os.lstat` its ``count`` entries by name (one lookup of
+    the folder instead of one per entry: the same files, as the folder is reached by the
+    same path), or None (stat them by path) when it cannot be opened or is not worth it."""
+    fd = None
+    if _DIR_FD and count > 2 and folder:
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, _DIR_FLAGS)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _stat_groups(groups: dict[str, list[tuple[str, str]]]) -> dict[str, Fields | None]:
+    """`buildwatch.stat_all` of the paths of ``groups`` (`_groups`), each folder's entries
+    stat'ed relative to it (`_folder_fd`)."""
+    lstat = os.lstat
+    out: dict[str, Fields | None] = {}
+    for folder, items in groups.items():
+        with _folder_fd(folder, len(items)) as fd:
+            for name, path in items:
+                try:
+                    st = lstat(path) if fd is None else lstat(name, dir_fd=fd)
+                except OSError:
+                    out[path] = None
+                    continue
+                out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
+    return out
+
+
+def _is_byte_code(path: str) -> bool:
+    folder, _, name = path.rpartition("/")
+    return name.endswith(".pyc") and folder.endswith("/__pycache__")
+
+
+def _sources(store: str | None, policy: dict[str, JSON]) -> buildwatch.Sources:
+    """Where a vendor file's bytes come back from: the hook's ``_put_back`` sources (the
+    vault's and the policy's find-links' wheels of the vendor builds, the store's baseline)."""
+    g = hook.GUARD
+
+    def owner_of(path: str) -> tuple[str, str] | None:
+        return sitefacts.owner_of(path, g.vendor_rows())
+
+    def is_build(name: str, key: str, version: str) -> bool:
+        parts = sitefacts.wheel_file_name(name)
+        if parts is None or decision.canonical(parts[0]) != key:
+            return False
+        return decision.same_version(parts[1], version)
+
+    return buildwatch.Sources(store, owner_of, is_build, policy.get("find_links"))
+
+
+def _put_back_light(sources: buildwatch.Sources, path: str) -> str | None:
+    """Put back a vendor file of `Watch.light` that uv's run changed or removed: not stat'ed
+    before, so as the baseline recorded it (its size, inode, mtime; the install's mode: the
+    wheel member's executable bit under this umask, as pip and uv set it), with the bytes of
+    a vendor wheel whose member has the baseline's sha256. Why not, or None."""
+    found = sources.owner_of(path)
+    if found is None:
+        return "neither a protected file nor a vendor build's: no copy of it"
+    key, rel = found
+    if sources._baseline is None:
+        sources._baseline = sources._json("baseline.json").get("vendor") or {}
+    build = sources._baseline.get(key) or {}
+    want = (build.get("files") or {}).get(rel) or {}
+    sha, mtime = want.get("sha256"), want.get("mtime_ns")
+    if not isinstance(sha, str) or want.get("pyc") or not isinstance(mtime, int):
+        return "the guard's baseline holds no digest of it"
+    raw = want.get("ino")
+    ino = raw if isinstance(raw, int) else -1
+    import hashlib  # the refusal's path only
+
+    for wheel in sources._wheels(key, str(build.get("version") or "")):
+        member = _wheel_member(wheel, rel)
+        if member is not None and hashlib.sha256(member[0]).hexdigest() == sha:
+            data, executable = member
+            before = (len(data), ino, 0, stat.S_IFREG | _installed_mode(executable), mtime)
+            return buildwatch.write_back(path, data, before)
+    return f"no wheel of {key} in the vault or the policy's find-links holds it"
+
+
+def _wheel_member(wheel: str, rel: str) -> tuple[bytes, bool] | None:
+    """(the bytes, whether it is executable) of the member a wheel holds for the installed
+    path ``rel`` (`buildwatch.wheel_member`), or None."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+            for member in [rel] + [
+                n for n in names if n.endswith(("/purelib/" + rel, "/platlib/" + rel))
+            ]:
+                if member in names:
+                    info = zf.getinfo(member)
+                    return zf.read(member), bool((info.external_attr >> 16) & 0o111)
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
+        return None
+    return None
+
+
+def _installed_mode(executable: bool) -> int:
+    """The mode pip and uv give a file they install under this process's umask: ``0o666``,
+    and the executable bits for a member that has one."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return (0o777 if executable else 0o666) & ~umask | (0o111 if executable else 0)
 
 
 def _fields(st: os.stat_result) -> tuple[int, int, int, int, int]:
