@@ -224,7 +224,9 @@ class Sources:
             return None
         return data if hashlib.sha256(data).hexdigest() == sha else None
 
-    def _vendor(self, path: str, before: Fields) -> str | None:
+    def baseline_row(self, path: str) -> tuple[str, str, dict[str, Any], str] | str:
+        """(vendor build, path in it, the baseline's row of ``path``, the build's version),
+        else why there is none."""
         found = self.owner_of(path)
         if found is None:
             return "neither a protected file nor a vendor build's: no copy of it"
@@ -233,13 +235,20 @@ class Sources:
             self._baseline = self._json("baseline.json").get("vendor") or {}
         build = self._baseline.get(key) or {}
         want = (build.get("files") or {}).get(rel) or {}
+        return key, rel, want, str(build.get("version") or "")
+
+    def _vendor(self, path: str, before: Fields) -> str | None:
+        row = self.baseline_row(path)
+        if isinstance(row, str):
+            return row
+        key, rel, want, version = row
         if want.get("pyc"):  # byte code: Python writes it again from the source
             os.unlink(path)
             return None
         sha = want.get("sha256")
         if not sha:
             return "the guard's baseline holds no digest of it"
-        for wheel in self._wheels(key, str(build.get("version") or "")):
+        for wheel in self._wheels(key, version):
             data = wheel_member(wheel, rel)
             if data is not None and hashlib.sha256(data).hexdigest() == sha:
                 return write_back(path, data, before)
@@ -268,6 +277,12 @@ class Sources:
 def wheel_member(wheel: str, rel: str) -> bytes | None:
     """The bytes a wheel holds for the installed path ``rel`` (site-relative; also under its
     ``.data/purelib`` or ``.data/platlib``), or None."""
+    found = wheel_member_info(wheel, rel)
+    return None if found is None else found[0]
+
+
+def wheel_member_info(wheel: str, rel: str) -> tuple[bytes, bool] | None:
+    """(the bytes, whether it is executable) of `wheel_member`, or None."""
     try:
         with zipfile.ZipFile(wheel) as zf:
             names = set(zf.namelist())
@@ -275,7 +290,8 @@ def wheel_member(wheel: str, rel: str) -> bytes | None:
                 n for n in names if n.endswith(("/purelib/" + rel, "/platlib/" + rel))
             ]:
                 if member in names:
-                    return zf.read(member)
+                    info = zf.getinfo(member)
+                    return zf.read(member), bool((info.external_attr >> 16) & 0o111)
     except (OSError, zipfile.BadZipFile, KeyError, ValueError):
         return None
     return None

@@ -497,14 +497,10 @@ def _put_back_light(sources: buildwatch.Sources, path: str) -> str | None:
     before, so as the baseline recorded it (its size, inode, mtime; the install's mode: the
     wheel member's executable bit under this umask, as pip and uv set it), with the bytes of
     a vendor wheel whose member has the baseline's sha256. Why not, or None."""
-    found = sources.owner_of(path)
-    if found is None:
-        return "neither a protected file nor a vendor build's: no copy of it"
-    key, rel = found
-    if sources._baseline is None:
-        sources._baseline = sources._json("baseline.json").get("vendor") or {}
-    build = sources._baseline.get(key) or {}
-    want = (build.get("files") or {}).get(rel) or {}
+    row = sources.baseline_row(path)
+    if isinstance(row, str):
+        return row
+    key, rel, want, version = row
     sha, mtime = want.get("sha256"), want.get("mtime_ns")
     if not isinstance(sha, str) or want.get("pyc") or not isinstance(mtime, int):
         return "the guard's baseline holds no digest of it"
@@ -512,32 +508,13 @@ def _put_back_light(sources: buildwatch.Sources, path: str) -> str | None:
     ino = raw if isinstance(raw, int) else -1
     import hashlib  # the refusal's path only
 
-    for wheel in sources._wheels(key, str(build.get("version") or "")):
-        member = _wheel_member(wheel, rel)
+    for wheel in sources._wheels(key, version):
+        member = buildwatch.wheel_member_info(wheel, rel)
         if member is not None and hashlib.sha256(member[0]).hexdigest() == sha:
             data, executable = member
             before = (len(data), ino, 0, stat.S_IFREG | _installed_mode(executable), mtime)
             return buildwatch.write_back(path, data, before)
     return f"no wheel of {key} in the vault or the policy's find-links holds it"
-
-
-def _wheel_member(wheel: str, rel: str) -> tuple[bytes, bool] | None:
-    """(the bytes, whether it is executable) of the member a wheel holds for the installed
-    path ``rel`` (`buildwatch.wheel_member`), or None."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = set(zf.namelist())
-            for member in [rel] + [
-                n for n in names if n.endswith(("/purelib/" + rel, "/platlib/" + rel))
-            ]:
-                if member in names:
-                    info = zf.getinfo(member)
-                    return zf.read(member), bool((info.external_attr >> 16) & 0o111)
-    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
-        return None
-    return None
 
 
 def _installed_mode(executable: bool) -> int:
