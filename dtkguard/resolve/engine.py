@@ -19,6 +19,7 @@ import operator
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
     from resolvelib import AbstractProvider, BaseReporter, Resolver
     from resolvelib.resolvers import Criterion, Result
@@ -32,22 +33,9 @@ def resolver_class() -> type[Resolver[Req, Candidate, str]]:
 
     from dtkguard.resolve.candidates import Candidate, Req
 
-    try:
-        from resolvelib.resolvers.criterion import Criterion
-        from resolvelib.resolvers.exceptions import RequirementsConflicted
-        from resolvelib.resolvers.resolution import Resolution, _build_result
-        from resolvelib.structs import (
-            RequirementInformation,
-            _SequenceIterableView,
-            build_iter_view,
-        )
-    except ImportError:  # another resolvelib layout: no memo, same answers
+    if not _known_layout():  # another resolvelib layout: no memo, same answers
         return Resolver
-    requirement_of = operator.itemgetter(0)  # of a RequirementInformation
-    if not all(
-        hasattr(Resolution, name) for name in ("_is_current_pin_satisfying", "_add_to_criteria")
-    ):
-        return Resolver
+    from resolvelib.resolvers.resolution import Resolution, _build_result
 
     class _Remembering(Resolution[Req, Candidate, str]):
         def __init__(
@@ -86,31 +74,7 @@ def resolver_class() -> type[Resolver[Req, Candidate, str]]:
             if matches_for is None:
                 super()._add_to_criteria(criteria, requirement, parent)
                 return
-            self._r.adding_requirement(requirement=requirement, parent=parent)
-            identifier = self._p.identify(requirement_or_candidate=requirement)
-            criterion = criteria.get(identifier)
-            info = RequirementInformation(requirement, parent)
-            if criterion:
-                incompatibilities = list(criterion.incompatibilities)
-                information = list(criterion.information)
-                information.append(info)
-                reqs = tuple(map(requirement_of, information))
-            else:
-                incompatibilities = []
-                information = [info]
-                reqs = (requirement,)
-            matches = matches_for(identifier, reqs, tuple(incompatibilities))
-            view = (
-                _SequenceIterableView(matches)
-                if type(matches) is list
-                else build_iter_view(matches)
-            )
-            criterion = Criterion(
-                candidates=view, information=information, incompatibilities=incompatibilities
-            )
-            if not criterion.candidates:
-                raise RequirementsConflicted(criterion)
-            criteria[identifier] = criterion
+            _add_with_tuples(self, matches_for, criteria, requirement, parent)
 
     class _Resolver(Resolver[Req, Candidate, str]):
         def resolve(  # type: ignore[override]  # resolvelib's own Resolver says the same
@@ -120,3 +84,54 @@ def resolver_class() -> type[Resolver[Req, Candidate, str]]:
             return _build_result(resolution.resolve(requirements, max_rounds=max_rounds))
 
     return _Resolver
+
+
+def _known_layout() -> bool:
+    """resolvelib has the private parts `resolver_class` and `_add_with_tuples` use."""
+    try:
+        import resolvelib.resolvers.criterion
+        import resolvelib.resolvers.exceptions
+        import resolvelib.structs
+        from resolvelib.resolvers.resolution import Resolution
+    except ImportError:
+        return False
+    structs = ("RequirementInformation", "_SequenceIterableView", "build_iter_view")
+    return all(
+        hasattr(Resolution, name) for name in ("_is_current_pin_satisfying", "_add_to_criteria")
+    ) and all(hasattr(resolvelib.structs, name) for name in structs)
+
+
+def _add_with_tuples(
+    resolution: Any,
+    matches_for: Any,
+    criteria: dict[str, Any],
+    requirement: Any,
+    parent: Any,
+) -> None:
+    """The body of `resolver_class`'s ``_add_to_criteria`` (resolvelib's, step for step)."""
+    from resolvelib.resolvers.criterion import Criterion
+    from resolvelib.resolvers.exceptions import RequirementsConflicted
+    from resolvelib.structs import RequirementInformation, _SequenceIterableView, build_iter_view
+
+    requirement_of = operator.itemgetter(0)  # of a RequirementInformation
+    resolution._r.adding_requirement(requirement=requirement, parent=parent)
+    identifier = resolution._p.identify(requirement_or_candidate=requirement)
+    criterion = criteria.get(identifier)
+    info = RequirementInformation(requirement, parent)
+    if criterion:
+        incompatibilities = list(criterion.incompatibilities)
+        information = list(criterion.information)
+        information.append(info)
+        reqs = tuple(map(requirement_of, information))
+    else:
+        incompatibilities = []
+        information = [info]
+        reqs = (requirement,)
+    matches = matches_for(identifier, reqs, tuple(incompatibilities))
+    view = _SequenceIterableView(matches) if type(matches) is list else build_iter_view(matches)
+    criterion = Criterion(
+        candidates=view, information=information, incompatibilities=incompatibilities
+    )
+    if not criterion.candidates:
+        raise RequirementsConflicted(criterion)
+    criteria[identifier] = criterion
