@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 from dtkguard.policy.compiled import CompiledPolicy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import os
-
     from dtkguard.env.interpreter import Interpreter
 
 
@@ -45,13 +45,27 @@ def load_guard_policy(ref: str | None, interp: Interpreter) -> CompiledPolicy:
     env is only the hook's cache, and whoever writes the env can edit it), else the default
     lookup."""
     if ref is None:
-        from dtkguard.env.store import env_store
-
-        es = env_store(interp.prefix)
-        installed = read_policy_json(es.policy if es.policy.is_file() else interp.policy_file)
+        installed = recorded_policy(str(interp.prefix))
         if installed is not None:
             return installed
     from dtkguard.policy.load import load_policy
     from dtkguard.rules.catalog import is_known
 
     return load_policy(ref, known_rule=is_known)
+
+
+def recorded_policy(prefix: str) -> CompiledPolicy | None:
+    """The policy `guard install` recorded for the env at ``prefix``: the store's copy when it
+    is a file, else the env's own (``<prefix>/dtkguard/policy.json``); None when that is absent
+    or unreadable. Paths as text: dtkuv's satisfied answer reads it without pathlib."""
+    import stat
+
+    from dtkguard.env.interpreter import STATE_DIR
+    from dtkguard.env.store_path import env_dir_text
+    from dtkguard.util.purepath import path_mode
+
+    stored = os.path.join(env_dir_text(prefix), "policy.json")
+    mode = path_mode(stored)
+    if mode is None or not stat.S_ISREG(mode):
+        stored = os.path.join(prefix, STATE_DIR, "policy.json")  # `Interpreter.policy_file`
+    return read_policy_json(stored)

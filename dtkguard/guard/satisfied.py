@@ -677,19 +677,11 @@ def _uv_target(python: str, policy_ref: str | None) -> tuple[_Paths, list[Requir
     """`_target` for the uv answer: the policy `guard install` recorded is read by its path as
     text (`load_guard_policy` without --policy, the same file and the same reading); any
     other policy (--policy, none recorded, one unreadable) is `_target`'s."""
-    from dtkguard.env.store_path import env_dir_text
-    from dtkguard.guard.hook_policy import constraints_lines, read_policy_json
-    from dtkguard.util.purepath import path_mode
+    from dtkguard.guard.hook_policy import constraints_lines, recorded_policy
 
     paths = _Paths(python)
     if policy_ref is None:
-        import stat
-
-        stored = os.path.join(env_dir_text(paths.prefix), "policy.json")
-        mode = path_mode(stored)  # EnvStore.policy.is_file(), else the env's copy
-        if mode is None or not stat.S_ISREG(mode):
-            stored = os.path.join(paths.prefix, "dtkguard", "policy.json")
-        policy = read_policy_json(stored)
+        policy = recorded_policy(paths.prefix)
         if policy is not None:
             return paths, [parse_requirement(x, "policy") for x in constraints_lines(policy)]
     _, pins = _target(python, policy_ref)
