@@ -59,8 +59,7 @@ def _plain_version(text: str) -> tuple[str, int | None, str | None] | None:
     post_number = int(post) if dot_post else None
     if not plus:
         return release, post_number, None
-    parts = local.replace("-", ".").replace("_", ".").split(".")
-    if not all(part and _ALNUM.issuperset(part) for part in parts):
+    if not all(part and _ALNUM.issuperset(part) for part in _split_local(local)):
         return None
     return release, post_number, local
 
@@ -257,7 +256,8 @@ _PATTERNS["token"] = (
 
 
 def canonical(name: str) -> str:
-    """``re.sub(r"[-_.]+", "-", name).lower()``."""
+    """``re.sub(r"[-_.]+", "-", name).lower()``, packaging's: unlike `dtkguard.decision.canonical`
+    it strips no white space (a marker's quoted extra is compared as packaging compares it)."""
     text = name.replace("_", "-").replace(".", "-")
     while "--" in text:
         text = text.replace("--", "-")

@@ -320,7 +320,7 @@ class Watch:
                         buildwatch.remove_path(path)
                     done += 1
                     continue
-                sources = sources or _sources(self.snap["store"], self.policy)
+                sources = sources or hook._put_back_sources(self.snap["store"])
                 why = _put_back_light(sources, path)
             except OSError as exc:
                 why = exc.strerror or str(exc)
@@ -466,30 +466,13 @@ def _stat_groups(groups: dict[str, list[tuple[str, str]]]) -> dict[str, Fields |
                 except OSError:
                     out[path] = None
                     continue
-                out[path] = (st.st_size, st.st_ino, st.st_ctime_ns, st.st_mode, st.st_mtime_ns)
+                out[path] = _fields(st)
     return out
 
 
 def _is_byte_code(path: str) -> bool:
     folder, _, name = path.rpartition("/")
     return name.endswith(".pyc") and folder.endswith("/__pycache__")
-
-
-def _sources(store: str | None, policy: dict[str, JSON]) -> buildwatch.Sources:
-    """Where a vendor file's bytes come back from: the hook's ``_put_back`` sources (the
-    vault's and the policy's find-links' wheels of the vendor builds, the store's baseline)."""
-    g = hook.GUARD
-
-    def owner_of(path: str) -> tuple[str, str] | None:
-        return sitefacts.owner_of(path, g.vendor_rows())
-
-    def is_build(name: str, key: str, version: str) -> bool:
-        parts = sitefacts.wheel_file_name(name)
-        if parts is None or decision.canonical(parts[0]) != key:
-            return False
-        return decision.same_version(parts[1], version)
-
-    return buildwatch.Sources(store, owner_of, is_build, policy.get("find_links"))
 
 
 def _put_back_light(sources: buildwatch.Sources, path: str) -> str | None:

@@ -1307,7 +1307,12 @@ def _store_dir():
 def _put_back(snap, changed):
     """Put back what the build journal ``snap`` saw change (`_dtkguard_buildwatch.put_back`),
     from the store and the vendor builds' wheels: (paths put back, [(path, why not)])."""
-    watch = GUARD.buildwatch
+    return GUARD.buildwatch.put_back(snap, changed, _put_back_sources(snap.get("store")))
+
+
+def _put_back_sources(store):
+    """Where a vendor file's bytes come back from (``_dtkguard_buildwatch.Sources``): the
+    store's baseline and copies, the vault's and the policy's find-links' vendor wheels."""
 
     def owner_of(path):
         return GUARD.sitefacts.owner_of(path, GUARD.vendor_rows())
@@ -1318,8 +1323,7 @@ def _put_back(snap, changed):
             return False
         return GUARD.decision.same_version(parts[1], version)
 
-    sources = watch.Sources(snap.get("store"), owner_of, is_build, GUARD.policy.get("find_links"))
-    return watch.put_back(snap, changed, sources)
+    return GUARD.buildwatch.Sources(store, owner_of, is_build, GUARD.policy.get("find_links"))
 
 
 def _patch_uninstall(module):
