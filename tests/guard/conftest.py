@@ -177,6 +177,21 @@ def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(k for k in keys if before.get(k) != after.get(k))
 
 
+def assert_build_refused_and_put_back(
+    g: Guarded, proc: subprocess.CompletedProcess[str], before: dict[str, str]
+) -> None:
+    """dtkuv refused what a build changed in the vendor files (``proc``), put it back (the
+    venv as its snapshot ``before``), installed nothing of the build, and `check` passes."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "vendor-files-changed" in proc.stderr, proc.stderr
+    assert "the guard put back what uv changed" in proc.stderr, proc.stderr
+    assert changed(before, g.venv.snapshot()) == []
+    assert "evilbuild" not in g.venv.installed()
+    assert g.venv.installed()["torch"] == TORCH
+    check = g.dtkguard("check", "--python", str(g.venv.python))
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
 os.environ.setdefault(
     "DTKGUARD_CACHE_DIR", str(Path("/tmp") / f"dtkguard-test-cache-{os.getuid()}")
 )
