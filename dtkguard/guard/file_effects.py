@@ -78,10 +78,15 @@ class EnvFiles:
         if self._facts is None:
             # the import names a vendor build provides: its RECORD's site-level entries suffice
             vendor = {}
-            for d in self.env:
-                if d.key in self.policy["vendor"] and d.path.name.endswith(".dist-info"):
-                    site = os.path.realpath(d.site)
-                    vendor[d.key] = [f"{site}/{t}" for t in _site_entries(d.path)]
+            infos = {
+                str(d.path / "RECORD"): d
+                for d in self.env
+                if d.key in self.policy["vendor"] and d.path.name.endswith(".dist-info")
+            }
+            entries = _kept_site_entries(infos)
+            for record, d in infos.items():
+                site = os.path.realpath(d.site)
+                vendor[d.key] = [f"{site}/{t}" for t in entries[record]]
 
             def kind_of(path: str) -> str | None:
                 return guarded.protected_kind(path, self.sites, self.scripts, self.table)
@@ -121,6 +126,23 @@ class EnvFiles:
             "data": prefix,
             "headers": os.path.join(prefix, "include"),
         }
+
+
+def _kept_site_entries(infos: dict[str, Dist]) -> dict[str, list[str]]:
+    """`_site_entries` of each dist of ``infos`` ({its RECORD: it}), kept by its RECORD's stat
+    (`dtkguard.util.stat_cache`): a vendor torch's RECORD of 20,000 rows is read once, not
+    before every uv run."""
+    from dtkguard.util.stat_cache import kept
+
+    def read(record: str) -> list[str]:
+        return _site_entries(infos[record].path)
+
+    def check(value: JSON) -> list[str] | None:
+        ok = isinstance(value, list) and set(map(type, value)) <= {str}
+        return value if ok else None
+
+    sites = {str(d.site) for d in infos.values()}
+    return kept("site-entries", sites, infos, read, check)
 
 
 def _site_entries(info: Path) -> list[str]:

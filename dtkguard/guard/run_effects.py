@@ -130,7 +130,7 @@ class Watch:
         if policy is None or not g.copies_loaded():
             return None
         table = g.protected_table()
-        by_folder = _vendor_by_folder(g.vendor_rows(), table)
+        by_folder = _vendor_by_folder(_vendor_folders(g), table)
         stamps: dict[int, int | None] = {}
         names = self._light_folders(by_folder, stamps)
         # the rest of `buildwatch.watched_paths`: the protected set, the site folders, the
@@ -384,37 +384,84 @@ class Watch:
         return judged + file_problems(self.policy, key, paths)
 
 
-def _vendor_by_folder(
-    rows: dict[str, tuple[str, list[str]]], table: dict[str, str]
-) -> dict[str, list[str]]:
-    """The vendor builds' files (``rows``: the hook's ``vendor_rows``, {name: (site, RECORD
-    paths)}; the files `sitefacts.vendor_files` names) but the protected set's (``table``), by
+def _vendor_folders(guard: Any) -> list[dict[str, list[str]]]:
+    """`_dist_folders` of each vendor build the hook's ``vendor_rows`` names (its selection,
+    its RECORD reader), kept by its RECORD's stat (`dtkguard.util.stat_cache`): a vendor
+    torch's RECORD of 20,000 rows is read once, not before every uv run."""
+    from dtkguard.util.stat_cache import kept
+
+    # the hook's selection of the vendor builds, each with its dist-info folder for its rows
+    picked = guard.sitefacts.vendor_rows(guard.installed(), guard.policy["vendor"], _itself)
+    infos = {f"{info}/RECORD": site for site, (info,) in picked.values()}
+
+    def read(record: str) -> dict[str, list[str]]:
+        return _dist_folders(infos[record], guard.rows(os.path.dirname(record)))
+
+    found = kept("vendor-folders", set(infos.values()), infos, read, _checked_folders)
+    return list(found.values())
+
+
+def _itself(info: str) -> list[str]:
+    return [info]
+
+
+def _checked_folders(value: JSON) -> dict[str, list[str]] | None:
+    """A kept `_dist_folders` value, or None when it is not one."""
+    if not isinstance(value, dict):
+        return None
+    for names in value.values():
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+            return None
+    return value
+
+
+def _dist_folders(site: str, rels: list[str]) -> dict[str, list[str]]:
+    """The files of one vendor build (``rels``: its RECORD paths, relative to ``site``) by
     folder: {folder: the names of its files}, each once."""
     out: dict[str, list[str]] = {}
-    for site, rels in rows.values():
-        subs: dict[str, list[str]] = {}
-        for rel in rels:
-            if ".." in rel or "./" in rel:
-                folder, _, name = os.path.normpath(f"{site}/{rel}").rpartition("/")
-                if folder and name:
-                    out.setdefault(folder, []).append(name)
-                continue
-            sub, _, name = rel.rpartition("/")
-            names = subs.get(sub)
-            if names is None:
-                names = subs[sub] = []
-            names.append(name)
-        for sub, names in subs.items():
-            folder = f"{site}/{sub}" if sub else site
-            out.setdefault(folder, []).extend(names)
-    for folder, names in out.items():
+    subs: dict[str, list[str]] = {}
+    for rel in rels:
+        if ".." in rel or "./" in rel:
+            folder, _, name = os.path.normpath(f"{site}/{rel}").rpartition("/")
+            if folder and name:
+                out.setdefault(folder, []).append(name)
+            continue
+        sub, _, name = rel.rpartition("/")
+        names = subs.get(sub)
+        if names is None:
+            names = subs[sub] = []
+        names.append(name)
+    for sub, names in subs.items():
+        folder = f"{site}/{sub}" if sub else site
+        out.setdefault(folder, []).extend(names)
+    return _once(out)
+
+
+def _once(folders: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``folders`` with each folder's names once (in place)."""
+    for folder, names in folders.items():
         if len(set(names)) != len(names):
-            out[folder] = list(dict.fromkeys(names))
+            folders[folder] = list(dict.fromkeys(names))
+    return folders
+
+
+def _vendor_by_folder(
+    parts: list[dict[str, list[str]]], table: dict[str, str]
+) -> dict[str, list[str]]:
+    """The vendor builds' files (``parts``: `_dist_folders` of each; the files
+    `sitefacts.vendor_files` names) but the protected set's (``table``), by folder: {folder:
+    the names of its files}, each once."""
+    out: dict[str, list[str]] = {}
+    for part in parts:
+        for folder, names in part.items():
+            out.setdefault(folder, []).extend(names)
+    if len(parts) > 1:
+        _once(out)
     for path in table:  # a protected file is stat'ed (its copy is the store's)
         folder, _, name = path.rpartition("/")
-        names = out.get(folder)
-        if names is not None and name in names:
-            names.remove(name)
+        held = out.get(folder)
+        if held is not None and name in held:
+            held.remove(name)
     return {folder: names for folder, names in out.items() if names}
 
 
