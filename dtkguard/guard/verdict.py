@@ -140,11 +140,14 @@ def judge(
     # plan changes: the same findings before and after, never introduced, so not run at all
     families = [f for f in ENVIRONMENT_CHECKS if f not in ("baseline", "store")]
     now = [f for f in ENVIRONMENT_CHECKS if f != "store"] if gone_names else families
-    old = {_key(f) for f in run_checks(CheckContext(before, policy), now, housekeeping=False)}
     new = run_checks(CheckContext(after, policy), families, housekeeping=False)
-    seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}
-    gone = [f for f in _removal_findings(plan, policy) if (f.rule, f.subject) not in seen]
-    introduced = gone + [f for f in new if _key(f) not in old]
+    removal = _removal_findings(plan, policy)
+    introduced: list[Finding] = []
+    if new or removal:  # else nothing can be introduced: the env before is not judged at all
+        old = {_key(f) for f in run_checks(CheckContext(before, policy), now, housekeeping=False)}
+        seen = {k[:2] for k in old} | {(f.rule, f.subject) for f in new}
+        gone = [f for f in removal if (f.rule, f.subject) not in seen]
+        introduced = gone + [f for f in new if _key(f) not in old]
     unjudged: list[str] = []
     if locate is not None:
         binaries, unjudged = binary_findings(plan, policy, locate)
