@@ -6,9 +6,10 @@ journal (`dtkguard.buildwatch`, the functions of the hook's ``_take_snapshot`` a
 ``_put_back``, and the store's copies they write back from) watches, from before uv's first
 run, (size, inode, ctime) of the protected set and of the vendor builds' files and folders, and
 the names in each of those folders; the vendor builds' byte code by the names in its folders
-and a clock stamp instead (`Watch._snapshot`, `Watch._light_changed`). After a dry run nothing
-of them may have changed; after the real run, inside its journal transaction,
-every file uv wrote is judged by the decision core as the hook judges pip's wheels: the RECORDs
+and a clock stamp instead (`Watch._snapshot`, `Watch._light_changed`). Which files those are
+comes from the vendor RECORDs, kept by each RECORD's stat (`_vendor_folders`). After a dry
+run nothing of them may have changed; after the real run, inside its journal transaction, every
+file uv wrote is judged by the decision core as the hook judges pip's wheels: the RECORDs
 uv wrote for the dists of its plan, the new entries of the watched folders and every watched
 file that changed. A refusal rolls the transaction back (the plan's own files, `journal`) and
 puts the watched files back from the store (`put_back`): the environment ends byte-identical.
