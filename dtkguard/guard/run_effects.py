@@ -355,7 +355,8 @@ class Watch:
             while folder not in ("/", "") and folder not in self.facts.sites:
                 folder = os.path.dirname(folder)
                 folders.add(folder)
-        loose = [p for p in dict.fromkeys(moved + added) if p not in claimed | folders]
+        written = claimed | folders  # once, not for each path
+        loose = [p for p in dict.fromkeys(moved + added) if p not in written]
         problems: list[decision.Problem] = []
         for key, (version, paths) in sorted(by_dist.items()):
             problems += self._judge(key, version, paths)

@@ -49,11 +49,13 @@ def kept(
 
     folder = os.path.join(cache_root_text(), name)
     path = os.path.join(folder, sha256_hex("\0".join(sorted(scope)).encode())[:32] + ".json")
-    try:
-        with open(path, "rb") as fh:
-            old = json.loads(fh.read()) if trusted_text(folder) else {}
-    except (OSError, ValueError):
-        old = {}
+    old = {}
+    if trusted_text(folder):  # before opening: in a folder of others', a FIFO could hang us
+        try:
+            with open(path, "rb") as fh:
+                old = json.loads(fh.read())
+        except (OSError, ValueError):
+            old = {}
     if not isinstance(old, dict):
         old = {}
     new: dict[str, JSON] = {}
