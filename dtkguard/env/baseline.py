@@ -179,21 +179,46 @@ def load(path: str | os.PathLike[str], root: Root | None = None) -> dict[str, An
 def table_lines(text: str) -> dict[str, str]:
     """{top-level key: its line, without the comma} of a baseline text written one table a
     line in sorted order (`dtkguard.guard.baseline.dumps`); {} for any other layout."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return {k: raw[s:e].decode("utf-8", "surrogatepass") for k, (s, e) in table_spans(raw).items()}
+
+
+#: the bytes of a line `table_spans` decodes to find its key (a longer key: the whole line)
+_KEY_BYTES = 4096
+
+
+def table_spans(raw: bytes) -> dict[str, tuple[int, int]]:
+    """`table_lines` of UTF-8 bytes as {key: (start, end) of its line in ``raw``}: only the
+    start of each line is decoded (a change of ``dists`` does not decode the vendor builds'
+    line of megabytes)."""
     import json  # on use, as elsewhere in this module
 
-    if not (text.startswith("{\n") and text.endswith("\n}\n")):
+    if not (raw.startswith(b"{\n") and raw.endswith(b"\n}\n")):
         return {}
     decoder = json.JSONDecoder()
-    out: dict[str, str] = {}
-    for line in text[2:-3].split("\n"):
-        try:
-            key, end = decoder.raw_decode(line)
-        except (ValueError, RecursionError):
+    out: dict[str, tuple[int, int]] = {}
+    start, stop = 2, len(raw) - 3
+    while start <= stop:
+        end = raw.find(b"\n", start, stop)
+        end = stop if end < 0 else end
+        found = _key_at(decoder, raw, start, min(end, start + _KEY_BYTES))
+        if found is None and end > start + _KEY_BYTES:  # the key may run past the head
+            found = _key_at(decoder, raw, start, end)
+        if found is None or (out and found <= max(out)):
             return {}
-        if not isinstance(key, str) or line[end : end + 2] != ": " or (out and key <= max(out)):
-            return {}
-        out[key] = line[:-1] if line.endswith(",") else line
+        out[found] = (start, end - 1 if raw[end - 1 : end] == b"," else end)
+        start = end + 1
     return out
+
+
+def _key_at(decoder: Any, raw: bytes, start: int, end: int) -> str | None:
+    """The JSON string ``raw[start:end]`` starts with when ``": "`` follows it, else None."""
+    try:
+        head = raw[start:end].decode("utf-8", "surrogatepass")
+        key, at = decoder.raw_decode(head)
+    except (ValueError, RecursionError):
+        return None
+    return key if isinstance(key, str) and head[at : at + 2] == ": " else None
 
 
 def _vouched(path: str | os.PathLike[str]) -> bytes | None:
@@ -237,9 +262,9 @@ def _vouch_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:
 _last_vouched: tuple[tuple[object, ...], bytes | None] | None = None
 
 
-def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | None:
-    """(text, `table_lines`) of the baseline at ``path`` when the manifest vouches for its
-    bytes (`_vouched`) and they are one table a line; None otherwise (`load` it whole)."""
+def vouched_spans(path: str | os.PathLike[str]) -> tuple[bytes, dict[str, tuple[int, int]]] | None:
+    """(bytes, `table_spans`) of the baseline at ``path`` when the manifest vouches for its
+    bytes (`_vouched`), they are UTF-8 and one table a line; None otherwise (`load` it whole)."""
     import json  # on use, as elsewhere in this module
 
     global _split
@@ -247,19 +272,28 @@ def vouched_lines(path: str | os.PathLike[str]) -> tuple[str, dict[str, str]] | 
     if raw is None:
         return None
     if _split is None or _split[0] != raw:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        _split = (raw, text, table_lines(text))
-    _, text, lines = _split
-    if lines.get("format") != f'"format": {json.dumps(FORMAT)}' or "vendor" not in lines:
+        if not raw.isascii():  # what dumps writes is ASCII; anything else is checked
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        _split = (raw, table_spans(raw))
+    _, spans = _split
+    if "vendor" not in spans or line_of(raw, spans, "format") != f'"format": {json.dumps(FORMAT)}':
         return None
-    return text, dict(lines)
+    return raw, dict(spans)
 
 
-#: the last bytes `vouched_lines` split: (bytes, text, `table_lines`)
-_split: tuple[bytes, str, dict[str, str]] | None = None
+#: the last bytes `vouched_spans` split: (bytes, `table_spans`)
+_split: tuple[bytes, dict[str, tuple[int, int]]] | None = None
+
+
+def line_of(raw: bytes, spans: dict[str, tuple[int, int]], key: str) -> str | None:
+    """The text of table ``key``'s line (`table_spans`); None when there is none."""
+    if key not in spans:
+        return None
+    start, end = spans[key]
+    return raw[start:end].decode("utf-8")
 
 
 def line_value(lines: dict[str, str], key: str) -> Any:

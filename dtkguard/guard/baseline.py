@@ -393,25 +393,28 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     return moved
 
 
-def _write_guard_file(interp: Interpreter, path: Any, text: str, mode: int | None = None) -> None:
+def _write_guard_file(
+    interp: Interpreter, path: Any, text: str | bytes, mode: int | None = None
+) -> None:
     """Write one of the guard's files and its digest into the guard's manifest in the store
     (so `guard status` and `baseline-tampered` take it as the guard's own)."""
     import hashlib
 
     from dtkguard.env.store import env_store
-    from dtkguard.util.atomic import atomic_write_text
+    from dtkguard.util.atomic import atomic_write_bytes, atomic_write_text
 
-    atomic_write_text(path, text, mode)
+    data = text.encode() if isinstance(text, str) else text
+    atomic_write_bytes(path, data, mode)
     manifest = env_store(interp.prefix).manifest
     try:
         from dtkguard.util.safe_read import read_json
 
-        data = read_json(manifest, what="manifest")
-        entry = data["files"][str(path)]
+        listed = read_json(manifest, what="manifest")
+        entry = listed["files"][str(path)]
     except (OSError, ValueError, KeyError, TypeError):
         return  # not listed: a baseline without a manifest stands on its own
-    entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
-    atomic_write_text(manifest, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    entry["sha256"] = hashlib.sha256(data).hexdigest()
+    atomic_write_text(manifest, json.dumps(listed, indent=1, sort_keys=True) + "\n")
 
 
 def _tripwire_mode(path: Path) -> str | None:
@@ -498,23 +501,23 @@ def _follow_lines(
     interp: Interpreter, path: Any, changes: Any, touched: Sequence[str], approved: bool
 ) -> list[str] | None:
     """`follow_baseline` of a change that touched no vendor build, on a baseline the manifest
-    vouches for (`vouched_lines`): only its ``dists`` and ``guard_install`` lines are read and
-    written again; the vendor builds' line (their 10,000 files) is kept as it is. None when a
-    name the change touched may be a vendor build's (its key is in that line's text) or the
-    file is not such a baseline: follow it whole."""
-    from dtkguard.env.baseline import line_value, validate, vouched_lines
+    vouches for (`vouched_spans`): only its ``dists`` and ``guard_install`` lines are read and
+    written again; the vendor builds' line (their 10,000 files) is kept as it is, never
+    decoded. None when a name the change touched may be a vendor build's (its key is in that
+    line's text, `_names_in`) or the file is not such a baseline: follow it whole."""
+    from dtkguard.env.baseline import line_of, line_value, validate, vouched_spans
 
-    found = vouched_lines(path)
+    found = vouched_spans(path)
     if found is None:
         return None
-    text, lines = found
+    raw, spans = found
     names = {canonical(t) for t in touched} | {key for key, _, _ in changes}
-    if any(f"{json.dumps(key)}: {{" in lines["vendor"] for key in names):
+    if _names_in(raw, spans["vendor"], names):
         return None
+    own = ("dists", "guard_install", "created")
     try:
-        data: dict[str, Any] = {
-            k: line_value(lines, k) for k in ("dists", "guard_install", "created") if k in lines
-        }
+        lines = {k: line_of(raw, spans, k) or "" for k in own if k in spans}
+        data: dict[str, Any] = {k: line_value(lines, k) for k in lines}
     except ValueError:
         return None
     if validate({"dists": data.get("dists"), "vendor": {}}) or not isinstance(
@@ -523,16 +526,41 @@ def _follow_lines(
         return None
     data["vendor"] = {}  # none of the names is a vendor build's (above)
     moved = _move(data, interp, changes) if approved and changes else []
-    for key in ("dists", "guard_install"):
-        if key in data:
-            lines[key] = f"{json.dumps(key)}: {json.dumps(data[key], sort_keys=True)}"
-    _write_if_changed(
-        interp, path, "{\n" + ",\n".join(lines[k] for k in sorted(lines)) + "\n}\n", text
-    )
+    view = memoryview(raw)
+    parts: dict[str, bytes | memoryview] = {k: view[s:e] for k, (s, e) in spans.items()}
+    written: list[str] = [k for k in ("dists", "guard_install") if k in data]
+    for key in written:
+        parts[key] = f"{json.dumps(key)}: {json.dumps(data[key], sort_keys=True)}".encode()
+    same = all(key in spans and parts[key] == raw[slice(*spans[key])] for key in written)
+    if not (same and _as_written(raw, spans)):
+        # one join (the vendor line is copied once), only when a line changed
+        chunks: list[bytes | memoryview] = [b"{\n"]
+        for key in sorted(parts):
+            chunks += [parts[key], b",\n"]
+        chunks[-1] = b"\n}\n"
+        _write_guard_file(interp, path, b"".join(chunks))
     return moved
 
 
-def _write_if_changed(interp: Interpreter, path: Any, text: str, was: str) -> None:
+def _as_written(raw: bytes, spans: dict[str, tuple[int, int]]) -> bool:
+    """Is ``raw`` exactly what its lines joined as `dumps` joins them give (a comma after
+    every line but the last)?"""
+    ends = [end for _, end in sorted(spans.values())]
+    return ends[-1] == len(raw) - 3 and all(raw[e : e + 2] == b",\n" for e in ends[:-1])
+
+
+def _names_in(raw: bytes, span: tuple[int, int], names: set[str]) -> bool:
+    """Is any of ``names`` written as a table's key (``"name": {``) in ``raw[span]``? One
+    pass over the line for all the names (the vendor line is megabytes)."""
+    import re
+
+    if not names:
+        return False
+    keys = (re.escape(json.dumps(n).encode()) for n in sorted(names))
+    return re.compile(b"(?:" + b"|".join(keys) + b"): \\{").search(raw, *span) is not None
+
+
+def _write_if_changed(interp: Interpreter, path: Any, text: str | bytes, was: str | bytes) -> None:
     if text != was:
         _write_guard_file(interp, path, text)
 

@@ -6,7 +6,7 @@ Loading a TOML policy (pydantic, tomlkit) happens once; the result is cached as 
 
 from __future__ import annotations
 
-from dtkguard.decision import canonical
+from dtkguard.decision import canonical, literal_head
 from dtkguard.lightclass import MISSING, asdict, field, fields, record
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
@@ -208,7 +208,7 @@ class CompiledPolicy:
         one, and nothing is compiled (a regex of them all cost a check more than it saved)."""
         heads = self.__dict__.get("_deny_heads")
         if heads is None:
-            heads = tuple(_literal_head(r.pattern) for r in self.deny)
+            heads = tuple(literal_head(r.pattern) for r in self.deny)
             object.__setattr__(self, "_deny_heads", heads)
         return key.startswith(heads)
 
@@ -350,13 +350,6 @@ _CHECKED = {
 }  # fmt: skip
 _SEVERITIES = ("critical", "high", "medium", "low", "info")
 _ON_IMPORT = ("warn", "error", "off")
-
-
-def _literal_head(pattern: str) -> str:
-    """The part of an fnmatch pattern before its first wildcard: every name it matches
-    starts so."""
-    cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
-    return pattern[:cut]
 
 
 def _names(cls: type) -> set[str]:

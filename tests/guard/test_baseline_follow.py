@@ -143,3 +143,44 @@ def test_dumps_keeps_a_line_only_where_the_text_has_one_per_table() -> None:
     )
     one_line = '{\n"a": 1, "b": {"x": 2}\n}\n'
     assert dumps(data, (data, one_line)) == '{\n"a": 1,\n"b": {"x": 2}\n}\n'
+
+
+def _dtkuv_install(g: Guarded, tmp_path: Path, *what: str):  # type: ignore[no-untyped-def]
+    env = hermetic_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    args = ["uv", "--python", str(g.venv.python), "pip", "install", *g.index_args]
+    return g.dtkguard(*args, *what, env=env)
+
+
+def test_the_lines_dtkuv_writes_are_what_encoding_the_baseline_whole_writes(
+    fresh: Guarded, tmp_path: Path
+) -> None:
+    """The follow of an unrelated change splices the new ``dists`` line into the bytes it
+    read: the file is byte for byte what `dumps` of the whole baseline gives, and the
+    manifest holds its digest."""
+    import hashlib
+
+    from dtkguard.env.baseline import load
+    from dtkguard.guard.baseline import dumps
+
+    g = fresh
+    proc = _dtkuv_install(g, tmp_path, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    raw = g.store.baseline.read_bytes()
+    data = load(g.store.baseline)
+    assert data is not None and "accelerate" in data["dists"]
+    assert raw == dumps(data).encode()
+    listed = json.loads(g.store.manifest.read_text(encoding="utf-8"))["files"]
+    assert listed[str(g.store.baseline)]["sha256"] == hashlib.sha256(raw).hexdigest()
+
+
+def test_a_baseline_edited_by_hand_is_not_followed(fresh: Guarded, tmp_path: Path) -> None:
+    """Bytes the manifest does not vouch for are neither spliced nor rewritten: the edit stays
+    for `check` to report."""
+    g = fresh
+    text = g.store.baseline.read_text(encoding="utf-8")
+    edited = text.replace('"created": "', '"created": "x', 1)
+    assert edited != text
+    g.store.baseline.write_text(edited, encoding="utf-8")
+    proc = _dtkuv_install(g, tmp_path, "accelerate==1.6.0")
+    assert proc.returncode == 0, proc.stderr
+    assert g.store.baseline.read_text(encoding="utf-8") == edited
