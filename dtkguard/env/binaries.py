@@ -158,34 +158,23 @@ def dist_binaries(dist: Dist, rows: list[str] | None = None) -> list[Binary]:
     return out
 
 
-#: a RECORD changed this recently (ns) may change again within its timestamp's granularity
-#: without its stat changing: its rows are not kept (git's "racy" index entries)
-RACY_NS = 2_000_000_000
-
-
 def known_rows(dists: list[Dist]) -> dict[Path, list[str]]:
     """`shared_rows` of each host dist of ``dists`` by its path: from the cache where its
-    RECORD's stat (device, inode, size, mtime, ctime) is the one its rows were read at, else
-    read (and kept for the next run). A check reads each RECORD once, not every run: torch's
-    alone has 20,000 rows."""
-    import json
+    RECORD's stat (`dtkguard.util.statcache.stamp`: device, inode, size, mtime, ctime) is the
+    one its rows were read at, else read (and kept for the next run unless its ctime is under
+    two seconds old: `dtkguard.util.racy`). A check reads each RECORD once, not every run:
+    torch's alone has 20,000 rows."""
     import stat
     import time
 
-    from dtkguard.util.cache_dir import cache_root, trusted
-    from dtkguard.util.sha import sha256_hex
+    from dtkguard.util import statcache
+    from dtkguard.util.racy import settled
 
     host = [d for d in dists if d.root.is_host]
     if not host:
         return {}
-    sites = sorted({str(d.site) for d in host})
-    path = cache_root() / "shared-rows" / f"{sha256_hex(chr(0).join(sites).encode())[:32]}.json"
-    try:
-        old = json.loads(path.read_bytes()) if trusted(path.parent) else {}
-    except (OSError, ValueError):
-        old = {}
-    if not isinstance(old, dict):
-        old = {}
+    path = statcache.cache_file("shared-rows", chr(0).join(sorted({str(d.site) for d in host})))
+    old = statcache.load(path)
     new: dict[str, JSON] = {}
     out: dict[Path, list[str]] = {}
     now = time.time_ns()
@@ -197,31 +186,18 @@ def known_rows(dists: list[Dist]) -> dict[Path, list[str]]:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue  # read the long way: `shared_rows` says what such a RECORD holds
-        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        key = statcache.stamp(st)
         hit = old.get(record)
-        if isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp:
+        if isinstance(hit, list) and len(hit) == 2 and hit[0] == key:
             rows = [r for r in hit[1] if isinstance(r, str)] if isinstance(hit[1], list) else []
         else:
             rows = shared_rows(dist)
         out[dist.path] = rows
-        if now - st.st_ctime_ns >= RACY_NS:
-            new[record] = [stamp, rows]
+        if settled(st, now):
+            new[record] = [key, rows]
     if new != old:
-        _keep(path, new)
+        statcache.keep(path, new)
     return out
-
-
-def _keep(path: Path, entries: dict[str, JSON]) -> None:
-    """Write the rows cache; best effort (a cache that cannot be written is read again)."""
-    import contextlib
-    import json
-
-    from dtkguard.util.atomic import atomic_write_text
-    from dtkguard.util.cache_dir import private_dir
-
-    with contextlib.suppress(OSError, ValueError):
-        private_dir(path.parent)
-        atomic_write_text(path, json.dumps(entries, separators=(",", ":")), 0o600, through=False)
 
 
 def env_binaries(env: Environment) -> list[Binary]:

@@ -205,7 +205,7 @@ def test_a_kept_record_is_read_again_when_it_changes_and_its_files_every_time(tm
     files those rows name are judged on every run, and a RECORD that changes is read again."""
     import time
 
-    from dtkguard.env.binaries import RACY_NS
+    from dtkguard.util.racy import RACY_NS
 
     cache = tmp_path / "cache"
     env = {"DTKGUARD_CACHE_DIR": str(cache)}
