@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 #: METADATA larger than this is read only this far (headers come first)
 METADATA_LIMIT = 1 << 20
 SMALL_FILE_LIMIT = 1 << 16
+#: the headers of METADATA a `Dist` keeps: all that its readers use (a site scan's cache
+#: keeps no more: `dtkguard.env.scan_cache`)
+DIST_HEADERS = ("name", "version", "requires-dist", "requires-python")
 
 
 @record
@@ -38,6 +41,7 @@ class Dist:
     root: Root = field(repr=False, default_factory=Root)
     #: which interpreter prefix it belongs to (several under an image root)
     group: str = ""
+    #: the METADATA headers it is read by (`DIST_HEADERS`), lower-cased
     headers: dict[str, list[str]] = field(default_factory=dict, repr=False)
     #: an ``.egg`` or a develop install (``.egg-link``, ``easy-install.pth``): on sys.path
     #: beside the site's own dists, so never hidden behind one of the same name
@@ -156,12 +160,25 @@ def _from_metadata(
 ) -> Dist | str:
     """A Dist from METADATA/PKG-INFO bytes; a string (naming ``base/entry``) when Name or
     Version is missing."""
-    headers = parse_headers(data)
+    return from_headers(parse_headers(data), path, site, root, group, base, entry)
+
+
+def from_headers(
+    headers: dict[str, list[str]],
+    path: Path,
+    site: Path,
+    root: Root,
+    group: str,
+    base: Path,
+    entry: str,
+) -> Dist | str:
+    """A Dist of parsed METADATA/PKG-INFO headers (its `DIST_HEADERS`), as `_from_metadata`."""
     name = (headers.get("name") or [""])[0]
     version = (headers.get("version") or [""])[0]
     if not name or not version:
         return f"{root.inner(base / entry)}: broken metadata (no Name or Version)"
-    return Dist(name, version, path, site, root, group, headers)
+    kept = {k: headers[k] for k in DIST_HEADERS if k in headers}
+    return Dist(name, version, path, site, root, group, kept)
 
 
 def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
@@ -249,11 +266,20 @@ def scan_site(root: Root, site: Path, group: str = "") -> tuple[list[Dist], list
         return [], [f"{root.inner(site)}: cannot list: {exc.strerror or exc}"]
     results: list[Dist | str] = []
     legacy: list[Dist | str] = []
+    if root.is_host:  # a host's .dist-info folders: their parsed METADATA kept between runs
+        from dtkguard.env.scan_cache import SiteScan
+
+        scan = SiteScan(site)
+        read = scan.read
+    else:
+        scan, read = None, read_dist
     for entry in entries:
         if entry.endswith((".dist-info", ".egg-info")):
-            results.append(read_dist(root, site, entry, group))
+            results.append(read(root, site, entry, group))
         elif entry.endswith((".egg", ".egg-link")) or entry == "easy-install.pth":
             legacy += _legacy(root, site, entry, group)
+    if scan is not None:
+        scan.keep()
     seen: set[str] = set()
     for result in legacy:
         if isinstance(result, Dist):

@@ -167,9 +167,12 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
 
 def _changed_layers(es: EnvStore, files: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """(path, "missing" | "modified") of each layer of the manifest ``files`` that is not what
-    install wrote. A layer a hash found equal is not hashed again while its inode, ctime and
-    size stay what the store's layer stat cache holds (a write, a rename or a copy in its
-    place changes its ctime; as the baseline's stat cache), the cache kept when it moved."""
+    install wrote. A hashed layer is not hashed again while its inode, ctime and size stay
+    what the store's layer stat cache holds beside the digest the hash found (a write, a
+    rename or a copy in its place changes its ctime; as the baseline's stat cache): equal to
+    the manifest's, it is intact; another, modified. A digest found of a layer whose ctime is
+    under two seconds old is not kept (`stat_cache.settled`), an equal one always was; the
+    cache is written when it moved."""
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
     seen = load_stat_cache(es.layer_stat_cache)
@@ -190,9 +193,10 @@ def _layer(
     """ "missing" or "modified" when a guard layer is not what install wrote; None when it is
     (a missing ``.pyc`` is none: Python compiles the source again). Read as a regular file
     only: a FIFO or a device put in a layer's place is "modified", never a hang. ``seen``: the
-    layer stat cache's ``[ino, ctime_ns, size, digest]`` of ``path``; an equal hash adds the
-    file's to ``verified``."""
+    layer stat cache's ``[ino, ctime_ns, size, digest found]`` of ``path``; a hash adds the
+    file's to ``verified`` (one that differs only once it is settled)."""
     from dtkguard.env.baseline import pyc_body_sha256, sha256_file
+    from dtkguard.util.stat_cache import settled
 
     pyc = bool(entry.get("code_sha256"))
     want = entry.get("code_sha256") if pyc else entry.get("sha256")
@@ -204,15 +208,17 @@ def _layer(
         return None  # as a missing .pyc
     if not want:
         return None
-    key = [st.st_ino, st.st_ctime_ns, st.st_size, want]
-    if seen == key and stat.S_ISREG(st.st_mode):
-        verified[path] = key
-        return None
+    key = [st.st_ino, st.st_ctime_ns, st.st_size]
+    if stat.S_ISREG(st.st_mode) and isinstance(seen, list) and seen[:3] == key and len(seen) == 4:
+        verified[path] = seen
+        return None if seen[3] == want else "modified"
     got = pyc_body_sha256(path) if pyc else sha256_file(path)
-    if got != want:
-        return "modified"
-    verified[path] = key
-    return None
+    if got == want:
+        verified[path] = [*key, want]
+        return None
+    if got is not None and stat.S_ISREG(st.st_mode) and settled(st):
+        verified[path] = [*key, got]  # not hashed again while it stays this file
+    return "modified"
 
 
 def _protected(es: EnvStore, fix: str) -> Iterator[Finding]:

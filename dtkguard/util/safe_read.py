@@ -75,11 +75,14 @@ def regular_fd(
 ) -> tuple[int, int]:
     """(descriptor, fstat size) of a regular file, opened as `open_regular` opens it, without
     a file object (the caller closes the descriptor); `NotRegularFile` for anything else."""
-    return _regular_fd(path, follow, root)
+    fd, st = _regular_fd(path, follow, root)
+    return fd, st.st_size
 
 
-def _regular_fd(path: str | os.PathLike[str], follow: bool, root: Any) -> tuple[int, int]:
-    """(descriptor, size) of a regular file, opened as `open_regular` opens it."""
+def _regular_fd(
+    path: str | os.PathLike[str], follow: bool, root: Any
+) -> tuple[int, os.stat_result]:
+    """(descriptor, fstat) of a regular file, opened as `open_regular` opens it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if root is not None:
         fd = root.open(path, flags, follow=follow)
@@ -92,7 +95,7 @@ def _regular_fd(path: str | os.PathLike[str], follow: bool, root: Any) -> tuple[
     except BaseException:
         os.close(fd)
         raise
-    return fd, st.st_size
+    return fd, st
 
 
 def _read_fd(fd: int, limit: int, size: int) -> bytes:
@@ -134,9 +137,16 @@ def read_head(
     path: str | os.PathLike[str], limit: int, *, follow: bool = True, root: object | None = None
 ) -> bytes:
     """The first ``limit`` bytes of a regular file (the rest, if any, is not read)."""
-    fd, size = _regular_fd(path, follow, root)
+    return read_head_stat(path, limit, follow=follow, root=root)[0]
+
+
+def read_head_stat(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = True, root: object | None = None
+) -> tuple[bytes, os.stat_result]:
+    """`read_head`, with the fstat of the very file read (a stat-keyed cache's key)."""
+    fd, st = _regular_fd(path, follow, root)
     try:
-        return _read_fd(fd, limit, size)
+        return _read_fd(fd, limit, st.st_size), st
     finally:
         os.close(fd)
 
@@ -150,9 +160,9 @@ def read_capped(
     root: object | None = None,
 ) -> bytes:
     """The whole of a regular file of at most ``limit`` bytes; `TooLarge` names the limit."""
-    fd, size = _regular_fd(path, follow, root)
+    fd, st = _regular_fd(path, follow, root)
     try:
-        data = _read_fd(fd, limit + 1, size)
+        data = _read_fd(fd, limit + 1, st.st_size)
     finally:
         os.close(fd)
     if len(data) > limit:

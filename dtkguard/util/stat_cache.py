@@ -17,7 +17,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     from dtkguard.util.json_types import JSON
 
@@ -26,6 +26,63 @@ if TYPE_CHECKING:
 #: a file changed this recently (ns) may change again within its timestamp's granularity
 #: without its stat changing: what was read of it is not kept
 RACY_NS = 2_000_000_000
+
+
+def stamp(st: os.stat_result) -> list[int]:
+    """What an entry keeps of a file's stat: device, inode, size, mtime and ctime (a rewrite in
+    place with the mtime put back still moves the ctime; nothing sets it back)."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def settled(st: os.stat_result, now: int | None = None) -> bool:
+    """May what was read of the file of stat ``st`` be kept: its ctime is `RACY_NS` old.
+    ``now``: `time.time_ns` taken once for many files."""
+    import time
+
+    return (time.time_ns() if now is None else now) - st.st_ctime_ns >= RACY_NS
+
+
+def cache_file(name: str, scope: Iterable[str]) -> str:
+    """The cache file ``name`` of ``scope`` (the site folders it is about):
+    ``<cache root>/<name>/<sha256 of the scope, 32 hex digits>.json``."""
+    from dtkguard.util.cache_dir import cache_root_text
+    from dtkguard.util.sha import sha256_hex
+
+    key = "\0".join(sorted(scope)).encode("utf-8", "surrogateescape")
+    return os.path.join(cache_root_text(), name, sha256_hex(key)[:32] + ".json")
+
+
+def load(path: str) -> dict[str, Any]:
+    """The table of the cache file ``path``; {} when it cannot be believed or read (absent,
+    unreadable, not JSON, no table, or in a folder another user could write: checked before
+    opening it, as there a FIFO could hang us)."""
+    import json
+
+    from dtkguard.util.cache_dir import trusted_text
+
+    if not trusted_text(os.path.dirname(path)):
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def keep(path: str, table: dict[str, Any]) -> None:
+    """Write the table of the cache file ``path`` (0600 in a 0700 folder); best effort (a
+    cache that cannot be written is read again)."""
+    import contextlib
+    import json
+    from pathlib import Path
+
+    from dtkguard.util.atomic import atomic_write_text
+    from dtkguard.util.cache_dir import private_dir
+
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        private_dir(Path(os.path.dirname(path)))
+        atomic_write_text(path, json.dumps(table, separators=(",", ":")), 0o600, through=False)
 
 
 def kept(
@@ -37,27 +94,14 @@ def kept(
 ) -> dict[str, T]:
     """{file: ``read(file)``} of each of ``files``, from the cache ``name`` (one per ``scope``:
     the site folders it is about) where the file's stat is the one it was read at, else read
-    (and kept for the next run when its stat is older than `RACY_NS`). ``check``: a kept value
-    (JSON: what ``read`` returns is kept as is), or None when it is not one (a miss). A
-    file that is no regular file is read every time."""
-    import json
+    (and kept for the next run when it is `settled`). ``check``: a kept value (JSON: what
+    ``read`` returns is kept as is), or None when it is not one (a miss). A file that is no
+    regular file is read every time."""
     import stat
     import time
 
-    from dtkguard.util.cache_dir import cache_root_text, trusted_text
-    from dtkguard.util.sha import sha256_hex
-
-    folder = os.path.join(cache_root_text(), name)
-    path = os.path.join(folder, sha256_hex("\0".join(sorted(scope)).encode())[:32] + ".json")
-    old = {}
-    if trusted_text(folder):  # before opening: in a folder of others', a FIFO could hang us
-        try:
-            with open(path, "rb") as fh:
-                old = json.loads(fh.read())
-        except (OSError, ValueError):
-            old = {}
-    if not isinstance(old, dict):
-        old = {}
+    path = cache_file(name, scope)
+    old = load(path)
     new: dict[str, JSON] = {}
     out: dict[str, T] = {}
     now = time.time_ns()
@@ -69,30 +113,16 @@ def kept(
         if st is None or not stat.S_ISREG(st.st_mode):
             out[file] = read(file)
             continue
-        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        key = stamp(st)
         hit = old.get(file)
         value = None
-        if isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp:
+        if isinstance(hit, list) and len(hit) == 2 and hit[0] == key:
             value = check(hit[1])
         if value is None:
             value = read(file)
         out[file] = value
-        if now - st.st_ctime_ns >= RACY_NS:
-            new[file] = [stamp, value]
+        if settled(st, now):
+            new[file] = [key, value]
     if new != old:
-        _keep(folder, path, new)
+        keep(path, new)
     return out
-
-
-def _keep(folder: str, path: str, entries: dict[str, JSON]) -> None:
-    """Write the cache; best effort (a cache that cannot be written is read again)."""
-    import contextlib
-    import json
-    from pathlib import Path
-
-    from dtkguard.util.atomic import atomic_write_text
-    from dtkguard.util.cache_dir import private_dir
-
-    with contextlib.suppress(OSError, ValueError):
-        private_dir(Path(folder))
-        atomic_write_text(path, json.dumps(entries, separators=(",", ":")), 0o600, through=False)

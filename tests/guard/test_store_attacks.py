@@ -3,6 +3,7 @@ reproduced on a real guarded venv with real pip, uv and venv, and `check` names 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -370,9 +371,40 @@ def test_a_layer_rewritten_after_the_layer_stat_cache_holds_it_is_found(env: Gua
     assert "guard-missing" in rules(found) and "_dtkguard_decision.py" in str(found), found
 
 
+def test_a_modified_layer_is_hashed_once_and_found_on_every_run(env: Guarded) -> None:
+    """A layer that differs from the manifest keeps the digest its hash found (once its ctime
+    is settled: `stat_cache.settled`), beside its stat: every check finds it modified without
+    hashing it again, and the file put back (a new ctime) is hashed and clean at once."""
+    import time
+
+    from dtkguard.util.stat_cache import RACY_NS
+
+    g = env
+    check(g)
+    layer = g.venv.site_packages / "_dtkguard_finder.py"
+    data = layer.read_bytes()
+    layer.write_bytes(data + b"\n# planted\n")
+    _, found = check(g)
+    assert "guard-missing" in rules(found) and "_dtkguard_finder.py" in str(found), found
+    st = layer.stat()
+    kept = json.loads(g.store.layer_stat_cache.read_text()).get(str(layer))
+    assert kept is None or kept[:2] != [st.st_ino, st.st_ctime_ns]  # racy: not kept
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    for _ in range(2):
+        _, found = check(g)
+        assert "guard-missing" in rules(found) and "_dtkguard_finder.py" in str(found), found
+        st = layer.stat()
+        kept = json.loads(g.store.layer_stat_cache.read_text())[str(layer)]
+        assert kept[:3] == [st.st_ino, st.st_ctime_ns, st.st_size], kept
+        assert kept[3] == hashlib.sha256(layer.read_bytes()).hexdigest()
+    layer.write_bytes(data)
+    assert "guard-missing" not in rules(check(g)[1])
+
+
 def test_a_forged_layer_stat_cache_entry_hides_nothing(env: Guarded) -> None:
-    """A cache entry is used only with the manifest's digest: an entry that names the planted
-    file's inode and ctime beside another digest makes check hash the file."""
+    """A cache entry is believed only as the digest found of that very file: an entry that
+    names the planted file's inode and ctime beside another digest than the manifest's says
+    modified."""
     g = env
     check(g)
     layer = g.venv.site_packages / "_dtkguard_finder.py"
