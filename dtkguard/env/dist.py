@@ -17,8 +17,18 @@ from dtkguard.util.safe_read import read_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from dtkguard.env.json_shapes import DistDict
     from dtkguard.util.json_types import JSON
+
+    class SiteReader(Protocol):
+        """Reads a site's entries for `scan_site` (`dtkguard.env.scan_cache.SiteScan`)."""
+
+        def read(self, root: Root, site: Path, entry: str, group: str = "") -> Dist | str: ...
+
+        def keep(self) -> None: ...
+
 
 #: METADATA larger than this is read only this far (headers come first)
 METADATA_LIMIT = 1 << 20
@@ -253,8 +263,11 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
     return out
 
 
-def scan_site(root: Root, site: Path, group: str = "") -> tuple[list[Dist], list[str]]:
-    """All distributions in one site directory, and warnings for what could not be read.
+def scan_site(
+    root: Root, site: Path, group: str = "", reader: SiteReader | None = None
+) -> tuple[list[Dist], list[str]]:
+    """All distributions in one site directory, and warnings for what could not be read;
+    ``reader``: reads its metadata folders instead of `read_dist` (a cache), told when done.
 
     Legacy installs (``.egg``, ``.egg-link``, ``easy-install.pth``) come after the site's own
     metadata, each once."""
@@ -266,20 +279,14 @@ def scan_site(root: Root, site: Path, group: str = "") -> tuple[list[Dist], list
         return [], [f"{root.inner(site)}: cannot list: {exc.strerror or exc}"]
     results: list[Dist | str] = []
     legacy: list[Dist | str] = []
-    if root.is_host:  # a host's .dist-info folders: their parsed METADATA kept between runs
-        from dtkguard.env.scan_cache import SiteScan
-
-        scan = SiteScan(site)
-        read = scan.read
-    else:
-        scan, read = None, read_dist
+    read = reader.read if reader is not None else read_dist
     for entry in entries:
         if entry.endswith((".dist-info", ".egg-info")):
             results.append(read(root, site, entry, group))
         elif entry.endswith((".egg", ".egg-link")) or entry == "easy-install.pth":
             legacy += _legacy(root, site, entry, group)
-    if scan is not None:
-        scan.keep()
+    if reader is not None:
+        reader.keep()
     seen: set[str] = set()
     for result in legacy:
         if isinstance(result, Dist):

@@ -76,7 +76,11 @@ def _scan(root: Root, site: Path, group: str) -> tuple[list[Dist], list[str]]:
             egg.legacy = True
             return [egg], []
         return [], [egg]
-    return scan_site(root, site, group)
+    if not root.is_host:
+        return scan_site(root, site, group)
+    from dtkguard.env.scan_cache import SiteScan  # a host's parsed METADATA kept between runs
+
+    return scan_site(root, site, group, SiteScan(site))
 
 
 def collect_sites(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
