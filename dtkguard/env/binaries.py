@@ -172,7 +172,7 @@ def known_rows(dists: list[Dist]) -> dict[Path, list[str]]:
         return [r for r in value if isinstance(r, str)] if isinstance(value, list) else None
 
     sites = {str(d.site) for d in host.values()}
-    found = kept("shared-rows", sites, host, lambda record: shared_rows(host[record]), rows)
+    found = kept("shared-rows", sites, host, lambda r: shared_rows(host[r]), rows, [__file__])
     return {host[record].path: rows for record, rows in found.items()}
 
 

@@ -20,6 +20,7 @@ import os
 import stat
 import time
 
+from dtkguard.env import dist
 from dtkguard.env.dist import METADATA_LIMIT, Dist, from_headers, parse_headers, read_dist
 from dtkguard.util import stat_cache
 from dtkguard.util.safe_read import read_head_stat
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 #: the layout of a cache file; another is a miss
 FORMAT = 1
+#: the code that parses what is kept (`stat_cache.cache_file`)
+_SOURCES = (dist.__file__, __file__)
 
 
 class SiteScan:
@@ -40,7 +43,7 @@ class SiteScan:
 
     def __init__(self, site: Path) -> None:
         self._site = str(site)
-        self._file = stat_cache.cache_file("site-scan", [self._site])
+        self._file = stat_cache.cache_file("site-scan", [self._site], _SOURCES)
         table = stat_cache.load(self._file)
         old = table.get("dists")
         same = table.get("format") == FORMAT and table.get("site") == self._site

@@ -142,7 +142,9 @@ def _kept_site_entries(infos: dict[str, Dist]) -> dict[str, list[str]]:
         return value if ok else None
 
     sites = {str(d.site) for d in infos.values()}
-    return kept("site-entries", sites, infos, read, check)
+    from dtkguard import records
+
+    return kept("site-entries", sites, infos, read, check, [__file__, records.__file__])
 
 
 def _site_entries(info: Path) -> list[str]:

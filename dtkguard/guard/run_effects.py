@@ -399,7 +399,8 @@ def _vendor_folders(guard: Any) -> list[dict[str, list[str]]]:
     def read(record: str) -> dict[str, list[str]]:
         return _dist_folders(infos[record], guard.rows(os.path.dirname(record)))
 
-    found = kept("vendor-folders", set(infos.values()), infos, read, _checked_folders)
+    code = [__file__, hook.__file__ or ""]  # `_dist_folders` and the hook's RECORD reader
+    found = kept("vendor-folders", set(infos.values()), infos, read, _checked_folders, code)
     return list(found.values())
 
 

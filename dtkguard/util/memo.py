@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _code_stamp(sources: Iterable[str]) -> list[Any]:
+def code_stamp(sources: Iterable[str]) -> list[Any]:
+    """dtkguard's version and the (size, mtime) of each of ``sources``: the code an answer
+    was computed by (an edited checkout or another release is another stamp)."""
     from dtkguard import __version__
 
     out: list[Any] = [__version__]
@@ -39,7 +41,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
     for these inputs and this code is there; else computed and stored."""
     from dtkguard.util.cache_dir import cache_root, private_dir, trusted
 
-    text = json.dumps([inputs, _code_stamp(sources)], sort_keys=True, separators=(",", ":"))
+    text = json.dumps([inputs, code_stamp(sources)], sort_keys=True, separators=(",", ":"))
     digest = sha256_hex(text.encode("utf-8", "surrogatepass"))
     path = cache_root() / namespace / f"{digest}.json"
     try:

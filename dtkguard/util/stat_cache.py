@@ -42,13 +42,18 @@ def settled(st: os.stat_result, now: int | None = None) -> bool:
     return (time.time_ns() if now is None else now) - st.st_ctime_ns >= RACY_NS
 
 
-def cache_file(name: str, scope: Iterable[str]) -> str:
-    """The cache file ``name`` of ``scope`` (the site folders it is about):
-    ``<cache root>/<name>/<sha256 of the scope, 32 hex digits>.json``."""
+def cache_file(name: str, scope: Iterable[str], sources: Iterable[str]) -> str:
+    """The cache file ``name`` of ``scope`` (the site folders it is about), as read by the code
+    of ``sources`` (`dtkguard.util.memo.code_stamp`: another release or an edited checkout
+    reads into another file, never an answer of other code):
+    ``<cache root>/<name>/<sha256 of both, 32 hex digits>.json``."""
+    import json
+
     from dtkguard.util.cache_dir import cache_root_text
+    from dtkguard.util.memo import code_stamp
     from dtkguard.util.sha import sha256_hex
 
-    key = "\0".join(sorted(scope)).encode("utf-8", "surrogateescape")
+    key = json.dumps([sorted(scope), code_stamp(sources)]).encode("utf-8", "surrogateescape")
     return os.path.join(cache_root_text(), name, sha256_hex(key)[:32] + ".json")
 
 
@@ -91,16 +96,18 @@ def kept(
     files: Iterable[str],
     read: Callable[[str], T],
     check: Callable[[JSON], T | None],
+    sources: Iterable[str],
 ) -> dict[str, T]:
-    """{file: ``read(file)``} of each of ``files``, from the cache ``name`` (one per ``scope``:
-    the site folders it is about) where the file's stat is the one it was read at, else read
-    (and kept for the next run when it is `settled`). ``check``: a kept value (JSON: what
+    """{file: ``read(file)``} of each of ``files``, from the cache ``name`` (one per ``scope``,
+    the site folders it is about, and ``sources``, the code ``read`` runs: `cache_file`) where
+    the file's stat is the one it was read at, else read (and kept for the next run when it is
+    `settled`). ``check``: a kept value (JSON: what
     ``read`` returns is kept as is), or None when it is not one (a miss). A file that is no
     regular file is read every time."""
     import stat
     import time
 
-    path = cache_file(name, scope)
+    path = cache_file(name, scope, sources)
     old = load(path)
     new: dict[str, JSON] = {}
     out: dict[str, T] = {}
