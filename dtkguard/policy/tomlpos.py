@@ -126,15 +126,17 @@ def parse_toml(text: str, file: str, error: type[InputError] = InputError) -> di
 
     try:
         return tomlkit.parse(text).unwrap()
-    except ParseError as exc:  # tomlkit counts columns from 0
-        message = str(exc).split(" at line ")[0]
-        raise error(f"invalid TOML: {message}", file, exc.line, exc.col + 1) from None
-    except KeyAlreadyPresent:
+    except (ParseError, KeyAlreadyPresent) as exc:
+        # a key given twice is said alike whichever error tomlkit raises for it (its releases
+        # differ: KeyAlreadyPresent, or a ParseError "Key ... already exists")
         found: list[tuple[Path, int, int]] = []
         key_positions(text, found)
-        key, line, col = found[0] if found else ((), 1, 1)
-        field = ".".join(map(str, (k for k in key if not isinstance(k, int)))) or None
-        raise error("invalid TOML: key defined twice", file, line, col, field) from None
+        if found or not isinstance(exc, ParseError):
+            key, line, col = found[0] if found else ((), 1, 1)
+            field = ".".join(map(str, (k for k in key if not isinstance(k, int)))) or None
+            raise error("invalid TOML: key defined twice", file, line, col, field) from None
+        message = str(exc).split(" at line ")[0]  # tomlkit counts columns from 0
+        raise error(f"invalid TOML: {message}", file, exc.line, exc.col + 1) from None
     except (TOMLKitError, ValueError, RecursionError) as exc:
         raise error(f"invalid TOML: {exc}", file, 1, 1) from None
 
