@@ -343,12 +343,11 @@ APPROVING_TOOLS = ("dtkpip", "dtkuv")
 def refused(policy: CompiledPolicy | None, name: str, version: str) -> list[tuple[str, str]]:
     """Why the decision core does not let ``name`` at ``version`` be in the environment:
     (rule, message) of each refusal; [] when it may be there."""
-    import datetime
-
     from dtkguard.decision import decide, refusals
 
     data = policy.decision_json() if policy is not None else {}
-    found = refusals(decide(data, [(name, version)], datetime.date.today().isoformat()))
+    today = time.strftime("%Y-%m-%d")  # `datetime.date.today().isoformat()`, without datetime
+    found = refusals(decide(data, [(name, version)], today))
     return [(p.rule, p.message) for p in found]
 
 
@@ -361,8 +360,6 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     """Apply an approved transaction's changes to the baseline's ``dists``: what the policy
     allows, never a vendor build the baseline recorded (only `guard install --rebaseline`
     moves those). ``guard_install`` keeps the dists of `guard install` (``--to guard-install``)."""
-    import copy
-
     from dtkguard.env.environment import from_python
     from dtkguard.env.store import env_store
     from dtkguard.guard.hook_policy import read_policy_json
@@ -371,7 +368,8 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
         interp.policy_file
     )
     dists = data["dists"]
-    at_install = {"created": data.get("created"), "dists": copy.deepcopy(dists)}
+    # a copy of the mapping is enough: below, entries are replaced or removed, never changed
+    at_install = {"created": data.get("created"), "dists": dict(dists)}
     data.setdefault("guard_install", at_install)
     installed: dict[str, Dist] = {}
     dist: Dist | None
