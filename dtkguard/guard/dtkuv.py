@@ -394,7 +394,8 @@ class UvFrontend(Frontend):
         (`Watch.judge_run`): a refusal rolls it back and puts the watched files back."""
         from dtkguard.guard.run_effects import Refused
 
-        code = run_uv(self.uv, args, self.env, capture=False).returncode
+        ahead = self._ahead(plan)
+        code = run_uv(self.uv, args, self.env, capture=False, meanwhile=ahead).returncode
         if code == 0 and plan is not None and self.watch is not None:
             problems = self.watch.judge_run(plan)
             if problems and not self.reason:
@@ -402,6 +403,17 @@ class UvFrontend(Frontend):
             if problems:
                 flow.record_override(self, [f"{p.rule}: {p.message}" for p in problems])
         return code
+
+    def _ahead(self, plan: Plan | None) -> Callable[[], object] | None:
+        """What the baseline's follow reads first, read while uv's real run goes on (on a
+        second core: the bytes of the vendor builds' line and the search of it)."""
+        if plan is None:
+            return None
+        from dtkguard.decision import canonical
+        from dtkguard.guard.baseline import prepare_follow
+
+        touched = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
+        return lambda: prepare_follow(self.interp, touched)
 
     def after_run(self, code: int) -> int:
         if code != 0:  # rolled back: what its builds changed of the watched files too
