@@ -246,7 +246,8 @@ class UvFrontend(Frontend):
         an override put back and recorded."""
         from dtkguard.guard.run_effects import Refused
 
-        plan = uv_dry_run(self.uv, _loud(args), self.env if env is None else env, requested)
+        env = self.env if env is None else env
+        plan = uv_dry_run(self.uv, _loud(args), env, requested, meanwhile=_import_ahead)
         if self.watch is not None:
             try:  # the vendor files are compared once, after the real run or before refusing
                 self.watch.after_dry_run(quick=not self.reason)
@@ -420,3 +421,21 @@ class UvFrontend(Frontend):
             self.put_back()
             return self.finish(code)
         return code
+
+
+#: what judging a plan and running it in the journal import (`flow._planned`): imported while
+#: uv's dry run plans, on a second core
+_AFTER_THE_PLAN = (
+    "dtkguard.guard.verdict",
+    "dtkguard.resolve.binaries",
+    "dtkguard.rules.engine",
+    "dtkguard.journal.transaction",
+    "dtkguard.guard.baseline",
+)
+
+
+def _import_ahead() -> None:
+    import importlib
+
+    for name in _AFTER_THE_PLAN:
+        importlib.import_module(name)

@@ -139,10 +139,16 @@ def _version_of(url: str) -> str:
         return ""
 
 
-def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str]) -> Plan:
+def uv_dry_run(
+    uv: str,
+    args: list[str],
+    env: dict[str, str],
+    requested: set[str],
+    meanwhile: Callable[[], object] | None = None,
+) -> Plan:
     """``uv ARGS`` (a ``uv pip ... --dry-run`` command line) read into a :class:`Plan`;
-    ``requested``: the canonical names the user asked for."""
-    proc = run_uv(uv, args, {**env, "NO_COLOR": "1"})
+    ``requested``: the canonical names the user asked for; ``meanwhile``: `run_uv`'s."""
+    proc = run_uv(uv, args, {**env, "NO_COLOR": "1"}, meanwhile=meanwhile)
     plan = Plan(proc.returncode, proc.stdout, proc.stderr)
     if proc.returncode != 0:
         return plan

@@ -51,3 +51,13 @@ def test_an_interrupted_dtkuv_leaves_no_uv_running(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):  # reaped before run_uv returned
         os.kill(int(pid_file.read_text()), 0)
     assert not lived.exists()  # killed, not waited for
+
+
+def test_what_dtkuv_imports_during_its_dry_run_exists() -> None:
+    """`run_uv` drops the errors of ``meanwhile``: a misspelt module would never be seen."""
+    import importlib
+
+    from dtkguard.guard import dtkuv
+
+    for name in dtkuv._AFTER_THE_PLAN:
+        importlib.import_module(name)
