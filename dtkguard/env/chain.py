@@ -76,6 +76,19 @@ def append(path: Path, entry: dict[str, JSON], *, head: bool = True) -> dict[str
     return entry
 
 
+def catch_up(path: Path) -> None:
+    """Bring the head of the log at ``path`` up to its last line (a writer killed before it
+    wrote the head of its records)."""
+    with _locked(path):
+        lines = _lines(path)
+        if lines:
+            head = f"{len(lines)} {line_digest(lines[-1])}\n"
+            with contextlib.suppress(OSError):
+                if head_path(path).read_text(encoding="utf-8") == head:
+                    return
+            atomic_write_text(head_path(path), head, 0o600)
+
+
 def records(path: Path) -> list[tuple[int, dict[str, JSON] | None]]:
     """(line number, record or None when the line is not a JSON object)."""
     out: list[tuple[int, dict[str, JSON] | None]] = []

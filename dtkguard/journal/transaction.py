@@ -46,7 +46,9 @@ def _next_id(journal: Path) -> int:
 def _discard_unprepared(journal: Path) -> None:
     """Remove the folders of transactions killed while their snapshot was taken (the
     `PREPARING` marker and no ``txn.json``: nothing had changed), and of ones being discarded
-    (``.NNNN.discard``, `_discard`)."""
+    (``.NNNN.discard``, `_discard`). The chain's head is brought up to date then: such a
+    transaction may have been killed after its first record, before the head."""
+    found = []
     with contextlib.suppress(OSError), os.scandir(journal) as it:
         for entry in it:
             if entry.name.endswith(".discard") or (
@@ -54,7 +56,14 @@ def _discard_unprepared(journal: Path) -> None:
                 and os.path.lexists(os.path.join(entry.path, PREPARING))
                 and not os.path.lexists(os.path.join(entry.path, "txn.json"))
             ):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                found.append(entry.path)
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    if found:
+        from dtkguard.env.chain import catch_up
+        from dtkguard.journal.chain import CHAIN
+
+        catch_up(journal / CHAIN)
 
 
 def _discard(tdir: Path) -> None:
