@@ -14,6 +14,7 @@ journalled; `dtkguard.guard.pipargs.installs_elsewhere`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import time
@@ -284,7 +285,12 @@ def _commit(txn: Transaction) -> None:
     killed before its record is rolled back from a whole snapshot, and one killed after it is
     finished by `recover_open` (`drop_unchanged`), never rolled back. ``committing`` (an
     earlier release's) is finished the same way."""
-    keep_changed(txn)
+    try:
+        keep_changed(txn)
+    except OSError as exc:  # a full disk: the reserve is there for this
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not free_reserve(txn.dir):
+            raise
+        keep_changed(txn)
     if txn.after == txn.before and txn.kept_files == 0:
         _discard(txn.dir)
         return
