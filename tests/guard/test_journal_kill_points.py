@@ -150,7 +150,6 @@ def test_dtkuv_killed_at_every_journal_write_recovers(tmp_path: Path, wheels: Pa
         _journal_holds(venv)
     else:
         pytest.fail("dtkuv was killed at 99 journal writes: the loop never ended")
-    print(outcomes)
     # a kill before the commit's record rolls back, one after it keeps the change
     assert "rolled back" in outcomes and "committed" in outcomes, outcomes
     assert outcomes == sorted(outcomes, reverse=True), outcomes
