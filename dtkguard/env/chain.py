@@ -1,10 +1,14 @@
 """Digest-chained logs: a JSON-lines file whose every record hashes the one before it.
 
 Each line is one JSON object with ``"prev"``: the hex sha256 of the previous line's bytes (""
-for the first line). Beside the log, ``<log>.head`` holds ``COUNT SHA256`` of the last line,
-rewritten atomically after each append. So an edited line breaks the chain at the next one, a
-removed line too, and a truncated log no longer matches its head. The pip hook writes the same
-format with the standard library only (`dtkguard/pipoverride.py`, ``chain_append``).
+for the first line). Beside the log, ``<log>.head`` holds ``COUNT SHA256`` of its line COUNT,
+rewritten atomically (fsync, rename) after each append, or, by a writer that appends several
+records in a row (the journal, once per transaction), after the last of them. So an edited line
+breaks the chain at the next one, a removed line too, and a truncated log no longer matches its
+head. Invariant: the head is never ahead of the durable log (it is written after the lines it
+counts are fsync'd); a head that names an earlier line of the log is behind (a writer killed
+before it caught up), not a truncation. The pip hook writes the same format with the standard
+library only (`dtkguard/pipoverride.py`, ``chain_append``).
 """
 
 from __future__ import annotations
@@ -54,8 +58,10 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def append(path: Path, entry: dict[str, JSON]) -> dict[str, JSON]:
-    """Append ``entry`` (with its ``prev`` link) to the log at ``path``; returns it."""
+def append(path: Path, entry: dict[str, JSON], *, head: bool = True) -> dict[str, JSON]:
+    """Append ``entry`` (with its ``prev`` link) to the log at ``path``; returns it.
+    ``head=False``: leave an existing head behind (the caller brings it up to date after its
+    last record, `append`, or leaves it behind for a while); a log without one gets one."""
     with _locked(path):
         lines = _lines(path)
         entry = {**entry, "prev": line_digest(lines[-1]) if lines else ""}
@@ -65,8 +71,22 @@ def append(path: Path, entry: dict[str, JSON]) -> dict[str, JSON]:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        atomic_write_text(head_path(path), f"{len(lines) + 1} {line_digest(line)}\n", 0o600)
+        if head or not os.path.lexists(head_path(path)):
+            atomic_write_text(head_path(path), f"{len(lines) + 1} {line_digest(line)}\n", 0o600)
     return entry
+
+
+def catch_up(path: Path) -> None:
+    """Bring the head of the log at ``path`` up to its last line (a writer killed before it
+    wrote the head of its records)."""
+    with _locked(path):
+        lines = _lines(path)
+        if lines:
+            head = f"{len(lines)} {line_digest(lines[-1])}\n"
+            with contextlib.suppress(OSError):
+                if head_path(path).read_text(encoding="utf-8") == head:
+                    return
+            atomic_write_text(head_path(path), head, 0o600)
 
 
 def records(path: Path) -> list[tuple[int, dict[str, JSON] | None]]:
@@ -103,9 +123,19 @@ def problems(path: Path) -> list[str]:
         return out
     except OSError as exc:
         return [*out, f"{head_path(path).name} is unreadable: {exc.strerror}"]
-    if count != str(len(lines)) or last != (prev if lines else last):
+    if not _names_a_line(count, last, lines):
         out.append(
             f"{path.name} holds {len(lines)} record(s), its head says {count}: "
             "truncated or rewritten"
         )
     return out
+
+
+def _names_a_line(count: str, last: str, lines: list[str]) -> bool:
+    """Does the head ``COUNT SHA256`` name a line of the log (its last, or an earlier one:
+    a head left behind)?"""
+    if not lines:
+        return count == "0"
+    if not count.isdigit() or not 0 < int(count) <= len(lines):
+        return False
+    return last == line_digest(lines[int(count) - 1])

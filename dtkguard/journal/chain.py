@@ -2,7 +2,8 @@
 
 The journal (`dtkguard.journal.transaction`) lives in the env's store folder; every time it writes a
 transaction's ``txn.json`` it first appends that file's digest to ``chain.jsonl`` beside the
-transactions (a `dtkguard.env.chain` log). A transaction the journal may act on names exactly
+transactions (a `dtkguard.env.chain` log, whose head it brings up to date when a transaction
+reaches a final state). A transaction the journal may act on names exactly
 the install roots the store recorded for the env, and its ``txn.json`` is one the chain holds.
 `check` reports the others (`dtkguard.rules.guard_store`).
 """
@@ -49,8 +50,13 @@ def problems(journal: Path, roots: list[str]) -> list[str]:
 
     if not journal.is_dir():
         return []
+    from dtkguard.journal.txn import PREPARING
+
     out = chain_problems(journal / CHAIN)
     for name in sorted(os.listdir(journal)):
+        folder = journal / name
+        if (folder / PREPARING).exists() and not (folder / "txn.json").exists():
+            continue  # its snapshot is being taken, or was killed: nothing changed
         if name.isdigit():
             why = untrusted(journal / name, roots)
             if why:

@@ -31,8 +31,9 @@ def prune(journal: Path, keep: int) -> list[tuple[Transaction, int, int]]:
     for txn in committed[: max(0, len(committed) - keep)]:
         files, size = _freed(txn.pre)
         shutil.rmtree(txn.pre, ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(txn.dir / KEPT_LIST)
+        for listed in (KEPT_LIST, "pre.list"):  # pre.list: a commit killed before dropping
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(txn.dir / listed)
         txn.state, txn.kept_files, txn.kept_bytes = "pruned", 0, 0
         txn.save()
         done.append((txn, files, size))

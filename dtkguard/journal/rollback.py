@@ -13,7 +13,14 @@ import time
 from pathlib import Path
 
 from dtkguard.journal.snapshot import owned_now, same, sig, walk
-from dtkguard.journal.txn import Entry, Transaction, free_reserve, read_entries, say
+from dtkguard.journal.txn import (
+    KEPT_LIST,
+    Entry,
+    Transaction,
+    free_reserve,
+    read_entries,
+    say,
+)
 from dtkguard.lightclass import field, record
 
 TYPE_CHECKING = False
@@ -199,8 +206,9 @@ def finish_rollback(txn: Transaction, note: str) -> None:
     _tell_unaccounted(txn)
     free_reserve(txn.dir)
     shutil.rmtree(txn.pre, ignore_errors=True)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(txn.dir / "pre.list")
+    for listed in ("pre.list", KEPT_LIST):  # a kept.list of a commit killed before its record
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(txn.dir / listed)
     txn.after = dict(txn.before)
     txn.state, txn.note, txn.kept_files, txn.kept_bytes = "rolled-back", note, 0, 0
     txn.save()

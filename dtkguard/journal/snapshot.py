@@ -180,8 +180,11 @@ def same(a: str, b: str) -> bool:
     return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
 
 
-def prune_unchanged(txn: Transaction) -> None:
-    """Drop links of files the change left alone; ``kept.list`` names what stays."""
+def keep_changed(txn: Transaction) -> None:
+    """Write ``kept.list``: the linked files the change removed or replaced (their original is
+    no longer the same inode), with ``txn.kept_files`` and ``kept_bytes``; none: no list (a
+    committed transaction without one kept nothing). Nothing is dropped yet
+    (`drop_unchanged`, once the commit is recorded)."""
     kept: list[Entry] = []
     size = 0
     store = str(txn.pre)
@@ -197,13 +200,34 @@ def prune_unchanged(txn: Transaction) -> None:
         saved = os.path.join(store, str(e.n))
         if not os.path.lexists(saved):  # dropped by a commit that was interrupted
             continue
-        if same(saved, os.path.join(txn.roots[e.root], e.rel)):
-            os.unlink(saved)
-        else:
+        if not same(saved, os.path.join(txn.roots[e.root], e.rel)):
             kept.append(e)
             with contextlib.suppress(OSError):
                 size += os.lstat(saved).st_size
-    write_entries(txn.dir / KEPT_LIST, kept)
+    if kept:
+        write_entries(txn.dir / KEPT_LIST, kept)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(txn.dir / KEPT_LIST)  # one a resumed commit wrote before
     txn.kept_files, txn.kept_bytes = len(kept), size
+
+
+def drop_unchanged(txn: Transaction) -> None:
+    """Drop the links ``kept.list`` does not name, then ``pre.list`` (idempotent: a commit
+    killed half way is finished by the next transaction, `recover_open`)."""
+    listed = txn.dir / "pre.list"
+    if not listed.exists():
+        return
+    try:
+        kept = {e.n for e in read_entries(txn.dir / KEPT_LIST)}
+    except FileNotFoundError:
+        kept = set()  # none: the change kept nothing (written before the commit's record)
+    except OSError:
+        return  # unreadable: drop nothing
+    store = str(txn.pre)
+    for e in read_entries(listed):
+        if e.kind == "f" and e.n not in kept:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(store, str(e.n)))
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(txn.dir / "pre.list")
+        os.unlink(listed)

@@ -14,6 +14,7 @@ journalled; `dtkguard.guard.pipargs.installs_elsewhere`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import time
@@ -23,9 +24,12 @@ from pathlib import Path
 from dtkguard.errors import DtkguardError
 from dtkguard.journal.layout import Layout, installed_versions, layout, untrusted
 from dtkguard.journal.rollback import finish_rollback, rollback_files
-from dtkguard.journal.snapshot import prune_unchanged, snapshot
+from dtkguard.journal.snapshot import drop_unchanged, keep_changed, snapshot
 from dtkguard.journal.txn import (
+    FINAL,
     HEARTBEAT,
+    PREPARING,
+    RESERVE,
     JournalError,
     Transaction,
     free_reserve,
@@ -40,19 +44,53 @@ def _next_id(journal: Path) -> int:
     return max(ids, default=0) + 1
 
 
-#: states after which a transaction changes nothing by itself
-_FINAL = ("committed", "rolled-back", "undone", "pruned")
+def _discard_unprepared(journal: Path) -> None:
+    """Remove the folders of transactions killed while their snapshot was taken (the
+    `PREPARING` marker and no ``txn.json``: nothing had changed), and of ones being discarded
+    (``.NNNN.discard``, `_discard`). The chain's head is brought up to date then: such a
+    transaction may have been killed after its first record, before the head."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(journal) as it:
+        for entry in it:
+            if entry.name.endswith(".discard") or (
+                entry.name.isdigit()
+                and os.path.lexists(os.path.join(entry.path, PREPARING))
+                and not os.path.lexists(os.path.join(entry.path, "txn.json"))
+            ):
+                found.append(entry.path)
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    if found:
+        from dtkguard.env.chain import catch_up
+        from dtkguard.journal.chain import CHAIN
+
+        catch_up(journal / CHAIN)
+
+
+def _discard(tdir: Path) -> None:
+    """Remove a transaction that is not kept: renamed out of the journal first, so that a
+    kill half way leaves no transaction behind (`_discard_unprepared` ends the removal)."""
+    gone = tdir.with_name(f".{tdir.name}.discard")
+    try:
+        os.rename(tdir, gone)
+    except OSError:
+        gone = tdir
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def recover_open(lay: Layout) -> list[Transaction]:
-    """Roll back every transaction a killed process left ``open``; discard ``preparing`` ones."""
+    """Roll back every transaction a killed process left ``open``; finish the ones it left
+    committing; discard the ones it left preparing."""
     done = []
+    _discard_unprepared(lay.journal)
     for txn in transactions(lay.journal):
-        why = untrusted(txn, lay) if txn.state not in _FINAL else None
+        why = untrusted(txn, lay) if txn.state not in FINAL else None
         if why:
             say(f"dtkguard: refusing journal transaction {txn.dir.name}: {why}; left as it is\n")
             continue
-        if txn.state == "preparing":
+        if txn.state == "committed":
+            drop_unchanged(txn)  # a commit killed after its record: finish dropping links
+        elif txn.state == "preparing":  # an earlier release's
             shutil.rmtree(txn.dir, ignore_errors=True)
         elif txn.state == "committing":
             _commit(txn)
@@ -161,21 +199,23 @@ def _run(
         touches=sorted(set(touches)) if touches is not None else None,
     )
     try:
+        os.close(os.open(tdir / PREPARING, os.O_WRONLY | os.O_CREAT, 0o600))
         reserve(tdir)
-        txn.save()
         # the file system's clock (coarser than time.time_ns): what the change creates has a
         # ctime at or after it
-        txn.started_ns = os.stat(txn.file).st_mtime_ns
+        txn.started_ns = os.stat(tdir / RESERVE).st_mtime_ns
         snapshot(txn)
     except OSError as exc:
         shutil.rmtree(tdir, ignore_errors=True)
         raise JournalError(f"cannot snapshot the environment into {tdir}: {exc}") from None
-    try:
+    try:  # the first record: pre.list (fsync'd by snapshot) is on disk before it
         txn.state = "open"
         txn.save()
-    except OSError as exc:  # still "preparing" on disk: discarded, nothing changed
+    except OSError as exc:  # no txn.json on disk: discarded, nothing changed
         shutil.rmtree(tdir, ignore_errors=True)
         raise JournalError(f"cannot write the journal in {tdir}: {exc.strerror or exc}") from None
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tdir / PREPARING)  # txn.json is there: from now on it says the state
     try:
         with _heartbeat(str(tdir / HEARTBEAT)):
             yield txn
@@ -240,16 +280,23 @@ def _heartbeat(path: str) -> Iterator[None]:
 
 
 def _commit(txn: Transaction) -> None:
-    """The change is complete: keep only what it removed (idempotent: a commit killed half
-    way is finished by `recover_open`, never rolled back over files already dropped)."""
-    txn.state = "committing"
-    txn.save()
-    prune_unchanged(txn)
+    """The change is complete: keep only what it removed. Invariant: no link of ``pre/`` is
+    dropped before ``committed`` is recorded (``kept.list`` on disk before it), so a commit
+    killed before its record is rolled back from a whole snapshot, and one killed after it is
+    finished by `recover_open` (`drop_unchanged`), never rolled back. ``committing`` (an
+    earlier release's) is finished the same way."""
+    try:
+        keep_changed(txn)
+    except OSError as exc:  # a full disk: the reserve is there for this
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not free_reserve(txn.dir):
+            raise
+        keep_changed(txn)
     if txn.after == txn.before and txn.kept_files == 0:
-        shutil.rmtree(txn.dir, ignore_errors=True)
+        _discard(txn.dir)
         return
     txn.state = "committed"
     txn.save()
+    drop_unchanged(txn)
     free_reserve(txn.dir)
 
 

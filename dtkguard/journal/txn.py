@@ -3,9 +3,16 @@
 
 ``<env's store>/journal/NNNN/`` holds one transaction: ``txn.json`` (who, when, which command,
 the distributions before and after, its state) and ``pre/``, the environment's files as they
-were before. States: ``preparing`` (the snapshot is being taken: nothing changed yet), ``open``
-(the installer may be changing the environment), ``committing``, ``committed``,
-``rolling-back``, ``rolled-back``, ``undone``, ``pruned`` (files dropped).
+were before. States: ``open`` (the installer may be changing the environment), ``committed``,
+``rolling-back``, ``rolled-back``, ``undone``, ``pruned`` (files dropped); a journal written by
+an earlier release may also hold ``preparing`` and ``committing``. While the snapshot is taken
+the folder has no ``txn.json`` yet, only the `PREPARING` marker: nothing changed, and the next
+transaction discards it.
+
+Durable writes, in order (each fsync'd before the next is made): ``pre.list``, then the chain
+record and ``txn.json`` of ``open``; after the change ``kept.list``, then the chain record and
+``txn.json`` of ``committed``, then the chain's head. Invariant: every file a record points to
+is on disk before the record, and a state's chain record before its ``txn.json``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,15 @@ JOURNAL_DIR = "journal"
 
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
 KEPT_LIST = "kept.list"
+
+
+#: in a transaction's folder while its snapshot is taken (before its first ``txn.json``)
+PREPARING = "preparing"
+
+
+#: states after which a transaction changes nothing by itself (the chain's head is brought
+#: up to date when one is recorded)
+FINAL = ("committed", "rolled-back", "undone", "pruned")
 
 
 #: stamped every second while a transaction runs: the end of a killed one's time window
@@ -106,9 +122,10 @@ class Transaction:
         }
 
     def save(self) -> None:
-        """Write ``txn.json``, its digest first into the journal's chain (`untrusted`); on a
-        full disk, free the transaction's reserve and try again (a rollback must be able to
-        record itself when the change filled the disk)."""
+        """Write ``txn.json``, its digest first into the journal's chain (`untrusted`; the
+        chain's head follows at a final state); on a full disk, free the transaction's reserve
+        and try again (a rollback must be able to record itself when the change filled the
+        disk)."""
         from dtkguard.env.chain import append
 
         text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
@@ -117,6 +134,7 @@ class Transaction:
             append(
                 self.dir.parent / CHAIN,
                 {"id": self.id, "state": self.state, "sha256": txn_digest(text)},
+                head=self.state in FINAL,
             )
             atomic_write_text(self.file, text)
 
@@ -251,8 +269,18 @@ class Entry:
 
 
 def write_entries(path: Path, entries: list[Entry]) -> None:
+    """Write ``path`` in place and fsync it: no reader trusts it before the record that
+    points to it is written after it (a list cut short by a kill is written again)."""
     lines = [f"{e.n}\t{e.root}\t{e.kind}\t{e.rel}\t{e.link}\t{e.sig}" for e in entries]
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    data = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_entries(path: Path) -> list[Entry]:

@@ -116,8 +116,9 @@ def test_killed_open_transaction_is_rolled_back_by_the_next(lay: Layout) -> None
 def test_killed_commit_is_finished_not_rolled_back(
     lay: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Dying while the commit drops links (some dropped, pre.list still there): the next run
-    finishes the commit; a rollback from the half-pruned store would lose files."""
+    """Dying while the commit drops links (some dropped, pre.list still there): the commit is
+    recorded before the first link goes, and the next run finishes dropping them; a rollback
+    from the half-pruned store would lose files."""
     real_unlink = os.unlink
     calls = []
 
@@ -134,8 +135,10 @@ def test_killed_commit_is_finished_not_rolled_back(
     monkeypatch.setattr(journal.os, "unlink", real_unlink)
     after = [tree(r) for r in lay.roots]
     [txn] = transactions(lay.journal)
-    assert txn.state == "committing" and (txn.dir / "pre.list").exists()
+    assert txn.state == "committed" and (txn.dir / "pre.list").exists()
     journal.recover(lay)
+    assert not (txn.dir / "pre.list").exists()
+    assert len(os.listdir(txn.pre)) == 3  # only the removed or replaced files are left
     assert [tree(r) for r in lay.roots] == after
     txn = Transaction.load(txn.dir)
     assert txn.state == "committed"
