@@ -564,15 +564,28 @@ def judge_files(
     conflicts: dict[str, list[tuple[str, str]]] = {}
     tamper: list[tuple[str, str]] = []
     startup: list[str] = []
+    kind_of, sites = facts["kind_of"], facts["sites"]
+    # `_under` of each guard path: the path itself, or a prefix of it
+    guard_exact = set(facts["guard"])
+    guard_roots = tuple(g.rstrip("/") + "/" for g in facts["guard"])
+    # `vendor_of` by folder where it is the folder's: below a site's top (and its __pycache__)
+    vendor_at: dict[str, tuple[str, str] | None] = {}
     for path in paths:
-        hit = vendor_of(path, facts, policy)
+        folder = path.rpartition("/")[0]
+        if folder in vendor_at:
+            hit = vendor_at[folder]
+        else:
+            hit = vendor_of(path, facts, policy)
+            site = _site_of(path, sites)
+            if site is None or folder not in (site, site + "/__pycache__"):
+                vendor_at[folder] = hit
         if hit is not None and not is_vendor_writer(policy, key, version, hit[0]):
             conflicts.setdefault(hit[0], []).append((path, hit[1]))
-        kind = facts["kind_of"](path)
+        kind = kind_of(path)
         if kind is not None and not facts["may_write"](kind, key, version):
             tamper.append((path, kind))
             continue
-        if kind is None and any(_under(path, g) for g in facts["guard"]):
+        if kind is None and (path in guard_exact or path.startswith(guard_roots)):
             tamper.append((path, "guard"))
             continue
         maybe = path.endswith(".pth") or "customize" in path

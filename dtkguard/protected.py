@@ -30,7 +30,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 #: the guard's module names in a site directory (their ``.py`` and byte code are protected)
 GUARD_MODULES = (
@@ -266,22 +266,50 @@ def protected_kind(
     """The kind of protected file ``path`` (absolute, normalised; pass the resolved path too)
     is, by name (the rules above, for files that do not exist yet) or by ``table``
     (:func:`protected_paths`); None when it is not protected."""
-    if table and path in table:
-        return table[path]
-    head, _, base = path.rpartition("/")
-    for site in site_dirs:
-        site = _norm(site)
-        if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
-            return "guard"
-        if head == site + "/__pycache__" and base.startswith(GUARD_PREFIX):
-            return "guard"
-        if path.startswith(site + "/"):
-            top = path[len(site) + 1 :].split("/", 1)[0]
-            if top == "pip" or (top.startswith("pip-") and top.endswith(".dist-info")):
-                return "pip"
-    if scripts and head == _norm(scripts):
-        return script_kind(base, path)
-    return None
+    sites = tuple(map(str, site_dirs))
+    last = _LAST_FINDER.get("last")
+    if not (last and last[0] == sites and last[1] == scripts and last[2] is table):
+        last = _LAST_FINDER["last"] = (sites, scripts, table, kind_finder(sites, scripts, table))
+    return last[3](path)
+
+
+if TYPE_CHECKING:
+    _Finder = tuple[
+        tuple[str, ...], "str | None", "Mapping[str, str] | None", "Callable[[str], str | None]"
+    ]
+#: {"last": (site dirs, scripts, table, their `kind_finder`)} of the last `protected_kind` call
+_LAST_FINDER: dict[str, _Finder] = {}
+
+
+def kind_finder(
+    site_dirs: Iterable[str],
+    scripts: str | None,
+    table: Mapping[str, str] | None = None,
+) -> Callable[[str], str | None]:
+    """`protected_kind` of one environment, its folders normalised once: for many paths."""
+    sites = [(s, s + "/", s + "/__pycache__") for s in map(_norm, site_dirs)]
+    bin_dir = _norm(scripts) if scripts else None
+    known = table if table is not None else {}
+
+    def kind(path: str) -> str | None:
+        found = known.get(path)
+        if found is not None:
+            return found
+        head, _, base = path.rpartition("/")
+        for site, inside, cache in sites:
+            if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
+                return "guard"
+            if head == cache and base.startswith(GUARD_PREFIX):
+                return "guard"
+            if path.startswith(inside):
+                top = path[len(inside) :].partition("/")[0]
+                if top == "pip" or (top.startswith("pip-") and top.endswith(".dist-info")):
+                    return "pip"
+        if head == bin_dir:
+            return script_kind(base, path)
+        return None
+
+    return kind
 
 
 def may_write(kind: str, dist: str, version: str | None = None) -> bool:

@@ -84,9 +84,7 @@ class EnvFiles:
                 site = os.path.realpath(d.site)
                 vendor[d.key] = [f"{site}/{t}" for t in entries[record]]
 
-            def kind_of(path: str) -> str | None:
-                return guarded.protected_kind(path, self.sites, self.scripts, self.table)
-
+            kind_of = guarded.kind_finder(self.sites, self.scripts, self.table)
             self._facts = decision.env_facts(
                 self.sites, vendor, self.scripts, kind_of, guarded.may_write, self.guard
             )
