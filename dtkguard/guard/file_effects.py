@@ -225,7 +225,9 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> Wheel
         if site is not None and first is not None:
             members.add(first[:-3] if first.endswith(".py") else first)
             if dest.endswith(".pth") and os.path.dirname(dest) == site:
-                effect["contents"][dest] = heads.get(i, b"").decode("utf-8", "replace")
+                if i not in heads:  # never: every name holding ".pth" is read
+                    raise zipfile.BadZipFile(f"{name}: not read")
+                effect["contents"][dest] = heads[i].decode("utf-8", "replace")
     for script in scripts:
         paths.append(real_in(os.path.join(scheme["scripts"], script), folders))
     return effect

@@ -50,7 +50,7 @@ class WheelListing(NamedTuple):
     names: list[str]
     #: {index in ``names``: its bytes} of the members read for their content: the top-level
     #: ``*.dist-info/WHEEL`` and ``entry_points.txt`` whole, any name holding ``.pth`` (its
-    #: first `HEAD_BYTES`)
+    #: first `HEAD_BYTES`: where it lands is the file judgement's to say)
     heads: dict[int, bytes]
     #: `dtkguard.elf.wheel_linkages` of the wheel
     linkages: list[MemberLinkage]
@@ -84,16 +84,23 @@ def wheel_listing(wheel: str | os.PathLike[str]) -> WheelListing:
                 if not whole and ".pth" not in name:
                     continue
                 try:
-                    data = zf.read(info)
+                    heads[i] = _head(zf, info, whole)
                 except Exception as exc:  # a broken member: the file judgement refuses it
                     error = error or f"{name}: {exc}"
-                    continue
-                heads[i] = data if whole else data[:HEAD_BYTES]
             listing = WheelListing([i.filename for i in infos], heads, wheel_linkages(zf), error)
     while len(_LISTINGS) >= KEPT_LISTINGS:
         del _LISTINGS[next(iter(_LISTINGS))]
     _LISTINGS[key] = listing
     return listing
+
+
+def _head(zf: zipfile.ZipFile, info: zipfile.ZipInfo, whole: bool) -> bytes:
+    """The bytes of a member (its first `HEAD_BYTES` unless ``whole``): read whole, its CRC
+    checked, when it is no larger (a ``model.pth`` of weights is not read whole)."""
+    if whole or info.file_size <= HEAD_BYTES:
+        return zf.read(info)[: None if whole else HEAD_BYTES]
+    with zf.open(info) as fh:
+        return fh.read(HEAD_BYTES)
 
 
 def wheel_findings(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
-from tests.guard.test_effect_routes import TAG, WHEEL_CASES, _plant_egg_info, _wheel_cases
+from tests.guard.test_effect_routes import EVIL_PTH, TAG, WHEEL_CASES, _plant_egg_info, _wheel_cases
 from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
@@ -139,6 +139,7 @@ def test_answers_kept_per_folder_do_not_leak(
         ("torch", {"alias/a.py": "x"}, "file-conflict"),
         ("torch", {"Innocent/a.py": "x", "alias/sub/b.py": "x"}, "file-conflict"),
         ("pip/_internal", {"alias/a.py": "x"}, "guard-tamper"),
+        ("", {"alias/zz.pth": EVIL_PTH}, "startup-code"),  # the site itself
     ],
 )
 def test_a_symlinked_folder_in_the_site_is_judged_by_where_it_leads(
@@ -151,7 +152,7 @@ def test_a_symlinked_folder_in_the_site_is_judged_by_where_it_leads(
     tmp_path: Path,
 ) -> None:
     alias = ug.venv.site_packages / "alias"
-    alias.symlink_to(ug.venv.site_packages / target)
+    alias.symlink_to(ug.venv.site_packages / target if target else ug.venv.site_packages)
     try:
         wheel = build_wheel(tmp_path, "x", "1.0", files=files)
         before = ug.venv.snapshot()

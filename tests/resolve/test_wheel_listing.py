@@ -54,3 +54,16 @@ def test_a_broken_member_the_file_judgement_reads_is_refused(tmp_path: Path) -> 
         assert "x.pth" in str(exc)
     else:
         raise AssertionError("a member that cannot be read was judged")
+
+
+def test_a_pth_reaching_the_site_top_through_a_symlinked_folder_is_read(tmp_path: Path) -> None:
+    """Where a member lands is the file judgement's to say: every name holding ``.pth`` is
+    read, not only those at the wheel's top."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "alias").symlink_to(site)
+    text = "import os; os.system('x')\n"
+    wheel = build_wheel(tmp_path, "x", "1.0", files={"alias/zz.pth": text, "x/a.py": ""})
+    real = os.path.realpath(site)
+    scheme = {k: real for k in ("purelib", "platlib", "scripts", "data", "headers")}
+    assert wheel_effect(wheel, scheme, [real])["contents"] == {f"{real}/zz.pth": text}
