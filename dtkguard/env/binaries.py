@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from dtkguard.decision import Problem
-    from dtkguard.elf import MemberLinkage
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
     from dtkguard.env.root import Root
@@ -209,7 +208,7 @@ def wheel_problems(
 
 
 def linkage_problems(
-    policy: dict[str, JSON], name: str, members: list[MemberLinkage]
+    policy: dict[str, JSON], name: str, members: list[tuple[str, Linkage | None, str]]
 ) -> list[Problem]:
     """`wheel_problems` of a wheel's `dtkguard.elf.wheel_linkages` already read."""
     from dtkguard.decision import Problem, canonical, judge_binary

@@ -24,7 +24,7 @@ from dtkguard.findings import Finding
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from dtkguard.elf import MemberLinkage
+    from dtkguard.elf import Linkage
     from dtkguard.policy.compiled import CompiledPolicy
 
 #: a wheel larger than this is not downloaded to be judged
@@ -53,7 +53,7 @@ class WheelListing(NamedTuple):
     #: first `HEAD_BYTES`: where it lands is the file judgement's to say)
     heads: dict[int, bytes]
     #: `dtkguard.elf.wheel_linkages` of the wheel
-    linkages: list[MemberLinkage]
+    linkages: list[tuple[str, Linkage | None, str]]
     #: why a member of ``heads`` could not be read ("" when all were)
     error: str
 
