@@ -16,12 +16,12 @@ given (the hook hands it the facts and the lookups it needs), so it runs without
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import shutil
 import stat
-import zipfile
+
+# hashlib (OpenSSL), shutil and zipfile are imported where a put-back needs them: a watch that
+# finds nothing moved loads none of them (several ms of a dtkuv run)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,6 +160,8 @@ def put_back(
 def remove_path(path: str) -> None:
     """Remove the file, link or folder tree ``path``."""
     if os.path.isdir(path) and not os.path.islink(path):
+        import shutil
+
         shutil.rmtree(path)
     else:
         os.unlink(path)
@@ -222,7 +224,7 @@ class Sources:
                 data = fh.read()
         except OSError:
             return None
-        return data if hashlib.sha256(data).hexdigest() == sha else None
+        return data if _sha256(data) == sha else None
 
     def baseline_row(self, path: str) -> tuple[str, str, dict[str, Any], str] | str:
         """(vendor build, path in it, the baseline's row of ``path``, the build's version),
@@ -250,7 +252,7 @@ class Sources:
             return "the guard's baseline holds no digest of it"
         for wheel in self._wheels(key, version):
             data = wheel_member(wheel, rel)
-            if data is not None and hashlib.sha256(data).hexdigest() == sha:
+            if data is not None and _sha256(data) == sha:
                 return write_back(path, data, before)
         return f"no wheel of {key} in the vault or the policy's find-links holds it"
 
@@ -274,6 +276,12 @@ class Sources:
                     yield os.path.join(folder, name)
 
 
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def wheel_member(wheel: str, rel: str) -> bytes | None:
     """The bytes a wheel holds for the installed path ``rel`` (site-relative; also under its
     ``.data/purelib`` or ``.data/platlib``), or None."""
@@ -283,6 +291,8 @@ def wheel_member(wheel: str, rel: str) -> bytes | None:
 
 def wheel_member_info(wheel: str, rel: str) -> tuple[bytes, bool] | None:
     """(the bytes, whether it is executable) of `wheel_member`, or None."""
+    import zipfile
+
     try:
         with zipfile.ZipFile(wheel) as zf:
             names = set(zf.namelist())

@@ -13,8 +13,6 @@ reads). When dtkpip recorded the override itself, it hands its pip child a one-t
 from __future__ import annotations
 
 import fcntl
-import getpass
-import hashlib
 import json
 import os
 import time
@@ -84,6 +82,8 @@ def chain_append(path: str, entry: Mapping[str, Any]) -> None:
                 lines = [ln for ln in fh.read().splitlines() if ln.strip()]
         except FileNotFoundError:
             lines = []
+        import hashlib  # here, as getpass below: a run with no override loads neither
+
         prev = (
             hashlib.sha256(lines[-1].encode("utf-8", "surrogateescape")).hexdigest()
             if lines
@@ -104,6 +104,8 @@ def chain_append(path: str, entry: Mapping[str, Any]) -> None:
 def entry(reason: str, allowed: list[str], argv: Iterable[str]) -> dict[str, Any]:
     """The record of an override the hook let through: when, who, why, the command line
     (``argv``) and what it allowed."""
+    import getpass
+
     try:
         user = getpass.getuser()
     except Exception:

@@ -201,6 +201,34 @@ def test_dtkuv_satisfied_and_judged_installs_load_no_unneeded_module(
     assert sorted(unneeded & modules) == [] and _heavy(modules) == []
 
 
+#: what a judged ``dtkuv pip install`` into a guarded env loads for nothing when nothing has to
+#: be put back: the date of the decision is `time`'s (`guard/baseline.refused`), and the override
+#: record's reader (`pipoverride`: getpass, with termios) waits until an override is recorded
+_JUDGED_UNNEEDED = ("argparse", "datetime", "getpass", "termios")
+
+
+@pytest.mark.wheel_cache
+def test_a_judged_dtkuv_install_into_a_guarded_env_loads_no_unneeded_module(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "tiny-lib", "1.0")
+    build_wheel(wheels, "tiny-first", "1.0")
+    env = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
+    assert proc.returncode == 0, proc.stderr
+    uv = {**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
+    proc, _ = _loaded(*args, "tiny-first", env=uv)  # the first run fills dtkguard's caches
+    assert proc.returncode == 0, proc.stderr
+    proc, modules = _loaded(*args, "tiny-lib", env=uv)
+    assert proc.returncode == 0, proc.stderr
+    assert (venv.site_packages / "tiny_lib-1.0.dist-info").is_dir()
+    assert {"dtkguard.guard.verdict", "dtkguard.guard.baseline"} <= modules  # judged, followed
+    assert sorted(set(_JUDGED_UNNEEDED) & modules) == []
+
+
 #: what a satisfied ``dtkuv pip install`` answer imports none of: pathlib (with `re`,
 #: `urllib.parse`, `ipaddress`, `fnmatch`), `json` (its decoder compiles patterns: the C scanner
 #: reads the caches), `enum` (the findings' severities), the store's module (its paths as text);

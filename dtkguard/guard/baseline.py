@@ -343,12 +343,11 @@ APPROVING_TOOLS = ("dtkpip", "dtkuv")
 def refused(policy: CompiledPolicy | None, name: str, version: str) -> list[tuple[str, str]]:
     """Why the decision core does not let ``name`` at ``version`` be in the environment:
     (rule, message) of each refusal; [] when it may be there."""
-    import datetime
-
     from dtkguard.decision import decide, refusals
 
     data = policy.decision_json() if policy is not None else {}
-    found = refusals(decide(data, [(name, version)], datetime.date.today().isoformat()))
+    today = time.strftime("%Y-%m-%d")  # `datetime.date.today().isoformat()`, without datetime
+    found = refusals(decide(data, [(name, version)], today))
     return [(p.rule, p.message) for p in found]
 
 
@@ -361,8 +360,6 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
     """Apply an approved transaction's changes to the baseline's ``dists``: what the policy
     allows, never a vendor build the baseline recorded (only `guard install --rebaseline`
     moves those). ``guard_install`` keeps the dists of `guard install` (``--to guard-install``)."""
-    import copy
-
     from dtkguard.env.environment import from_python
     from dtkguard.env.store import env_store
     from dtkguard.guard.hook_policy import read_policy_json
@@ -371,7 +368,8 @@ def _move(data: dict[str, Any], interp: Interpreter, changes: Any) -> list[str]:
         interp.policy_file
     )
     dists = data["dists"]
-    at_install = {"created": data.get("created"), "dists": copy.deepcopy(dists)}
+    # a copy of the mapping is enough: below, entries are replaced or removed, never changed
+    at_install = {"created": data.get("created"), "dists": dict(dists)}
     data.setdefault("guard_install", at_install)
     installed: dict[str, Dist] = {}
     dist: Dist | None
@@ -512,7 +510,7 @@ def _follow_lines(
         return None
     raw, spans = found
     names = {canonical(t) for t in touched} | {key for key, _, _ in changes}
-    if _names_in(raw, spans["vendor"], names):
+    if _vendor_named(raw, spans["vendor"], names):
         return None
     own = ("dists", "guard_install", "created")
     try:
@@ -547,6 +545,37 @@ def _as_written(raw: bytes, spans: dict[str, tuple[int, int]]) -> bool:
     every line but the last)?"""
     ends = [end for _, end in sorted(spans.values())]
     return ends[-1] == len(raw) - 3 and all(raw[e : e + 2] == b",\n" for e in ends[:-1])
+
+
+def prepare_follow(interp: Interpreter, touched: Sequence[str]) -> None:
+    """Read and check ahead what `follow_baseline` of a change touching ``touched`` starts
+    with, while the installer runs (it changes neither file): the baseline the manifest vouches
+    for, split into its lines (`vouched_spans`, kept while neither file changes), and whether
+    a touched name is a vendor build's (kept for those bytes and names)."""
+    from dtkguard.env.baseline import baseline_path, vouched_spans
+
+    found = vouched_spans(baseline_path(interp.prefix))
+    if found is not None:
+        raw, spans = found
+        _vendor_named(raw, spans["vendor"], {canonical(t) for t in touched})
+
+
+#: the last answer of `_vendor_named`: (bytes, span, names, answer)
+_named: tuple[bytes, tuple[int, int], frozenset[str], bool] | None = None
+
+
+def _vendor_named(raw: bytes, span: tuple[int, int], names: set[str]) -> bool:
+    """`_names_in`, with the last answer kept: asked ahead (`prepare_follow`) of the same
+    bytes, only the names that were not asked then are looked for."""
+    global _named
+    if _named is not None and _named[0] is raw and _named[1] == span:
+        if _named[3] and names >= _named[2]:
+            return True
+        if not _named[3] and names >= _named[2]:
+            return _names_in(raw, span, names - _named[2])
+    answer = _names_in(raw, span, names)
+    _named = (raw, span, frozenset(names), answer)
+    return answer
 
 
 def _names_in(raw: bytes, span: tuple[int, int], names: set[str]) -> bool:

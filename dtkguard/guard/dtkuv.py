@@ -246,7 +246,8 @@ class UvFrontend(Frontend):
         an override put back and recorded."""
         from dtkguard.guard.run_effects import Refused
 
-        plan = uv_dry_run(self.uv, _loud(args), self.env if env is None else env, requested)
+        env = self.env if env is None else env
+        plan = uv_dry_run(self.uv, _loud(args), env, requested, meanwhile=_import_ahead)
         if self.watch is not None:
             try:  # the vendor files are compared once, after the real run or before refusing
                 self.watch.after_dry_run(quick=not self.reason)
@@ -394,7 +395,8 @@ class UvFrontend(Frontend):
         (`Watch.judge_run`): a refusal rolls it back and puts the watched files back."""
         from dtkguard.guard.run_effects import Refused
 
-        code = run_uv(self.uv, args, self.env, capture=False).returncode
+        ahead = self._ahead(plan)
+        code = run_uv(self.uv, args, self.env, capture=False, meanwhile=ahead).returncode
         if code == 0 and plan is not None and self.watch is not None:
             problems = self.watch.judge_run(plan)
             if problems and not self.reason:
@@ -403,8 +405,37 @@ class UvFrontend(Frontend):
                 flow.record_override(self, [f"{p.rule}: {p.message}" for p in problems])
         return code
 
+    def _ahead(self, plan: Plan | None) -> Callable[[], object] | None:
+        """What the baseline's follow reads first, read while uv's real run goes on (on a
+        second core: the bytes of the vendor builds' line and the search of it)."""
+        if plan is None:
+            return None
+        from dtkguard.decision import canonical
+        from dtkguard.guard.baseline import prepare_follow
+
+        touched = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
+        return lambda: prepare_follow(self.interp, touched)
+
     def after_run(self, code: int) -> int:
         if code != 0:  # rolled back: what its builds changed of the watched files too
             self.put_back()
             return self.finish(code)
         return code
+
+
+#: what judging a plan and running it in the journal import (`flow._planned`): imported while
+#: uv's dry run plans, on a second core
+_AFTER_THE_PLAN = (
+    "dtkguard.guard.verdict",
+    "dtkguard.resolve.binaries",
+    "dtkguard.rules.engine",
+    "dtkguard.journal.transaction",
+    "dtkguard.guard.baseline",
+)
+
+
+def _import_ahead() -> None:
+    import importlib
+
+    for name in _AFTER_THE_PLAN:
+        importlib.import_module(name)

@@ -8,6 +8,7 @@ metadata: a uv plan carries no ``Requires-Dist``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -18,6 +19,10 @@ from dtkguard.decision import canonical
 from dtkguard.errors import InputError
 from dtkguard.guard.pipargs import VALUE_OPTIONS
 from dtkguard.guard.plan import UNREADABLE, Plan, Planned
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: uv options (global and ``uv pip``) that take a value, on top of pip's
 UV_VALUE_OPTIONS = VALUE_OPTIONS | frozenset(
@@ -100,15 +105,28 @@ def real_uv() -> str:
 
 
 def run_uv(
-    uv: str, args: list[str], env: dict[str, str] | None = None, capture: bool = True
+    uv: str,
+    args: list[str],
+    env: dict[str, str] | None = None,
+    capture: bool = True,
+    meanwhile: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real uv once (the one step that changes the environment, when not a dry run)."""
-    return subprocess.run(
-        [uv, *args],
-        env=env if env is not None else dict(os.environ),
-        capture_output=capture,
-        text=True,
-    )
+    """Run the real uv once (the one step that changes the environment, when not a dry run).
+    ``meanwhile``: work of dtkguard's own done while uv runs (on another core), which depends
+    on nothing uv changes; its errors are dropped: whoever needs its result does it again."""
+    cmd, env = [uv, *args], env if env is not None else dict(os.environ)
+    if meanwhile is None:
+        return subprocess.run(cmd, env=env, capture_output=capture, text=True)
+    pipe = subprocess.PIPE if capture else None
+    with subprocess.Popen(cmd, env=env, stdout=pipe, stderr=pipe, text=True) as proc:
+        try:
+            with contextlib.suppress(Exception):
+                meanwhile()
+            out, err = proc.communicate()
+        except BaseException:  # as subprocess.run: uv does not outlive an interrupted dtkuv
+            proc.kill()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _version_of(url: str) -> str:
@@ -121,10 +139,16 @@ def _version_of(url: str) -> str:
         return ""
 
 
-def uv_dry_run(uv: str, args: list[str], env: dict[str, str], requested: set[str]) -> Plan:
+def uv_dry_run(
+    uv: str,
+    args: list[str],
+    env: dict[str, str],
+    requested: set[str],
+    meanwhile: Callable[[], object] | None = None,
+) -> Plan:
     """``uv ARGS`` (a ``uv pip ... --dry-run`` command line) read into a :class:`Plan`;
-    ``requested``: the canonical names the user asked for."""
-    proc = run_uv(uv, args, {**env, "NO_COLOR": "1"})
+    ``requested``: the canonical names the user asked for; ``meanwhile``: `run_uv`'s."""
+    proc = run_uv(uv, args, {**env, "NO_COLOR": "1"}, meanwhile=meanwhile)
     plan = Plan(proc.returncode, proc.stdout, proc.stderr)
     if proc.returncode != 0:
         return plan

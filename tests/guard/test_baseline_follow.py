@@ -184,3 +184,38 @@ def test_a_baseline_edited_by_hand_is_not_followed(fresh: Guarded, tmp_path: Pat
     proc = _dtkuv_install(g, tmp_path, "accelerate==1.6.0")
     assert proc.returncode == 0, proc.stderr
     assert g.store.baseline.read_text(encoding="utf-8") == edited
+
+
+def test_the_vendor_search_asked_ahead_answers_only_for_the_bytes_and_names_it_saw() -> None:
+    """`prepare_follow`'s search (while uv runs) is taken by the follow only for the same
+    bytes and a superset of its names; a name it did not look for is looked for."""
+    from dtkguard.guard import baseline as follow
+
+    raw = b'{\n"vendor": {"torch": {"files": {"rich": {"size": 1}}}, "vllm": {}}\n}\n'
+    span = (0, len(raw))
+    assert not follow._vendor_named(raw, span, {"accelerate"})  # asked ahead: none
+    assert follow._vendor_named(raw, span, {"accelerate", "vllm"})  # vllm: looked for
+    assert not follow._vendor_named(raw, span, {"accelerate", "numpy"})
+    assert follow._vendor_named(raw, span, {"torch"})
+    assert follow._vendor_named(raw, span, {"torch", "numpy"})  # kept: torch is one
+    assert not follow._vendor_named(raw, span, {"numpy"})  # fewer names: searched again
+    other = raw.replace(b'"vllm"', b'"numpy"')
+    assert follow._vendor_named(other, (0, len(other)), {"numpy"})  # other bytes: searched
+
+
+def test_a_baseline_replaced_after_the_search_ahead_is_searched_again(fresh: Guarded) -> None:
+    """The search ahead found no vendor build among the touched names; then the guard wrote a
+    baseline whose vendor line names one: the follow reads the new bytes (the manifest vouches
+    for them) and searches them, so it follows the baseline whole instead of splicing."""
+    from dtkguard.env.interpreter import interpreter
+    from dtkguard.guard import baseline as follow
+
+    g = fresh
+    interp = interpreter(str(g.venv.python))
+    follow.prepare_follow(interp, ["accelerate"])
+    text = g.store.baseline.read_text(encoding="utf-8")
+    vendor = _lines(g.store.baseline)["vendor"]
+    named = vendor.replace('"vendor": {', '"vendor": {"accelerate": {}, ', 1)
+    follow._write_guard_file(interp, g.store.baseline, text.replace(vendor, named, 1))
+    changes = [("accelerate", None, "1.6.0")]
+    assert follow._follow_lines(interp, g.store.baseline, changes, ["accelerate"], True) is None
