@@ -290,12 +290,24 @@ def kind_finder(
     sites = [(s, s + "/", s + "/__pycache__") for s in map(_norm, site_dirs)]
     bin_dir = _norm(scripts) if scripts else None
     known = table if table is not None else {}
+    # by name, a file's kind is its folder's unless the folder is a site's top, its
+    # __pycache__ or the scripts folder (where it is the file's own name)
+    special = {bin_dir, *(site for site, _, _ in sites), *(cache for _, _, cache in sites)}
+    by_folder: dict[str, str | None] = {}
 
     def kind(path: str) -> str | None:
         found = known.get(path)
         if found is not None:
             return found
         head, _, base = path.rpartition("/")
+        if head in by_folder:
+            return by_folder[head]
+        found = by_name(path, head, base)
+        if head not in special:
+            by_folder[head] = found
+        return found
+
+    def by_name(path: str, head: str, base: str) -> str | None:
         for site, inside, cache in sites:
             if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
                 return "guard"
