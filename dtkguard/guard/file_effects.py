@@ -183,7 +183,9 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> Wheel
     """{"paths": resolved destinations of every member and generated script, "contents":
     {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
     names} of installing ``wheel`` under ``scheme`` (its zip read once per run for this and
-    the binary judgement: `dtkguard.resolve.binaries.wheel_listing`)."""
+    the binary judgement: `dtkguard.resolve.binaries.wheel_listing`). Invariant: each path is
+    ``real_in`` of where the installer writes the member, whether computed for the member or
+    kept for its folder (only for plain names, never for a site's top)."""
     from dtkguard.resolve.binaries import wheel_listing
 
     listing = wheel_listing(wheel)

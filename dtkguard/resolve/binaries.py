@@ -64,7 +64,9 @@ _LISTINGS: dict[tuple[int, ...], WheelListing] = {}
 def wheel_listing(wheel: str | os.PathLike[str]) -> WheelListing:
     """The `WheelListing` of ``wheel``, read once while the file is the same one (kept by the
     device, inode, size, mtime and ctime of the file it opened; a file replaced or rewritten
-    since is read again). Raises `OSError` or `zipfile.BadZipFile` when it is no zip."""
+    since is read again). Raises `OSError` or `zipfile.BadZipFile` when it is no zip.
+    Invariant: a listing is returned only for a file whose stat, taken on the open file now,
+    is the one of the file it was read from."""
     from dtkguard.elf import wheel_linkages
     from dtkguard.records import is_info_member
 
