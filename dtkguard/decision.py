@@ -547,6 +547,24 @@ def _more(items: Sized) -> str:
     return f" and {len(items) - 1} more" if len(items) > 1 else ""
 
 
+def _vendor_by_folder(facts: EnvFacts, policy: Policy) -> Callable[[str], tuple[str, str] | None]:
+    """`vendor_of`, kept by folder where the answer is the folder's: below a site's top and
+    its ``__pycache__`` (there it depends on the file's own name)."""
+    kept: dict[str, tuple[str, str] | None] = {}
+
+    def vendor_at(path: str) -> tuple[str, str] | None:
+        folder = path.rpartition("/")[0]
+        if folder in kept:
+            return kept[folder]
+        hit = vendor_of(path, facts, policy)
+        site = _site_of(path, facts["sites"])
+        if site is None or folder not in (site, site + "/__pycache__"):
+            kept[folder] = hit
+        return hit
+
+    return vendor_at
+
+
 def judge_files(
     policy: Policy,
     name: str,
@@ -564,15 +582,19 @@ def judge_files(
     conflicts: dict[str, list[tuple[str, str]]] = {}
     tamper: list[tuple[str, str]] = []
     startup: list[str] = []
+    kind_of, vendor_at = facts["kind_of"], _vendor_by_folder(facts, policy)
+    # `_under` of each guard path: the path itself, or a prefix of it
+    guard_exact = set(facts["guard"])
+    guard_roots = tuple(g.rstrip("/") + "/" for g in facts["guard"])
     for path in paths:
-        hit = vendor_of(path, facts, policy)
+        hit = vendor_at(path)
         if hit is not None and not is_vendor_writer(policy, key, version, hit[0]):
             conflicts.setdefault(hit[0], []).append((path, hit[1]))
-        kind = facts["kind_of"](path)
+        kind = kind_of(path)
         if kind is not None and not facts["may_write"](kind, key, version):
             tamper.append((path, kind))
             continue
-        if kind is None and any(_under(path, g) for g in facts["guard"]):
+        if kind is None and (path in guard_exact or path.startswith(guard_roots)):
             tamper.append((path, "guard"))
             continue
         maybe = path.endswith(".pth") or "customize" in path

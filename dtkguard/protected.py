@@ -30,7 +30,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 #: the guard's module names in a site directory (their ``.py`` and byte code are protected)
 GUARD_MODULES = (
@@ -80,7 +80,6 @@ GUARD_PREFIX = "_dtkguard"
 
 
 _NORM: dict[str, str] = {}
-_REAL_DIRS: dict[str, str] = {}
 
 
 def _norm(path: str | os.PathLike[str]) -> str:
@@ -91,18 +90,63 @@ def _norm(path: str | os.PathLike[str]) -> str:
     return out
 
 
-def _both(path: str | os.PathLike[str]) -> set[str]:
-    """The path as given (normalised) and resolved (its folder resolved once per folder; the
-    last part too when it is a symlink)."""
-    given = _norm(path)
-    head, tail = os.path.split(given)
-    real = _REAL_DIRS.get(head)
-    if real is None:
-        real = _REAL_DIRS[head] = os.path.normpath(os.path.realpath(head))
-    out = {given, os.path.join(real, tail)}
-    if os.path.islink(given):
-        out.add(os.path.normpath(os.path.realpath(given)))
-    return out
+class _Resolver:
+    """``realpath`` for the paths of one table, each folder resolved once: its parent's answer
+    reused, then one ``lstat`` of its own last part; the symlinks among a folder's files listed
+    once (``scandir``). Invariant: ``folder(p) == os.path.realpath(p)`` for a normalised
+    absolute ``p`` (every part of a resolved folder is a real folder), as of this table."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, str] = {}
+        self.links: dict[str, set[str]] = {}
+
+    def folder(self, path: str) -> str:
+        """``realpath`` of the normalised absolute folder ``path``."""
+        real = self.dirs.get(path)
+        if real is None:
+            parent, name = os.path.split(path)
+            if not name or parent == path:
+                real = os.path.realpath(path)
+            else:
+                real = os.path.join(self.folder(parent), name)
+                if os.path.islink(real):
+                    real = os.path.realpath(real)
+            self.dirs[path] = real
+        return real
+
+    def is_link(self, folder: str, name: str) -> bool:
+        """Is ``name`` in the resolved ``folder`` a symlink (the folder listed once)?"""
+        links = self.links.get(folder)
+        if links is None:
+            links = self.links[folder] = set()
+            try:
+                with os.scandir(folder) as entries:
+                    links.update(e.name for e in entries if e.is_symlink())
+            except OSError:
+                pass
+        return name in links
+
+    def both(self, path: str | os.PathLike[str], norm: bool = True) -> set[str]:
+        """The path as given (normalised unless ``norm`` is False: it is, and absolute) and
+        resolved (its folder resolved; the last part too when it is a symlink)."""
+        given = _norm(path) if norm else str(path)
+        cut = given.rfind("/")
+        tail = given[cut + 1 :]
+        if cut < 0 or not tail or tail in (".", ".."):  # a root: resolved whole
+            return {given, os.path.realpath(given)}
+        real_head = self.folder(given[:cut] or "/")
+        real = real_head + tail if real_head.endswith("/") else real_head + "/" + tail
+        if self.is_link(real_head, tail):
+            return {given, real, os.path.realpath(real)}
+        return {given, real}
+
+
+def _normal(path: str) -> str:
+    """``path`` (absolute, joined from a normalised folder and a RECORD row) normalised:
+    as given when no part of it can be ``.``, ``..`` or empty."""
+    if "/." in path or "//" in path or path.endswith("/"):
+        return os.path.normpath(path)
+    return path
 
 
 def pip_version_supported(version: str | None) -> bool:
@@ -121,9 +165,11 @@ def pip_version_supported(version: str | None) -> bool:
     return low <= tuple(parts[:2]) < high
 
 
-def _pip_record(site: str) -> set[str]:
+def _pip_record(site: str, resolver: _Resolver | None = None) -> set[str]:
     """Absolute paths of the files pip's installed RECORD lists in ``site`` (and the
-    dist-info folder itself)."""
+    dist-info folder itself), as given and resolved."""
+    resolver = resolver or _Resolver()
+    site = _norm(site)
     out: set[str] = set()
     try:
         names = os.listdir(site)
@@ -133,7 +179,7 @@ def _pip_record(site: str) -> set[str]:
         if not (entry.startswith("pip-") and entry.endswith(".dist-info")):
             continue
         info = os.path.join(site, entry)
-        out |= _both(info)
+        out |= resolver.both(info)
         try:
             with open(os.path.join(info, "RECORD"), encoding="utf-8") as fh:
                 rows = fh.read().splitlines()
@@ -142,7 +188,8 @@ def _pip_record(site: str) -> set[str]:
         for row in rows:
             rel = row.rsplit(",", 2)[0] if row.count(",") >= 2 else row
             if rel:
-                out |= _both(os.path.join(site, rel))
+                path = rel if rel.startswith("/") else site + "/" + rel
+                out |= resolver.both(_normal(path), norm=False)
     return out
 
 
@@ -164,10 +211,13 @@ def protected_paths(
     ``prefix``: ``sys.prefix``; ``site_dirs``: its site-packages directories; ``scripts``: its
     scripts directory (``bin``). The kinds are the keys of :data:`KINDS`."""
     table: dict[str, str] = {}
+    resolver = _Resolver()  # one per table: a folder swapped for a symlink since is seen
 
     def add(path: str, kind: str) -> None:
-        for p in _both(path):
+        for p in resolver.both(path):
             table.setdefault(p, kind)
+
+    bin_dir = _norm(scripts)
 
     for site in site_dirs:
         for name in (*(m + ".py" for m in GUARD_MODULES), GUARD_PTH):
@@ -176,8 +226,8 @@ def protected_paths(
         for entry in _listdir(cache):
             if entry.startswith(GUARD_PREFIX):
                 add(os.path.join(cache, entry), "guard")
-        for path in _pip_record(site):
-            if not table.get(path) and os.path.dirname(path) != _norm(scripts):
+        for path in _pip_record(site, resolver):
+            if not table.get(path) and (path.rpartition("/")[0] or "/") != bin_dir:
                 table[path] = "pip"
     for entry in _listdir(scripts):
         kind = script_kind(entry, os.path.join(scripts, entry))
@@ -216,22 +266,62 @@ def protected_kind(
     """The kind of protected file ``path`` (absolute, normalised; pass the resolved path too)
     is, by name (the rules above, for files that do not exist yet) or by ``table``
     (:func:`protected_paths`); None when it is not protected."""
-    if table and path in table:
-        return table[path]
-    head, _, base = path.rpartition("/")
-    for site in site_dirs:
-        site = _norm(site)
-        if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
-            return "guard"
-        if head == site + "/__pycache__" and base.startswith(GUARD_PREFIX):
-            return "guard"
-        if path.startswith(site + "/"):
-            top = path[len(site) + 1 :].split("/", 1)[0]
-            if top == "pip" or (top.startswith("pip-") and top.endswith(".dist-info")):
-                return "pip"
-    if scripts and head == _norm(scripts):
-        return script_kind(base, path)
-    return None
+    sites = tuple(map(str, site_dirs))
+    last = _LAST_FINDER.get("last")
+    if not (last and last[0] == sites and last[1] == scripts and last[2] is table):
+        last = _LAST_FINDER["last"] = (sites, scripts, table, kind_finder(sites, scripts, table))
+    return last[3](path)
+
+
+if TYPE_CHECKING:
+    _Finder = tuple[
+        tuple[str, ...], "str | None", "Mapping[str, str] | None", "Callable[[str], str | None]"
+    ]
+#: {"last": (site dirs, scripts, table, their `kind_finder`)} of the last `protected_kind` call
+_LAST_FINDER: dict[str, _Finder] = {}
+
+
+def kind_finder(
+    site_dirs: Iterable[str],
+    scripts: str | None,
+    table: Mapping[str, str] | None = None,
+) -> Callable[[str], str | None]:
+    """`protected_kind` of one environment, its folders normalised once: for many paths."""
+    sites = [(s, s + "/", s + "/__pycache__") for s in map(_norm, site_dirs)]
+    bin_dir = _norm(scripts) if scripts else None
+    known = table if table is not None else {}
+    # by name, a file's kind is its folder's unless the folder is a site's top, its
+    # __pycache__ or the scripts folder (where it is the file's own name)
+    special = {bin_dir, *(site for site, _, _ in sites), *(cache for _, _, cache in sites)}
+    by_folder: dict[str, str | None] = {}
+
+    def kind(path: str) -> str | None:
+        found = known.get(path)
+        if found is not None:
+            return found
+        head, _, base = path.rpartition("/")
+        if head in by_folder:
+            return by_folder[head]
+        found = by_name(path, head, base)
+        if head not in special:
+            by_folder[head] = found
+        return found
+
+    def by_name(path: str, head: str, base: str) -> str | None:
+        for site, inside, cache in sites:
+            if head == site and (base == GUARD_PTH or base.startswith(GUARD_PREFIX)):
+                return "guard"
+            if head == cache and base.startswith(GUARD_PREFIX):
+                return "guard"
+            if path.startswith(inside):
+                top = path[len(inside) :].partition("/")[0]
+                if top == "pip" or (top.startswith("pip-") and top.endswith(".dist-info")):
+                    return "pip"
+        if head == bin_dir:
+            return script_kind(base, path)
+        return None
+
+    return kind
 
 
 def may_write(kind: str, dist: str, version: str | None = None) -> bool:

@@ -195,7 +195,7 @@ def wheel_problems(
     that cannot be read is a ``binary-unreadable`` problem (medium: a warning)."""
     import zipfile
 
-    from dtkguard.decision import Problem, canonical, judge_binary
+    from dtkguard.decision import Problem, canonical
     from dtkguard.elf import wheel_linkages
 
     try:
@@ -204,6 +204,15 @@ def wheel_problems(
     except (OSError, zipfile.BadZipFile) as exc:
         why = f"{os.fspath(wheel)} cannot be opened as a wheel ({exc})"
         return [Problem("binary-unreadable", "medium", canonical(name), why, {})]
+    return linkage_problems(policy, name, members)
+
+
+def linkage_problems(
+    policy: dict[str, JSON], name: str, members: list[tuple[str, Linkage | None, str]]
+) -> list[Problem]:
+    """`wheel_problems` of a wheel's `dtkguard.elf.wheel_linkages` already read."""
+    from dtkguard.decision import Problem, canonical, judge_binary
+
     out = []
     for member, linkage, error in members:
         if linkage is None:

@@ -39,10 +39,6 @@ if TYPE_CHECKING:
         members: set[str]
 
 
-#: bytes of a start-up candidate (``.pth``) read for its content
-STARTUP_BYTES = 65536
-
-
 def real_in(path: str, folders: dict[str, str] | None = None) -> str:
     """``path`` with its folder resolved (once per folder with ``folders``, a cache) and its
     last part kept (an installer replaces a symlink at the last part, it does not follow it)."""
@@ -88,9 +84,7 @@ class EnvFiles:
                 site = os.path.realpath(d.site)
                 vendor[d.key] = [f"{site}/{t}" for t in entries[record]]
 
-            def kind_of(path: str) -> str | None:
-                return guarded.protected_kind(path, self.sites, self.scripts, self.table)
-
+            kind_of = guarded.kind_finder(self.sites, self.scripts, self.table)
             self._facts = decision.env_facts(
                 self.sites, vendor, self.scripts, kind_of, guarded.may_write, self.guard
             )
@@ -188,41 +182,78 @@ def removal_rows(info: Path) -> list[str]:
 def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> WheelEffect:
     """{"paths": resolved destinations of every member and generated script, "contents":
     {destination: text} of the ``.pth`` files at a site's top, "members": its top-level import
-    names} of installing ``wheel`` under ``scheme``."""
+    names} of installing ``wheel`` under ``scheme`` (its zip read once per run for this and
+    the binary judgement: `dtkguard.resolve.binaries.wheel_listing`). Invariant: each path is
+    ``real_in`` of where the installer writes the member, whether computed for the member or
+    kept for its folder (only for plain names, never for a site's top)."""
+    from dtkguard.resolve.binaries import wheel_listing
+
+    listing = wheel_listing(wheel)
+    if listing.error:
+        raise zipfile.BadZipFile(listing.error)
     effect: WheelEffect = {"paths": [], "contents": {}, "members": set()}
+    names, heads = listing.names, listing.heads
+    purelib, scripts = True, []
+    for i, data in heads.items():
+        if is_info_member(names[i], "WHEEL"):
+            purelib = "root-is-purelib: true" in data.decode("utf-8", "replace").lower()
+        elif is_info_member(names[i], "entry_points.txt"):
+            scripts = decision.console_scripts(data.decode("utf-8", "replace"))
+    lib = scheme["purelib"] if purelib else scheme["platlib"]
     folders: dict[str, str] = {}
-    with zipfile.ZipFile(wheel) as zf:
-        infos = zf.infolist()
-        purelib, scripts = True, []
-        for info in infos:
-            if is_info_member(info.filename, "WHEEL"):
-                text = zf.read(info).decode("utf-8", "replace").lower()
-                purelib = "root-is-purelib: true" in text
-            elif is_info_member(info.filename, "entry_points.txt"):
-                scripts = decision.console_scripts(zf.read(info).decode("utf-8", "replace"))
-        for info in infos:
-            if info.filename.endswith("/"):
+    #: {member's folder: (its destination folder with the separator, the site it is in, its
+    #: first part there)}: the same for every plain member of that folder not at a site's top
+    dests: dict[str, tuple[str, str | None, str | None]] = {}
+    paths, members = effect["paths"], effect["members"]
+    for i, name in enumerate(names):
+        if name.endswith("/"):
+            continue
+        plain = _plain(name)
+        head, _, tail = name.rpartition("/")
+        known = dests.get(head) if plain else None
+        if known is None:
+            dest = _destination(name, lib, scheme, folders)
+            if dest is None:
                 continue
-            top, _, rest = info.filename.partition("/")
-            if top.endswith(".data") and rest:
-                key, _, sub = rest.partition("/")
-                if not sub or key not in scheme:
-                    continue
-                dest = real_in(os.path.join(scheme[key], sub), folders)
-            else:
-                lib = scheme["purelib"] if purelib else scheme["platlib"]
-                dest = real_in(os.path.join(lib, info.filename), folders)
-            effect["paths"].append(dest)
+            folder = os.path.dirname(dest)
             site = decision._site_of(dest, sites)
-            if site is not None:
-                first = dest[len(site) + 1 :].split("/", 1)[0]
-                effect["members"].add(first[:-3] if first.endswith(".py") else first)
-                if dest.endswith(".pth") and os.path.dirname(dest) == site:
-                    data = zf.read(info)[:STARTUP_BYTES]
-                    effect["contents"][dest] = data.decode("utf-8", "replace")
+            first = dest[len(site) + 1 :].split("/", 1)[0] if site is not None else None
+            if plain and folder != site:
+                dests[head] = (os.path.join(folder, ""), site, first)
+        else:
+            prefix, site, first = known
+            dest = prefix + tail
+        paths.append(dest)
+        if site is not None and first is not None:
+            members.add(first[:-3] if first.endswith(".py") else first)
+            if dest.endswith(".pth") and os.path.dirname(dest) == site:
+                if i not in heads:  # never: every name holding ".pth" is read
+                    raise zipfile.BadZipFile(f"{name}: not read")
+                effect["contents"][dest] = heads[i].decode("utf-8", "replace")
     for script in scripts:
-        effect["paths"].append(real_in(os.path.join(scheme["scripts"], script), folders))
+        paths.append(real_in(os.path.join(scheme["scripts"], script), folders))
     return effect
+
+
+def _plain(name: str) -> bool:
+    """Is the member ``name`` a relative path of plain parts (no ``.``, ``..`` or empty part,
+    not in ``*.data/``): its destination is its folder's, then its own last part?"""
+    bare = not name.startswith(("/", ".")) and "/." not in name and "//" not in name
+    return bare and not name.partition("/")[0].endswith(".data")
+
+
+def _destination(
+    name: str, lib: str, scheme: dict[str, str], folders: dict[str, str]
+) -> str | None:
+    """The resolved destination of the wheel member ``name`` (None: a ``.data`` part no
+    installer writes)."""
+    top, _, rest = name.partition("/")
+    if top.endswith(".data") and rest:
+        key, _, sub = rest.partition("/")
+        if not sub or key not in scheme:
+            return None
+        return real_in(os.path.join(scheme[key], sub), folders)
+    return real_in(os.path.join(lib, name), folders)
 
 
 def judge_plan(

@@ -1,7 +1,9 @@
 """The native code of wheels that are about to be installed or locked, judged before they are.
 
-`wheel_findings` opens one wheel and judges each shared-object member by what it links
-(`dtkguard.env.binaries.wheel_problems`, the judgement the pip hook makes from its copy of
+`wheel_listing` reads one wheel's zip once for every judgement made before an install (its
+members, the few it reads, what its shared objects link), kept for the run by the file's
+identity; `wheel_findings` judges each shared-object member by what it links
+(`dtkguard.env.binaries.linkage_problems`, the judgement the pip hook makes from its copy of
 `dtkguard.elf`); `fetch_wheel` brings a wheel named by URL to a local file (a ``file:`` URL is
 used in place; ``http(s)`` is downloaded, capped, and checked against its sha256 when one is
 known). dtkpip and dtkuv call them on their plans, `lock --verify-binaries` on its lock.
@@ -13,13 +15,16 @@ import hashlib
 import os
 import re
 import urllib.parse
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 from dtkguard.errors import InputError
 from dtkguard.findings import Finding
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from dtkguard.elf import Linkage
     from dtkguard.policy.compiled import CompiledPolicy
 
 #: a wheel larger than this is not downloaded to be judged
@@ -32,18 +37,90 @@ def native(filename: str) -> bool:
     return filename.endswith(".whl") and not filename.endswith("-none-any.whl")
 
 
+#: bytes kept of a member the file judgement reads for its content (a ``.pth``)
+HEAD_BYTES = 65536
+#: listings kept in one process (the wheels of one plan)
+KEPT_LISTINGS = 64
+
+
+class WheelListing(NamedTuple):
+    """One read of a wheel's zip: all the judgements before an install need of it."""
+
+    #: every member's name, in the central directory's order
+    names: list[str]
+    #: {index in ``names``: its bytes} of the members read for their content: the top-level
+    #: ``*.dist-info/WHEEL`` and ``entry_points.txt`` whole, any name holding ``.pth`` (its
+    #: first `HEAD_BYTES`: where it lands is the file judgement's to say)
+    heads: dict[int, bytes]
+    #: `dtkguard.elf.wheel_linkages` of the wheel
+    linkages: list[tuple[str, Linkage | None, str]]
+    #: why a member of ``heads`` could not be read ("" when all were)
+    error: str
+
+
+_LISTINGS: dict[tuple[int, ...], WheelListing] = {}
+
+
+def wheel_listing(wheel: str | os.PathLike[str]) -> WheelListing:
+    """The `WheelListing` of ``wheel``, read once while the file is the same one (kept by the
+    device, inode, size, mtime and ctime of the file it opened; a file replaced or rewritten
+    since is read again). Raises `OSError` or `zipfile.BadZipFile` when it is no zip.
+    Invariant: a listing is returned only for a file whose stat, taken on the open file now,
+    is the one of the file it was read from."""
+    from dtkguard.elf import wheel_linkages
+    from dtkguard.records import is_info_member
+
+    with open(wheel, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        kept = _LISTINGS.get(key)
+        if kept is not None:
+            return kept
+        with zipfile.ZipFile(fh) as zf:
+            infos = zf.infolist()
+            heads: dict[int, bytes] = {}
+            error = ""
+            for i, info in enumerate(infos):
+                name = info.filename
+                whole = is_info_member(name, "WHEEL") or is_info_member(name, "entry_points.txt")
+                if not whole and ".pth" not in name:
+                    continue
+                try:
+                    heads[i] = _head(zf, info, whole)
+                except Exception as exc:  # a broken member: the file judgement refuses it
+                    error = error or f"{name}: {exc}"
+            listing = WheelListing([i.filename for i in infos], heads, wheel_linkages(zf), error)
+    while len(_LISTINGS) >= KEPT_LISTINGS:
+        del _LISTINGS[next(iter(_LISTINGS))]
+    _LISTINGS[key] = listing
+    return listing
+
+
+def _head(zf: zipfile.ZipFile, info: zipfile.ZipInfo, whole: bool) -> bytes:
+    """The bytes of a member (its first `HEAD_BYTES` unless ``whole``): read whole, its CRC
+    checked, when it is no larger (a ``model.pth`` of weights is not read whole)."""
+    if whole or info.file_size <= HEAD_BYTES:
+        return zf.read(info)[: None if whole else HEAD_BYTES]
+    with zf.open(info) as fh:
+        return fh.read(HEAD_BYTES)
+
+
 def wheel_findings(
     policy: CompiledPolicy, name: str, wheel: str | os.PathLike[str]
 ) -> list[Finding]:
     """`Finding` s of the shared objects of ``wheel`` (a local file) of dist ``name``, at the
     severities of the ``binary`` rules; the policy's exceptions are not applied here."""
-    from dtkguard.env.binaries import wheel_problems
+    from dtkguard.env.binaries import linkage_problems, wheel_problems
     from dtkguard.rules.binary import RULES, remediation
 
     rules = {r.id: r for r in RULES}
     vendor = policy.vendor_build(name)
+    try:
+        problems = linkage_problems(policy.decision_json(), name, wheel_listing(wheel).linkages)
+    except (OSError, zipfile.BadZipFile):  # its words: `wheel_problems` (which fails again)
+        problems = wheel_problems(policy.decision_json(), name, wheel)
     out = []
-    for p in wheel_problems(policy.decision_json(), name, wheel):
+    for p in problems:
         rule = rules[p.rule]
         evidence = {**p.evidence, "wheel": Path(wheel).name}
         where = f"{Path(wheel).name}:{p.evidence.get('file', '')}".rstrip(":")

@@ -79,3 +79,45 @@ def test_a_real_uv_is_not_the_shim(tmp_path: Path) -> None:
 )
 def test_who_may_write(kind: str, dist: str, version: str | None, ok: bool) -> None:
     assert protected.may_write(kind, dist, version) is ok
+
+
+@pytest.fixture
+def linked(tmp_path: Path):
+    """A venv whose pip has a folder and a file moved out of site-packages, symlinks left."""
+    v = make_venv(tmp_path / "venv", pip_version="26.3")
+    away = tmp_path / "away"
+    away.mkdir()
+    commands = v.site_packages / "pip" / "_internal" / "commands"
+    os.rename(commands, away / "commands")
+    commands.symlink_to(away / "commands")
+    init = v.site_packages / "pip" / "__init__.py"
+    os.rename(init, away / "init.py")
+    init.symlink_to(away / "init.py")
+    return v, away
+
+
+def test_resolved_spellings_of_pip_files_are_protected(linked) -> None:
+    v, away = linked
+    table = _table(v)
+    site = str(v.site_packages)
+    assert table[f"{site}/pip/_internal/commands/install.py"] == "pip"  # as RECORD gives it
+    assert table[f"{away}/commands/install.py"] == "pip"  # through the symlinked folder
+    assert table[f"{away}/init.py"] == "pip"  # the target of a symlinked file
+    lib64 = v.path / "lib64"
+    if lib64.is_symlink():  # the site given through lib64: resolved spellings are the same
+        spelled = lib64 / v.site_packages.relative_to(v.path / "lib")
+        other = protected.protected_paths(v.path, [spelled], v.bin, [])
+        assert other[f"{away}/commands/install.py"] == "pip"
+        assert other[f"{away}/init.py"] == "pip"
+
+
+def test_a_folder_swapped_for_a_symlink_between_two_tables_is_seen(tmp_path: Path) -> None:
+    v = make_venv(tmp_path / "venv", pip_version="26.3")
+    before = _table(v)
+    commands = v.site_packages / "pip" / "_internal" / "commands"
+    away = tmp_path / "away"
+    away.mkdir()
+    os.rename(commands, away / "commands")
+    commands.symlink_to(away / "commands")
+    assert f"{away}/commands/install.py" not in before
+    assert _table(v)[f"{away}/commands/install.py"] == "pip"

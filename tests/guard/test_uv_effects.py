@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.guard.conftest import TORCH, Guarded, changed
-from tests.guard.test_effect_routes import WHEEL_CASES, _plant_egg_info, _wheel_cases
+from tests.guard.test_effect_routes import EVIL_PTH, TAG, WHEEL_CASES, _plant_egg_info, _wheel_cases
 from tests.support.venvs import hermetic_env
 from tests.support.wheels import build_wheel
 
@@ -104,3 +104,59 @@ def test_an_egg_info_naming_torch_is_not_removed_by_dtkuv(
         _refused(ug, before, proc, "file-conflict")
     finally:
         shutil.rmtree(info)
+
+
+#: wheels whose members share a folder with, or sort before, one that must be refused: the
+#: judgement computes some answers once per folder (`file_effects.wheel_effect`,
+#: `decision.judge_files`), never for a site's top or its ``__pycache__``, whose files differ
+FOLDER_CASES = {
+    "site-top-after-innocent": ("file-conflict", {"aaa.py": "x", "torch.py": "x"}),
+    "pycache-top-after-innocent": (
+        "file-conflict",
+        {f"__pycache__/aaa.{TAG}.pyc": "x", f"__pycache__/torch.{TAG}.pyc": "x"},
+    ),
+    "guard-after-innocent": ("guard-tamper", {"Aaa.py": "x", "_dtkguard_finder.py": "x"}),
+    "pip-beside-pipx": ("guard-tamper", {"pip/a.py": "x", "pipx/a.py": "x"}),
+    "dot-dot-into-torch": ("file-conflict", {"aaa/../torch/a.py": "x", "aaa/a.py": "x"}),
+    "data-after-plain": ("file-conflict", {"aaa/a.py": "x", "x-1.0.data/purelib/torch/a.py": "x"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOLDER_CASES))
+def test_answers_kept_per_folder_do_not_leak(
+    case: str, ug: Guarded, uv_cache: Path, uv: str, tmp_path: Path
+) -> None:
+    rule, files = FOLDER_CASES[case]
+    wheel = build_wheel(tmp_path, "x", "1.0", files=files)
+    before = ug.venv.snapshot()
+    proc = _dtkuv(ug, uv_cache, uv, "install", "--no-deps", str(wheel))
+    _refused(ug, before, proc, rule)
+
+
+@pytest.mark.parametrize(
+    ("target", "files", "rule"),
+    [
+        ("torch", {"alias/a.py": "x"}, "file-conflict"),
+        ("torch", {"Innocent/a.py": "x", "alias/sub/b.py": "x"}, "file-conflict"),
+        ("pip/_internal", {"alias/a.py": "x"}, "guard-tamper"),
+        ("", {"alias/zz.pth": EVIL_PTH}, "startup-code"),  # the site itself
+    ],
+)
+def test_a_symlinked_folder_in_the_site_is_judged_by_where_it_leads(
+    target: str,
+    files: dict[str, str],
+    rule: str,
+    ug: Guarded,
+    uv_cache: Path,
+    uv: str,
+    tmp_path: Path,
+) -> None:
+    alias = ug.venv.site_packages / "alias"
+    alias.symlink_to(ug.venv.site_packages / target if target else ug.venv.site_packages)
+    try:
+        wheel = build_wheel(tmp_path, "x", "1.0", files=files)
+        before = ug.venv.snapshot()
+        proc = _dtkuv(ug, uv_cache, uv, "install", "--no-deps", str(wheel))
+        _refused(ug, before, proc, rule)
+    finally:
+        alias.unlink()
