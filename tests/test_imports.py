@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.cli import REPO
 from tests.support.sitetree import add_dist
-from tests.support.venvs import hermetic_env, make_venv
+from tests.support.venvs import Venv, hermetic_env, make_venv
 from tests.support.wheels import build_wheel
 
 HEAVY = ("pydantic", "pydantic_core", "tomlkit", "rich", "resolvelib", "pip_api")
@@ -174,6 +174,20 @@ def test_satisfied_dtkpip_and_dtkuv_load_no_unneeded_module(
         assert sorted(set(_SATISFIED_UNNEEDED) & modules) == [] and _heavy(modules) == []
 
 
+def _uv_install_of(
+    tmp_path: Path, env: dict[str, str], *names: str
+) -> tuple[Venv, list[str], dict[str, str]]:
+    """(a new venv, a ``uv pip install`` command line into it from a folder of wheels of
+    ``names``, its environment with uv's own cache)."""
+    venv = make_venv(tmp_path / "venv")
+    wheels = tmp_path / "wheels"
+    for name in names:
+        build_wheel(wheels, name, "1.0")
+    uv = {**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
+    return venv, args, uv
+
+
 #: what dtkuv's routes load for nothing: argparse (its command line is uv's, `cli._passthrough`);
 #: on a satisfied install also OpenSSL (`dtkguard.util.sha`) and the environment readers (an
 #: interpreter-cache hit asks nothing)
@@ -184,11 +198,7 @@ _UV_UNNEEDED = ("argparse",)
 def test_dtkuv_satisfied_and_judged_installs_load_no_unneeded_module(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    venv = make_venv(tmp_path / "venv")
-    wheels = tmp_path / "wheels"
-    build_wheel(wheels, "tiny-lib", "1.0")
-    uv = {**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
-    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
+    venv, args, uv = _uv_install_of(tmp_path, env, "tiny-lib")
     proc, modules = _loaded(*args, "tiny-lib", env=uv)  # judged: a real install
     assert proc.returncode == 0, proc.stderr
     assert (venv.site_packages / "tiny_lib-1.0.dist-info").is_dir()
@@ -211,15 +221,10 @@ _JUDGED_UNNEEDED = ("argparse", "datetime", "getpass", "termios")
 def test_a_judged_dtkuv_install_into_a_guarded_env_loads_no_unneeded_module(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    venv = make_venv(tmp_path / "venv")
-    wheels = tmp_path / "wheels"
-    build_wheel(wheels, "tiny-lib", "1.0")
-    build_wheel(wheels, "tiny-first", "1.0")
     env = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    venv, args, uv = _uv_install_of(tmp_path, env, "tiny-lib", "tiny-first")
     proc, _ = _loaded("guard", "install", "--python", str(venv.python), env=env)
     assert proc.returncode == 0, proc.stderr
-    uv = {**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
-    args = ["uv", "pip", "install", "--python", str(venv.python), "--no-index", "-f", str(wheels)]
     proc, _ = _loaded(*args, "tiny-first", env=uv)  # the first run fills dtkguard's caches
     assert proc.returncode == 0, proc.stderr
     proc, modules = _loaded(*args, "tiny-lib", env=uv)
