@@ -151,6 +151,8 @@ class UvFrontend(Frontend):
         self.before_env: Environment | None = None
         self.files: EnvFiles | None = None
         self.watch: Watch | None = None
+        #: `locate`'s answers: the file judgement, the binaries' and `unjudged` ask each
+        self.located: dict[tuple[str, str, str], list[Path] | None] = {}
         #: a dry run's build may have changed vendor files not compared yet (`finish`)
         self.deferred = False
         # uv's dry run takes an empty ``.lock`` in the env it plans for, or the --target/--prefix
@@ -326,6 +328,12 @@ class UvFrontend(Frontend):
         """The wheels of a planned dist uv would install: its direct URL or path, else the
         wheels of that name and version given on the command line or in its find-links
         folders; None when none is local (from an index: judged in the real run, `Watch`)."""
+        key = (planned.name, planned.version, planned.url)
+        if key not in self.located:
+            self.located[key] = self._locate(planned)
+        return self.located[key]
+
+    def _locate(self, planned: Planned) -> list[Path] | None:
         from dtkguard.resolve.binaries import fetch_wheel, local_wheels
 
         if planned.url.endswith(".whl") and not planned.url.startswith(("http:", "https:")):
