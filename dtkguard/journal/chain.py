@@ -16,6 +16,8 @@ from pathlib import Path
 from dtkguard.util.sha import sha256_hex
 
 CHAIN = "chain.jsonl"
+#: in a transaction's folder while its snapshot is taken (before its first ``txn.json``)
+PREPARING = "preparing"
 
 
 def txn_digest(text: str) -> str:
@@ -50,8 +52,6 @@ def problems(journal: Path, roots: list[str]) -> list[str]:
 
     if not journal.is_dir():
         return []
-    from dtkguard.journal.txn import PREPARING
-
     out = chain_problems(journal / CHAIN)
     for name in sorted(os.listdir(journal)):
         folder = journal / name

@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dtkguard.errors import DtkguardError
+from dtkguard.journal.chain import PREPARING
 from dtkguard.journal.layout import Layout, installed_versions, layout, untrusted
 from dtkguard.journal.rollback import finish_rollback, rollback_files
 from dtkguard.journal.snapshot import drop_unchanged, keep_changed, snapshot
 from dtkguard.journal.txn import (
     FINAL,
     HEARTBEAT,
-    PREPARING,
     RESERVE,
     JournalError,
     Transaction,

@@ -6,8 +6,8 @@ the distributions before and after, its state) and ``pre/``, the environment's f
 were before. States: ``open`` (the installer may be changing the environment), ``committed``,
 ``rolling-back``, ``rolled-back``, ``undone``, ``pruned`` (files dropped); a journal written by
 an earlier release may also hold ``preparing`` and ``committing``. While the snapshot is taken
-the folder has no ``txn.json`` yet, only the `PREPARING` marker: nothing changed, and the next
-transaction discards it.
+the folder has no ``txn.json`` yet, only the marker (`dtkguard.journal.chain.PREPARING`):
+nothing changed, and the next transaction discards it.
 
 Durable writes, in order (each fsync'd before the next is made): ``pre.list``, then the chain
 record and ``txn.json`` of ``open``; after the change ``kept.list``, then the chain record and
@@ -37,10 +37,6 @@ JOURNAL_DIR = "journal"
 
 #: after commit: the removed or replaced files ``pre/`` keeps (n, root, kind, path)
 KEPT_LIST = "kept.list"
-
-
-#: in a transaction's folder while its snapshot is taken (before its first ``txn.json``)
-PREPARING = "preparing"
 
 
 #: states after which a transaction changes nothing by itself (the chain's head is brought
