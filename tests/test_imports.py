@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from dtkguard.guard import dtkuv
 from tests.support.cli import REPO
 from tests.support.sitetree import add_dist
 from tests.support.venvs import Venv, hermetic_env, make_venv
@@ -278,10 +279,13 @@ def test_satisfied_dtkuv_imports_no_pathlib_re_or_json(env: dict[str, str], tmp_
     assert sorted(set(_LEAN_UNNEEDED) & modules) == []
 
 
-def test_the_guards_verdict_loads_no_dataclasses() -> None:
-    """dataclasses imports inspect, ast, dis and tokenize: the verdict of every judged install
-    is a `lightclass` record (packaging's requirement parser, on a memo miss, still loads it)."""
-    code = "import sys, dtkguard.guard.verdict; print('dataclasses' in sys.modules)"
+@pytest.mark.parametrize("module", ["dtkguard.guard.verdict", *dtkuv._AFTER_THE_PLAN])
+def test_what_a_judged_install_imports_loads_no_dataclasses_or_typing(module: str) -> None:
+    """dataclasses imports inspect, ast, dis and tokenize, and typing costs milliseconds too:
+    the verdict of every judged install, the wheels' listing and what dtkuv imports while uv
+    plans are `lightclass` records (packaging's requirement parser, on a memo miss, still
+    loads both)."""
+    code = f"import sys, {module}; print(sorted({{'dataclasses', 'typing'}} & set(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={**hermetic_env(), "PYTHONPATH": str(REPO)},
@@ -289,7 +293,7 @@ def test_the_guards_verdict_loads_no_dataclasses() -> None:
         text=True,
         check=True,
     ).stdout
-    assert out.strip() == "False"
+    assert out.strip() == "[]"
 
 
 def test_probe_sees_a_heavy_import(env: dict[str, str]) -> None:

@@ -568,11 +568,8 @@ def _vendor_named(raw: bytes, span: tuple[int, int], names: set[str]) -> bool:
     """`_names_in`, with the last answer kept: asked ahead (`prepare_follow`) of the same
     bytes, only the names that were not asked then are looked for."""
     global _named
-    if _named is not None and _named[0] is raw and _named[1] == span:
-        if _named[3] and names >= _named[2]:
-            return True
-        if not _named[3] and names >= _named[2]:
-            return _names_in(raw, span, names - _named[2])
+    if _named is not None and _named[0] is raw and _named[1] == span and names >= _named[2]:
+        return _named[3] or _names_in(raw, span, names - _named[2])
     answer = _names_in(raw, span, names)
     _named = (raw, span, frozenset(names), answer)
     return answer

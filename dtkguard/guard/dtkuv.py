@@ -418,11 +418,9 @@ class UvFrontend(Frontend):
         second core: the bytes of the vendor builds' line and the search of it)."""
         if plan is None:
             return None
-        from dtkguard.decision import canonical
         from dtkguard.guard.baseline import prepare_follow
 
-        touched = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
-        return lambda: prepare_follow(self.interp, touched)
+        return lambda: prepare_follow(self.interp, plan.touches)
 
     def after_run(self, code: int) -> int:
         if code != 0:  # rolled back: what its builds changed of the watched files too

@@ -72,8 +72,7 @@ def _planned(front: Frontend) -> int:
     code = _allowed(front, front.unjudged(plan))
     if code is not None:
         return code
-    touches = [p.key for p in plan.install] + [canonical(r) for r in plan.remove]
-    return real(front, front.real_args(pins), plan, touches)
+    return real(front, front.real_args(pins), plan, plan.touches)
 
 
 def _plan(front: Frontend) -> tuple[Plan, Plan]:

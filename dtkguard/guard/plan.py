@@ -78,6 +78,12 @@ class Plan:
         return self.returncode == 0
 
     @property
+    def touches(self) -> list[str]:
+        """The canonical names the plan installs or removes (only their files are snapshotted,
+        and the baseline's follow looks only for them)."""
+        return [p.key for p in self.install] + [canonical(r) for r in self.remove]
+
+    @property
     def conflict(self) -> bool:
         """pip could not resolve (as opposed to: no such package, network error ...)."""
         return not self.ok and any(m in self.stderr for m in _CONFLICT_MARKERS)

@@ -115,13 +115,12 @@ def run_uv(
     ``meanwhile``: work of dtkguard's own done while uv runs (on another core), which depends
     on nothing uv changes; its errors are dropped: whoever needs its result does it again."""
     cmd, env = [uv, *args], env if env is not None else dict(os.environ)
-    if meanwhile is None:
-        return subprocess.run(cmd, env=env, capture_output=capture, text=True)
     pipe = subprocess.PIPE if capture else None
     with subprocess.Popen(cmd, env=env, stdout=pipe, stderr=pipe, text=True) as proc:
         try:
-            with contextlib.suppress(Exception):
-                meanwhile()
+            if meanwhile is not None:
+                with contextlib.suppress(Exception):
+                    meanwhile()
             out, err = proc.communicate()
         except BaseException:  # as subprocess.run: uv does not outlive an interrupted dtkuv
             proc.kill()

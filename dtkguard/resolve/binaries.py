@@ -17,10 +17,10 @@ import re
 import urllib.parse
 import zipfile
 from pathlib import Path
-from typing import NamedTuple
 
 from dtkguard.errors import InputError
 from dtkguard.findings import Finding
+from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ HEAD_BYTES = 65536
 KEPT_LISTINGS = 64
 
 
-class WheelListing(NamedTuple):
+@record(frozen=True)
+class WheelListing:
     """One read of a wheel's zip: all the judgements before an install need of it."""
 
     #: every member's name, in the central directory's order
@@ -89,7 +90,8 @@ def wheel_listing(wheel: str | os.PathLike[str]) -> WheelListing:
                     heads[i] = _head(zf, info, whole)
                 except Exception as exc:  # a broken member: the file judgement refuses it
                     error = error or f"{name}: {exc}"
-            listing = WheelListing([i.filename for i in infos], heads, wheel_linkages(zf), error)
+            names = [i.filename for i in infos]
+            listing = WheelListing(names, heads, wheel_linkages(zf), error)
     while len(_LISTINGS) >= KEPT_LISTINGS:
         del _LISTINGS[next(iter(_LISTINGS))]
     _LISTINGS[key] = listing
