@@ -1,6 +1,8 @@
 """`python -m dtkguard`."""
 
-from dtkguard.cli import main
-from dtkguard.util.exit import exit_now
+from dtkguard.util.exit import console_start, exit_now
+
+console_start()
+from dtkguard.cli import main  # noqa: E402 (after the collector is paused for the start)
 
 exit_now(main())

@@ -14,6 +14,7 @@ from dtkguard.errors import DtkguardError, refuse_empty
 from dtkguard.quick_args import command_module
 from dtkguard.quick_args import parse as quick_parse
 from dtkguard.util.console import COLOR_CHOICES, configure
+from dtkguard.util.exit import command_starts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             int(getattr(args, "verbose", 0) or 0),
             int(getattr(args, "quiet", 0) or 0),
         )
+        command_starts()
         return int(args.run(args))
     except DtkguardError as exc:
         if debug:
@@ -216,8 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def console_main() -> NoReturn:
     """The ``dtkguard`` script (``scripts/dtkguard``): `main`, then
     `dtkguard.util.exit.exit_now` (no teardown)."""
-    from dtkguard.util.exit import exit_now
+    from dtkguard.util.exit import console_start, exit_now
 
+    console_start()
     exit_now(main())
 
 
@@ -235,9 +238,15 @@ def dtkuv_main(argv: Sequence[str] | None = None) -> int:
 
 def dtkpip_script() -> NoReturn:
     """The ``dtkpip`` script (``scripts/dtkpip``): `dtkpip_main`'s code is the exit status."""
+    from dtkguard.util.exit import console_start
+
+    console_start()
     sys.exit(dtkpip_main())
 
 
 def dtkuv_script() -> NoReturn:
     """The ``dtkuv`` script (``scripts/dtkuv``): `dtkuv_main`'s code is the exit status."""
+    from dtkguard.util.exit import console_start
+
+    console_start()
     sys.exit(dtkuv_main())

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     reference counts (what it imports and reads would be traversed some twenty times)."""
     import gc
 
-    from dtkguard.util.exit import skip_teardown
+    from dtkguard.util.exit import restore_collector, skip_teardown
 
     skip_teardown()  # check writes its report, caches and the store's stat caches closed
     was_enabled = gc.isenabled()
@@ -75,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     finally:
-        if was_enabled:
-            gc.enable()
+        restore_collector(was_enabled)
 
 
 def _run(args: argparse.Namespace) -> int:
