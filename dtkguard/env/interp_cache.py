@@ -94,5 +94,5 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
         with contextlib.suppress(OSError, ValueError, UnicodeError):
             private_dir(Path(path).parent)
             text = json.dumps({"format": FORMAT, "stamp": now, "facts": facts})
-            atomic_write_text(Path(path), text, 0o600, through=False)
+            atomic_write_text(Path(path), text, 0o600, through=False, durable=False)
     return facts

@@ -408,4 +408,4 @@ def load_stat_cache(path: Path) -> dict[str, list[JSON]]:
 def save_stat_cache(path: Path, entries: dict[str, list[JSON]]) -> None:
     """Best effort: a store that cannot be written only means hashing again next time."""
     with contextlib.suppress(OSError):
-        atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600)
+        atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600, durable=False)

@@ -133,6 +133,6 @@ def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, st
         from dtkguard.util.cache_dir import private_dir
 
         private_dir(target.parent)
-        atomic_write_text(target, json.dumps(data), 0o600, through=False)
+        atomic_write_text(target, json.dumps(data), 0o600, through=False, durable=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

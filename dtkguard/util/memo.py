@@ -56,5 +56,5 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
 
         private_dir(path.parent)
         entry = {"digest": digest, "value": value}
-        atomic_write_text(path, json.dumps(entry), 0o600, through=False)
+        atomic_write_text(path, json.dumps(entry), 0o600, through=False, durable=False)
     return value

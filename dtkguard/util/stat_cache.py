@@ -87,7 +87,9 @@ def keep(path: str, table: dict[str, Any]) -> None:
 
     with contextlib.suppress(OSError, ValueError, TypeError):
         private_dir(Path(os.path.dirname(path)))
-        atomic_write_text(path, json.dumps(table, separators=(",", ":")), 0o600, through=False)
+        atomic_write_text(
+            path, json.dumps(table, separators=(",", ":")), 0o600, through=False, durable=False
+        )
 
 
 def kept(

@@ -43,3 +43,38 @@ def test_a_symlink_is_followed(tmp_path):
 def test_dev_null_stays_a_device():
     atomic_write_text("/dev/null", "discarded")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_cache_is_replaced_without_an_fsync_and_state_with_one(tmp_path, mocker):
+    spy = mocker.spy(os, "fsync")
+    atomic_write_text(tmp_path / "cache.json", "{}", durable=False)
+    assert spy.call_count == 0
+    atomic_write_text(tmp_path / "state.json", "{}")
+    assert spy.call_count == 1
+    assert (tmp_path / "cache.json").read_text() == (tmp_path / "state.json").read_text() == "{}"
+
+
+def test_a_check_that_fills_every_cache_fsyncs_nothing(tmp_path, mocker):
+    """Its caches (the compiled policy, the site scan, the metadata memo) are validated on use:
+    a crash that leaves one empty is a miss (below), so none is worth an fsync."""
+    from tests.support.cli import run_in_process
+    from tests.support.sitetree import add_dist
+    from tests.support.venvs import hermetic_env
+
+    site = tmp_path / "site"
+    add_dist(site, "six", "1.17.0", files={"six.py": "x = 1\n"})
+    policy = tmp_path / "site-policy.toml"  # compiled and kept on the first run
+    policy.write_text('[policy]\nname = "site"\nextends = ["dtk-25.04.1"]\n')
+    cache = tmp_path / "cache"
+    env = hermetic_env(XDG_CACHE_HOME=str(cache), DTKGUARD_CACHE_DIR=str(cache / "d"))
+    args = ("check", "--policy", str(policy), "--path", str(site), "--format", "json")
+    spy = mocker.spy(os, "fsync")
+    first = run_in_process(*args, env=env)
+    assert first.code == 0, first.err
+    written = sorted(p for p in cache.rglob("*") if p.is_file())
+    assert written, "the first check keeps its caches"
+    assert spy.call_count == 0
+    for path in written:  # what a power loss may leave of a cache written without fsync
+        path.write_bytes(b"")
+    again = run_in_process(*args, env=env)
+    assert (again.code, again.out) == (first.code, first.out), again.err
