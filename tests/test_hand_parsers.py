@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import re
 from pathlib import Path, PurePosixPath
 
@@ -16,7 +17,7 @@ from dtkguard import decision
 from dtkguard.env import store_path
 from dtkguard.guard import pep508
 from dtkguard.util import cache_dir, purepath
-from dtkguard.util.text import loads
+from dtkguard.util.text import dumps, loads
 
 _PARTS = ("", "0", "1", "01", "2.4.1", "1.0", "x", ".post1", ".post", ".POST1", "post1", "a1")
 _LOCALS = ("", "+das.opt1.dtk2504", "+DAS", "+a-b_c.1", "+", "+a..b", "+é", "+abc-")
@@ -164,3 +165,60 @@ def test_loads_is_json_loads(text: str | bytes, hooks: dict[str, object]) -> Non
             return (type(exc).__name__, str(exc), getattr(exc, "pos", None))
 
     assert outcome(loads) == outcome(json.loads)
+
+
+def _random_value(rng: random.Random, depth: int) -> object:
+    """A value of every kind json writes: atoms (odd strings and floats too), lists, tuples,
+    dicts with keys of each kind json takes, and what only ``default`` can write."""
+    atoms = [
+        "", "x", "é\u2028\U0001f600", '"\\\n\t\x00\x1f\x7f', "\ud800", None, True, False, 0, -1,
+        2**70, 0.0, -0.0, 1e308, 1.5e-300, float("inf"), float("-inf"), float("nan"), 0.1,
+    ]  # fmt: skip
+    kind = rng.randrange(7 if depth < 4 else 1)
+    if kind == 0:
+        return rng.choice(atoms)
+    if kind == 1:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == 2:
+        return tuple(_random_value(rng, depth + 1) for _ in range(rng.randrange(3)))
+    if kind == 3:
+        return PurePosixPath("/opt/dtk")  # written by ``default`` (or an error without one)
+    keys = ["a", "b", "é", "", 1, 2.5, True, None, "10"]
+    chosen = rng.sample(keys, rng.randrange(len(keys)))
+    if kind == 4:  # one key type: sortable
+        chosen = [k for k in chosen if isinstance(k, str)]
+    return {k: _random_value(rng, depth + 1) for k in chosen}
+
+
+def _written(write, value, keywords):  # type: ignore[no-untyped-def]
+    try:
+        return ("ok", write(value, **keywords))
+    except Exception as exc:  # the same exception and message
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {},
+        {"indent": 2, "default": str},
+        {"indent": 1, "sort_keys": True},
+        {"indent": 0},
+        {"sort_keys": True, "separators": (",", ":"), "default": repr},
+        {"indent": 2, "separators": (",", " = ")},
+    ],
+    ids=str,
+)
+def test_dumps_is_json_dumps(keywords: dict[str, object]) -> None:
+    rng = random.Random(20261204)
+    for _ in range(3000):
+        value = _random_value(rng, 0)
+        assert _written(dumps, value, keywords) == _written(json.dumps, value, keywords), value
+
+
+def test_dumps_refuses_a_cycle_as_json_does() -> None:
+    table: dict[str, object] = {"a": []}
+    table["a"].append(table)  # type: ignore[attr-defined]
+    for keywords in ({}, {"indent": 2}):
+        assert _written(dumps, table, keywords) == _written(json.dumps, table, keywords)
+        assert _written(dumps, table, keywords)[0] == "ValueError"

@@ -3,10 +3,9 @@ reads it back."""
 
 from __future__ import annotations
 
-import json
-
 from dtkguard import __version__
 from dtkguard.findings import Severity
+from dtkguard.util.text import dumps
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -46,4 +45,4 @@ def to_dict(report: Report, fail_on: Severity = Severity.HIGH) -> ReportDict:
 
 
 def render(report: Report, *, fail_on: Severity = Severity.HIGH, color: bool | None = None) -> str:
-    return json.dumps(to_dict(report, fail_on), indent=2, sort_keys=False, default=str) + "\n"
+    return dumps(to_dict(report, fail_on), indent=2, default=str) + "\n"

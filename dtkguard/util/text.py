@@ -134,3 +134,141 @@ def loads(text: str | bytes, **hooks: Any) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def dumps(
+    value: Any,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Any = None,
+) -> str:
+    """`json.dumps` with these keywords, the same text and the same errors, without importing
+    `json` (and `re`, which json's encoder compiles its patterns with): the C encoder json
+    itself uses where json uses it (no ``indent``), else the same layout written here; json's
+    own when there is no C encoder."""
+    try:
+        import _json
+
+        make_encoder: Any = _json.make_encoder
+        quote: Any = _json.encode_basestring_ascii
+    except (ImportError, AttributeError):
+        import json
+
+        return json.dumps(
+            value, indent=indent, sort_keys=sort_keys, separators=separators, default=default
+        )
+    item_sep, key_sep = separators or ((",", ": ") if indent is not None else (", ", ": "))
+    fallback = default if default is not None else _not_serializable
+    if indent is None:
+        encode = make_encoder({}, fallback, quote, None, key_sep, item_sep, sort_keys, False, True)
+        return "".join(encode(value, 0))
+    out: list[str] = []
+    _Writer(out, " " * indent, item_sep, key_sep, sort_keys, fallback, quote).value(value, 0)
+    return "".join(out)
+
+
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+class _Writer:
+    """json's indented layout (`json.encoder`'s pure-Python path) into ``out``."""
+
+    def __init__(
+        self,
+        out: list[str],
+        step: str,
+        item_sep: str,
+        key_sep: str,
+        sort_keys: bool,
+        default: Any,
+        quote: Any,
+    ) -> None:
+        self.out, self.step, self.item_sep, self.key_sep = out, step, item_sep, key_sep
+        self.sort_keys, self.default, self.quote = sort_keys, default, quote
+        self.open: set[int] = set()  # the containers being written: a cycle is an error
+
+    def value(self, value: Any, level: int) -> None:
+        out = self.out
+        if isinstance(value, str):
+            out.append(self.quote(value))
+        elif value is None:
+            out.append("null")
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif isinstance(value, int):
+            out.append(int.__repr__(value))
+        elif isinstance(value, float):
+            out.append(_float(value))
+        elif isinstance(value, (list, tuple)):
+            self._enter(value)
+            self._array(value, level)
+            self.open.discard(id(value))
+        elif isinstance(value, dict):
+            self._enter(value)
+            self._object(value, level)
+            self.open.discard(id(value))
+        else:
+            self._enter(value)
+            self.value(self.default(value), level)
+            self.open.discard(id(value))
+
+    def _enter(self, value: Any) -> None:
+        if id(value) in self.open:
+            raise ValueError("Circular reference detected")
+        self.open.add(id(value))
+
+    def _array(self, items: list[Any] | tuple[Any, ...], level: int) -> None:
+        if not items:
+            self.out.append("[]")
+            return
+        inner = "\n" + self.step * (level + 1)
+        self.out.append("[" + inner)
+        for i, item in enumerate(items):
+            if i:
+                self.out.append(self.item_sep + inner)
+            self.value(item, level + 1)
+        self.out.append("\n" + self.step * level + "]")
+
+    def _object(self, table: dict[Any, Any], level: int) -> None:
+        if not table:
+            self.out.append("{}")
+            return
+        inner = "\n" + self.step * (level + 1)
+        self.out.append("{" + inner)
+        pairs = sorted(table.items()) if self.sort_keys else table.items()
+        for i, (key, item) in enumerate(pairs):
+            if i:
+                self.out.append(self.item_sep + inner)
+            self.out.append(self.quote(_key(key)) + self.key_sep)
+            self.value(item, level + 1)
+        self.out.append("\n" + self.step * level + "}")
+
+
+def _key(key: Any) -> str:
+    """A key as json writes it: str as it is, float, int, bool and None as their JSON text."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float(key)
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
