@@ -15,7 +15,6 @@ inode and ctime recorded (best effort), so it is not hashed again. A ``.pyc`` co
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 
@@ -67,7 +66,9 @@ def load(es: EnvStore) -> dict[str, dict[str, JSON]]:
 
 
 def _save(es: EnvStore, files: dict[str, dict[str, JSON]]) -> None:
-    text = json.dumps({"files": files}, indent=1, sort_keys=True) + "\n"
+    from dtkguard.util.text import dumps
+
+    text = dumps({"files": files}, indent=1, sort_keys=True) + "\n"
     atomic_write_text(es.protected, text, 0o600)
 
 
