@@ -127,6 +127,76 @@ def test_path_mode_says_what_pathlib_says(tmp_path: Path) -> None:
     assert purepath.path_mode("a\0b") is None and not Path("a\0b").exists()
 
 
+_PURE = (
+    "", ".", "/", "//", "///", "a", "a/", "./a", "a/./b", "a//b", "//a/b", "../a", "x/.", "/a",
+    "//a", "/a/b.c", "a.b.c", ".a", "a.", "..", "/..", "a..b", ".a.b", "a/b/", "é.toml",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("value", _PURE)
+def test_the_pure_parts_of_a_path_are_pathlibs(value: str) -> None:
+    pure = PurePosixPath(value)
+    text = purepath.pure_path(value)
+    assert purepath.parts(value) == pure.parts
+    assert (purepath.parent(text), purepath.name(text)) == (str(pure.parent), pure.name)
+    assert purepath.stem(text) == pure.stem
+    for names in (("b",), ("b", "c/d"), ("/abs",), ("", "x"), (".", "y/")):
+        assert purepath.join(value, *names) == str(PurePosixPath(value, *names))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "*",
+        "a*",
+        "*a",
+        "a*b",
+        "*a*",
+        "**",
+        "a**b",
+        "renderD*",
+        "ab*ba",
+        "a*a*a",
+        "",
+        "ab",
+        "a?",
+        "[ab]*",
+    ],
+)
+def test_a_name_matches_as_fnmatch_says(pattern: str) -> None:
+    import fnmatch
+
+    for name in ("", "a", "b", "ab", "aba", "abba", "aab", "renderD128", "aXa", "aaa", ".a", "ba"):
+        assert purepath.name_matches(name, pattern) == fnmatch.fnmatchcase(name, pattern), name
+
+
+def test_the_file_tests_and_resolve_are_pathlibs(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "link").symlink_to("dir")
+    (tmp_path / "dangling").symlink_to("missing")
+
+    def outcome(call):  # type: ignore[no-untyped-def]
+        try:
+            return ("ok", call())
+        except Exception as exc:
+            return (type(exc).__name__, str(exc))
+
+    names = ("file", "dir", "loop", "link", "dangling", "missing", "file/below", "dir/..", ".")
+    for name in (*names, "a\0b"):
+        path = str(tmp_path / name) if name != "a\0b" else "a\0b"
+        for mine, theirs in (
+            (purepath.is_dir, Path.is_dir),
+            (purepath.is_file, Path.is_file),
+            (purepath.exists, Path.exists),
+        ):
+            assert mine(path) == theirs(Path(path)), (name, mine)
+        if "\0" not in path:
+            want = outcome(lambda: str(Path(path).resolve()))  # noqa: B023
+            assert outcome(lambda: purepath.resolve(path)) == want, name  # noqa: B023
+
+
 def test_the_store_and_cache_roots_as_text_are_the_paths(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ command line in a subprocess and reads the modules it loaded when it exited.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,39 @@ def _loaded(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProces
     return proc, set(json.loads(marker))
 
 
+#: what pathlib imports (`re` too, which the check's patterns need anyway): a cached check
+#: imports none of them, its paths are text (`dtkguard.util.purepath`)
+_PATHLIB = ("pathlib", "urllib", "urllib.parse", "ipaddress", "fnmatch", "ntpath")
+_COUNTED_PROBE = (
+    "import atexit, json, runpy, sys\n"
+    "before = sorted(sys.modules)\n"
+    "after = lambda: json.dumps([before, sorted(sys.modules)])\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + after()))\n"
+    "sys.argv = ['dtkguard', *sys.argv[1:]]\n"
+    "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _loaded_bare(
+    *args: str, env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """`_loaded` without ``site`` (the development venv's editable finder imports pathlib
+    before any line of dtkguard), its site-packages on the path; the probe is checked to
+    have loaded none of `_PATHLIB` itself."""
+    sites = [p for p in sys.path if p.endswith("site-packages")]
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", _COUNTED_PROBE, *args],
+        env={**env, "PYTHONPATH": os.pathsep.join([str(REPO), *sites]), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.stderr.count("MODULES ") == 1, proc.stderr
+    before, after = json.loads(proc.stderr.rpartition("\nMODULES ")[2])
+    assert sorted(set(_PATHLIB) & set(before)) == [], "the probe itself imported them"
+    return proc, set(after)
+
+
 def _heavy(modules: set[str]) -> list[str]:
     return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
 
@@ -79,6 +113,14 @@ def test_cached_check_loads_no_heavy_module(env: dict[str, str], tmp_path: Path)
     assert json.loads(again.stdout)["findings"] == json.loads(first.stdout)["findings"]
     assert _heavy(modules) == []
     assert len(modules) < 155, len(modules)  # 147: was 215 before typing, shutil, csv, ... left
+    for command in (
+        args,
+        ("check", "--path", str(site)),
+        ("check", "--path", str(site), "--format", "markdown"),
+    ):
+        bare, bare_modules = _loaded_bare(*command, env=env)
+        assert bare.returncode == first.returncode, bare.stderr
+        assert sorted(set(_PATHLIB) & bare_modules) == [], command
     light = ("importlib.resources", "shutil", "typing", "csv", "threading", "tempfile")
     # dataclasses imports inspect (ast, dis, tokenize): the check path's models are records
     # argparse (with gettext and locale): check's command line is read by `quick_args`
@@ -104,6 +146,12 @@ def test_a_repeated_guarded_check_hashes_no_layer(env: dict[str, str], tmp_path:
         assert name not in modules, f"{name}: a repeated guarded check hashed a layer"
     # its few small digests (the baseline's, the store's chains) need no OpenSSL (util.sha)
     assert "_hashlib" not in modules
+    for fmt in ("json", "table"):  # its paths are text: no pathlib, urllib, ipaddress, fnmatch
+        bare, modules = _loaded_bare(
+            "check", "--python", str(venv.python), "--format", fmt, env=env
+        )
+        assert bare.returncode == 0, bare.stdout + bare.stderr
+        assert sorted(set(_PATHLIB) & modules) == [], fmt
 
 
 @pytest.mark.wheel_cache

@@ -31,7 +31,7 @@ DEVICE_VARS = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVI
 
 def _first_line(root: Root, inner: str) -> str | None:
     try:
-        data = read_head(root.resolve(inner), 4096, follow=False, root=root)
+        data = read_head(root.resolve_text(inner), 4096, follow=False, root=root)
     except (OSError, ConfinementError):
         return None
     text = data.decode("utf-8", "replace").strip()
@@ -45,7 +45,7 @@ def dtk_release(root: Root) -> dict[str, Any]:
         if line and (m := re.search(_RELEASE, line)):
             return {"release": m.group(1), "source": "/" + inner, "raw": line}
     try:
-        link = root.readlink(root.resolve("/opt") / "dtk")  # the link itself, folder confined
+        link = root.readlink(os.path.join(root.resolve_text("/opt"), "dtk"))  # the link itself
     except (OSError, ConfinementError):
         link = ""
     if m := re.search(r"dtk-?(\d{2}\.\d{2}(?:\.\d+)?)", link):

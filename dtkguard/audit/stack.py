@@ -9,16 +9,18 @@ run. An unpacked image has no cards, driver or devices: those facts stay ``None`
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 
 from dtkguard.audit.facts import dtk_release
-from dtkguard.env.root import ConfinementError, Root, child
+from dtkguard.env.root import ConfinementError, Root, child_text
 from dtkguard.env.stack_facts import StackFacts
 from dtkguard.util.safe_read import read_capped, read_head, reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dtkguard.env.environment import Environment
 
 #: where a DTK keeps its HIP version, first match wins (DTK and ROCm layouts)
@@ -35,7 +37,7 @@ _HIP_FIELD = r"HIP_VERSION_(MAJOR|MINOR|PATCH)\s*=?\s*(\d+)"  # compiled on firs
 
 def _read_text(root: Root, inner: str, limit: int = 1 << 16) -> str | None:
     try:
-        return read_head(root.resolve(inner), limit, follow=False, root=root).decode(
+        return read_head(root.resolve_text(inner), limit, follow=False, root=root).decode(
             "utf-8", "replace"
         )
     except (OSError, ConfinementError):
@@ -64,7 +66,7 @@ def torch_build(env: Environment) -> tuple[str, dict[str, str | None]] | None:
     torch = env.get("torch")
     if torch is None:
         return None
-    version_py = child(env.root, child(env.root, torch.site, "torch"), "version.py")
+    version_py = child_text(env.root, child_text(env.root, torch.site_text, "torch"), "version.py")
     try:
         text = read_head(version_py, 1 << 16, follow=False, root=env.root).decode(
             "utf-8", "replace"
@@ -77,9 +79,10 @@ def torch_build(env: Environment) -> tuple[str, dict[str, str | None]] | None:
 def _recorded(path: str | Path) -> str:
     """A recorded hy-smi output file (bad input, exit 2, when it cannot be read)."""
     from dtkguard.errors import InputError
+    from dtkguard.util.purepath import pure_path
 
     try:
-        data = read_capped(Path(path), 1 << 20, what="hy-smi output")
+        data = read_capped(pure_path(os.fspath(path)), 1 << 20, what="hy-smi output")
     except OSError as exc:
         raise InputError(reason(exc), file=str(path), field="--hy-smi-output") from None
     return data.decode("utf-8", "replace")
@@ -104,7 +107,7 @@ def device_nodes(root: Root) -> dict[str, bool | list[str]]:
 
     def is_char(inner: str) -> bool:
         try:
-            return stat.S_ISCHR(root.stat(root.resolve(inner)).st_mode)
+            return stat.S_ISCHR(root.stat(root.resolve_text(inner)).st_mode)
         except (OSError, ConfinementError):
             return False
 

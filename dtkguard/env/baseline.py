@@ -44,16 +44,17 @@ records it.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from dtkguard.env.root import Root
 from dtkguard.errors import InputError
 from dtkguard.lightclass import field, record
+from dtkguard.util.purepath import pure_path
 from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
     from typing import Any
 
     from dtkguard.util.json_types import JSON
@@ -77,12 +78,27 @@ def baseline_path(prefix: str | os.PathLike[str]) -> Path:
     return env_store(prefix).baseline
 
 
+def baseline_text(prefix: str | os.PathLike[str]) -> str:
+    """`baseline_path` as text (``str(baseline_path(prefix))``), without importing pathlib."""
+    from dtkguard.env.store import env_store
+
+    return env_store(prefix).text(FILE_NAME)
+
+
 def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:
     """``<prefix>/dtkguard/baseline.json``: where a guard before the store (or an image built
     elsewhere) keeps its baseline; `check` reads it when the store knows no such env."""
-    from dtkguard.env.interpreter import STATE_DIR
+    from pathlib import Path
 
-    return Path(prefix) / STATE_DIR / FILE_NAME
+    return Path(legacy_baseline_text(prefix))
+
+
+def legacy_baseline_text(prefix: str | os.PathLike[str]) -> str:
+    """`legacy_baseline_path` as text, without importing pathlib."""
+    from dtkguard.env.interpreter import STATE_DIR
+    from dtkguard.util.purepath import join
+
+    return join(os.fspath(prefix), STATE_DIR, FILE_NAME)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str | None:
@@ -128,7 +144,7 @@ def pyc_body_sha256(path: str | os.PathLike[str], root: Root | None = None) -> s
     from dtkguard.util.safe_read import read_capped
 
     try:
-        data = read_capped(Path(path), 64 << 20, root=root)
+        data = read_capped(pure_path(os.fspath(path)), 64 << 20, root=root)
     except OSError:
         return None
     return sha256_hex(data[16:])
@@ -235,7 +251,7 @@ def _vouched(path: str | os.PathLike[str]) -> bytes | None:
     raw: bytes | None
     try:
         raw = read_capped(path, MAX_BASELINE_BYTES, what="baseline")
-        listed = read_json(Path(path).parent / "manifest.json", 16 << 20)  # no RecursionError
+        listed = read_json(_manifest_beside(path), 16 << 20)  # no RecursionError
         if _sha256_of(raw) != listed["files"][str(path)]["sha256"]:
             raw = None
     except (OSError, ValueError, KeyError, TypeError):
@@ -245,11 +261,18 @@ def _vouched(path: str | os.PathLike[str]) -> bytes | None:
     return raw
 
 
+def _manifest_beside(path: str | os.PathLike[str]) -> str:
+    """``str(Path(path).parent / "manifest.json")``."""
+    from dtkguard.util.purepath import join, parent
+
+    return join(parent(pure_path(os.fspath(path))), "manifest.json")
+
+
 def _vouch_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:
     """The baseline's and its manifest's identity now (device, inode, size, mtime, ctime: the
     guard replaces both files whole); None when either cannot be read."""
     out: list[object] = [str(path)]
-    for name in (path, Path(path).parent / "manifest.json"):
+    for name in (path, _manifest_beside(path)):
         try:
             st = os.stat(name)
         except OSError:
@@ -410,7 +433,7 @@ def _sha256_of(data: bytes) -> str:
     return _hashed[1]
 
 
-def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
+def tampered(inner: str, host: str | os.PathLike[str], root: Root | None = None) -> bool:
     """The baseline's digest differs from the one the guard's manifest holds (its paths are
     the ones the guarded interpreter sees, so an image's own manifest is read by inner path);
     both read confined to ``root``."""
@@ -419,7 +442,7 @@ def tampered(inner: str, host: Path, root: Root | None = None) -> bool:
     try:
         from dtkguard.util.text import json_loads
 
-        text = read_capped(host.parent / "manifest.json", 16 << 20, root=root)
+        text = read_capped(_manifest_beside(host), 16 << 20, root=root)
         entry = json_loads(text.decode("utf-8"))["files"][inner]
         data = read_capped(host, MAX_BASELINE_BYTES, root=root)
         recorded: object = entry["sha256"]  # the manifest's JSON, unchecked
@@ -588,7 +611,7 @@ def _record_changed(
         return True
     from dtkguard.util.safe_read import read_capped
 
-    host = Path(_host(root, inner))
+    host = pure_path(_host(root, inner))
     try:
         text = read_capped(host, 64 << 20, root=root).decode("utf-8", "replace")
     except OSError:

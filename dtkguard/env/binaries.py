@@ -17,8 +17,6 @@ from dtkguard.lightclass import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from dtkguard.decision import Problem
     from dtkguard.env.dist import Dist
     from dtkguard.env.environment import Environment
@@ -78,7 +76,7 @@ def shared_rows(dist: Dist) -> list[str]:
 
     # on the host, RECORD is read in one open (what is no directory, or no regular file, does
     # not open: no rows, as `Dist.record` says); in an image, its links are resolved first
-    record = dist.path / "RECORD" if dist.root.is_host else dist.record
+    record = os.path.join(dist.path_text, "RECORD") if dist.root.is_host else dist.record_text
     if record is None:
         return []
     try:
@@ -127,7 +125,7 @@ def _host(root: Root, site: str, rel: str) -> str | None:
     if root.is_host:
         return inner
     try:
-        host = root.resolve(os.path.dirname(inner))
+        host = root.resolve_text(os.path.dirname(inner))
     except ConfinementError:
         return None
     return os.path.join(host, os.path.basename(inner))
@@ -137,14 +135,14 @@ def dist_binaries(dist: Dist, rows: list[str] | None = None) -> list[Binary]:
     """Every ELF file ``dist`` ships, read (``rows``: its `shared_rows`, when known)."""
     out = []
     for rel in shared_rows(dist) if rows is None else rows:
-        host = _host(dist.root, str(dist.site), rel)
-        inner = os.path.normpath(os.path.join(dist.root.inner(dist.site), rel))
+        host = _host(dist.root, dist.site_text, rel)
+        inner = os.path.normpath(os.path.join(dist.root.inner(dist.site_text), rel))
         label = (dist.name, dist.version, inner, rel)
         if host is None:
             out.append(Binary(*label, None, "its path leaves the target's root"))
             continue
         try:
-            linkage = read_binary(host, "" if dist.root.is_host else str(dist.root.path))
+            linkage = read_binary(host, "" if dist.root.is_host else dist.root.top)
         except FileNotFoundError:
             continue  # missing files are the files family's finding
         except OSError as exc:
@@ -158,22 +156,22 @@ def dist_binaries(dist: Dist, rows: list[str] | None = None) -> list[Binary]:
     return out
 
 
-def known_rows(dists: list[Dist]) -> dict[Path, list[str]]:
+def known_rows(dists: list[Dist]) -> dict[str, list[str]]:
     """`shared_rows` of each host dist of ``dists`` by its path, kept by its RECORD's stat
     (`dtkguard.util.stat_cache`): a check reads each RECORD once, not every run: torch's
     alone has 20,000 rows."""
     from dtkguard.util.stat_cache import kept
 
-    host = {str(d.path / "RECORD"): d for d in dists if d.root.is_host}
+    host = {os.path.join(d.path_text, "RECORD"): d for d in dists if d.root.is_host}
     if not host:
         return {}
 
     def rows(value: JSON) -> list[str] | None:
         return [r for r in value if isinstance(r, str)] if isinstance(value, list) else None
 
-    sites = {str(d.site) for d in host.values()}
+    sites = {d.site_text for d in host.values()}
     found = kept("shared-rows", sites, host, lambda r: shared_rows(host[r]), rows, [__file__])
-    return {host[record].path: rows for record, rows in found.items()}
+    return {host[record].path_text: rows for record, rows in found.items()}
 
 
 def env_binaries(env: Environment) -> list[Binary]:
@@ -181,7 +179,7 @@ def env_binaries(env: Environment) -> list[Binary]:
     cached = getattr(env, "_binaries", None)
     if cached is None:
         rows = known_rows(list(env))
-        cached = [b for dist in env for b in dist_binaries(dist, rows.get(dist.path))]
+        cached = [b for dist in env for b in dist_binaries(dist, rows.get(dist.path_text))]
         # kept on the Environment it describes, computed on first use (not one of its fields)
         env._binaries = cached  # type: ignore[attr-defined]
     return cached

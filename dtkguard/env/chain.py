@@ -17,14 +17,17 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.purepath import join, parent, pure_path
+from dtkguard.util.purepath import name as name_of
 from dtkguard.util.safe_read import read_capped
 from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dtkguard.util.json_types import JSON
 
 #: a log is many short lines; larger than this is not a log of ours
@@ -35,11 +38,16 @@ def head_path(path: Path) -> Path:
     return path.with_name(path.name + ".head")
 
 
+def _head_text(path: str) -> str:
+    """``str(head_path(Path(path)))`` of a log named as text (``str(Path)``)."""
+    return join(parent(path), name_of(path) + ".head")
+
+
 def line_digest(line: str) -> str:
     return sha256_hex(line.encode("utf-8", "surrogateescape"))
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: str | os.PathLike[str]) -> list[str]:
     try:
         text = read_capped(path, MAX_BYTES, what="log").decode("utf-8", "replace")
     except FileNotFoundError:
@@ -89,7 +97,7 @@ def catch_up(path: Path) -> None:
             atomic_write_text(head_path(path), head, 0o600)
 
 
-def records(path: Path) -> list[tuple[int, dict[str, JSON] | None]]:
+def records(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, JSON] | None]]:
     """(line number, record or None when the line is not a JSON object)."""
     out: list[tuple[int, dict[str, JSON] | None]] = []
     for no, line in enumerate(_lines(path), 1):
@@ -101,9 +109,11 @@ def records(path: Path) -> list[tuple[int, dict[str, JSON] | None]]:
     return out
 
 
-def problems(path: Path) -> list[str]:
+def problems(path: str | os.PathLike[str]) -> list[str]:
     """What is wrong with the chain of the log at ``path``, in words ([]: intact, or no log
     and no head)."""
+    path = pure_path(os.fspath(path))
+    log, head = name_of(path), _head_text(path)
     lines = _lines(path)
     out = []
     prev = ""
@@ -113,20 +123,20 @@ def problems(path: Path) -> list[str]:
         except (ValueError, AttributeError):
             link = None
         if link != prev:
-            out.append(f"{path.name} line {no} does not follow line {no - 1} (edited or removed)")
+            out.append(f"{log} line {no} does not follow line {no - 1} (edited or removed)")
         prev = line_digest(line)
     try:
-        count, _, last = head_path(path).read_text(encoding="utf-8").strip().partition(" ")
+        with open(head, encoding="utf-8") as fh:
+            count, _, last = fh.read().strip().partition(" ")
     except FileNotFoundError:
         if lines:
-            out.append(f"{head_path(path).name} is missing")
+            out.append(f"{name_of(head)} is missing")
         return out
     except OSError as exc:
-        return [*out, f"{head_path(path).name} is unreadable: {exc.strerror}"]
+        return [*out, f"{name_of(head)} is unreadable: {exc.strerror}"]
     if not _names_a_line(count, last, lines):
         out.append(
-            f"{path.name} holds {len(lines)} record(s), its head says {count}: "
-            "truncated or rewritten"
+            f"{log} holds {len(lines)} record(s), its head says {count}: truncated or rewritten"
         )
     return out
 

@@ -8,15 +8,17 @@ from __future__ import annotations
 import json
 import os
 from functools import cached_property
-from pathlib import Path
 
 from dtkguard.decision import canonical
-from dtkguard.env.root import Root, child
+from dtkguard.env.root import Root, child_text
 from dtkguard.lightclass import field, record
+from dtkguard.util.purepath import join, parent
+from dtkguard.util.purepath import name as name_of
 from dtkguard.util.safe_read import read_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Protocol
 
     from dtkguard.env.json_shapes import DistDict
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     class SiteReader(Protocol):
         """Reads a site's entries for `scan_site` (`dtkguard.env.scan_cache.SiteScan`)."""
 
-        def read(self, root: Root, site: Path, entry: str, group: str = "") -> Dist | str: ...
+        def read(self, root: Root, site: str, entry: str, group: str = "") -> Dist | str: ...
 
         def keep(self) -> None: ...
 
@@ -44,10 +46,10 @@ class Dist:
 
     name: str
     version: str
-    #: host path of the .dist-info / .egg-info directory (or .egg-info file)
-    path: Path
-    #: host path of the site directory that holds it
-    site: Path
+    #: host path of the .dist-info / .egg-info directory (or .egg-info file), as text
+    path_text: str
+    #: host path of the site directory that holds it, as text
+    site_text: str
     root: Root = field(repr=False, default_factory=Root)
     #: which interpreter prefix it belongs to (several under an image root)
     group: str = ""
@@ -57,22 +59,58 @@ class Dist:
     #: beside the site's own dists, so never hidden behind one of the same name
     legacy: bool = False
 
+    if TYPE_CHECKING:  # a caller may give the paths as `Path`s (they are kept as text)
+
+        def __init__(
+            self,
+            name: str,
+            version: str,
+            path_text: str | os.PathLike[str],
+            site_text: str | os.PathLike[str],
+            root: Root = ...,
+            group: str = "",
+            headers: dict[str, list[str]] = ...,
+            legacy: bool = False,
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path_text, str) or not isinstance(self.site_text, str):
+            self.path_text = os.fspath(self.path_text)
+            self.site_text = os.fspath(self.site_text)
+
     @cached_property
     def key(self) -> str:
         return canonical(self.name)
 
     @property
+    def path(self) -> Path:
+        """Host path of the .dist-info / .egg-info directory (or .egg-info file)."""
+        from pathlib import Path
+
+        return Path(self.path_text)
+
+    @property
+    def site(self) -> Path:
+        """Host path of the site directory that holds it."""
+        from pathlib import Path
+
+        return Path(self.site_text)
+
+    @property
     def location(self) -> str:
         """The dist-info path as the target sees it."""
-        return self.root.inner(self.path)
+        return self.root.inner(self.path_text)
 
     def small_file(self, name: str) -> str | None:
         """The text of the small metadata file ``name`` of this dist (None: absent, unreadable)."""
-        if not self.root.is_dir(self.path):
+        if not self.root.is_dir(self.path_text):
             return None
         try:
             return read_head(
-                child(self.root, self.path, name), SMALL_FILE_LIMIT, follow=False, root=self.root
+                child_text(self.root, self.path_text, name),
+                SMALL_FILE_LIMIT,
+                follow=False,
+                root=self.root,
             ).decode("utf-8", "replace")
         except OSError:
             return None
@@ -84,7 +122,8 @@ class Dist:
 
     @cached_property
     def requested(self) -> bool:
-        return self.root.is_dir(self.path) and self.root.lexists(self.path / "REQUESTED")
+        folder = self.path_text
+        return self.root.is_dir(folder) and self.root.lexists(os.path.join(folder, "REQUESTED"))
 
     @cached_property
     def direct_url(self) -> dict[str, JSON] | None:
@@ -98,9 +137,17 @@ class Dist:
     @property
     def record(self) -> Path | None:
         """Host path of RECORD, None when there is none."""
-        if not self.root.is_dir(self.path):
+        from pathlib import Path
+
+        path = self.record_text
+        return None if path is None else Path(path)
+
+    @property
+    def record_text(self) -> str | None:
+        """`record` as text (``str(self.record)``)."""
+        if not self.root.is_dir(self.path_text):
             return None
-        path = child(self.root, self.path, "RECORD")
+        path = child_text(self.root, self.path_text, "RECORD")
         return path if self.root.is_file(path) else None
 
     @property
@@ -141,32 +188,35 @@ def parse_headers(data: bytes) -> dict[str, list[str]]:
     return headers
 
 
-def read_dist(root: Root, site: Path, entry: str, group: str = "") -> Dist | str:
+def read_dist(root: Root, site: str | os.PathLike[str], entry: str, group: str = "") -> Dist | str:
     """Read one ``*.dist-info`` / ``*.egg-info`` entry; a string describes why it could not be."""
+    site = os.fspath(site)
     if root.is_host and entry.endswith(".dist-info"):
         # the common case in one open: a directory with its METADATA; anything else (no such
         # file, a file, a link, unreadable) is read the long way, and answered as before
-        path = site / entry
+        path = join(site, entry)
         try:
-            data = read_head(path / "METADATA", METADATA_LIMIT, follow=False, root=root)
+            meta = os.path.join(path, "METADATA")
+            data = read_head(meta, METADATA_LIMIT, follow=False, root=root)
         except OSError:
             pass
         else:
             return _from_metadata(data, path, site, root, group, site, entry)
     try:  # a symlink loop or a link that cannot be resolved inside the root is a warning
-        path = child(root, site, entry)
+        path = child_text(root, site, entry)
         if root.is_dir(path):
-            meta = child(root, path, "METADATA" if entry.endswith(".dist-info") else "PKG-INFO")
+            name = "METADATA" if entry.endswith(".dist-info") else "PKG-INFO"
+            meta = child_text(root, path, name)
         else:
             meta = path  # an .egg-info file is the PKG-INFO itself
         data = read_head(meta, METADATA_LIMIT, follow=False, root=root)
     except OSError as exc:
-        return f"{root.inner(site / entry)}: cannot read metadata: {exc.strerror or exc}"
+        return f"{root.inner(join(site, entry))}: cannot read metadata: {exc.strerror or exc}"
     return _from_metadata(data, path, site, root, group, site, entry)
 
 
 def _from_metadata(
-    data: bytes, path: Path, site: Path, root: Root, group: str, base: Path, entry: str
+    data: bytes, path: str, site: str, root: Root, group: str, base: str, entry: str
 ) -> Dist | str:
     """A Dist from METADATA/PKG-INFO bytes; a string (naming ``base/entry``) when Name or
     Version is missing."""
@@ -175,28 +225,31 @@ def _from_metadata(
 
 def from_headers(
     headers: dict[str, list[str]],
-    path: Path,
-    site: Path,
+    path: str,
+    site: str,
     root: Root,
     group: str,
-    base: Path,
+    base: str,
     entry: str,
 ) -> Dist | str:
     """A Dist of parsed METADATA/PKG-INFO headers (its `DIST_HEADERS`), as `_from_metadata`."""
     name = (headers.get("name") or [""])[0]
     version = (headers.get("version") or [""])[0]
     if not name or not version:
-        return f"{root.inner(base / entry)}: broken metadata (no Name or Version)"
+        return f"{root.inner(join(base, entry))}: broken metadata (no Name or Version)"
     kept = {k: headers[k] for k in DIST_HEADERS if k in headers}
     return Dist(name, version, path, site, root, group, kept)
 
 
-def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
+def read_egg(
+    root: Root, site: str | os.PathLike[str], egg: str | os.PathLike[str], group: str = ""
+) -> Dist | str:
     """An ``.egg`` directory (``EGG-INFO/PKG-INFO``) or zip file, installed into ``site``."""
+    site, egg = os.fspath(site), os.fspath(egg)
     if root.is_dir(egg):
         return (
             read_dist(root, egg, "EGG-INFO", group)
-            if root.exists(egg / "EGG-INFO")
+            if root.exists(join(egg, "EGG-INFO"))
             else (f"{root.inner(egg)}: an .egg without EGG-INFO")
         )
     import stat
@@ -211,32 +264,32 @@ def read_egg(root: Root, site: Path, egg: Path, group: str = "") -> Dist | str:
                 data = member.read(METADATA_LIMIT)
     except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         return f"{root.inner(egg)}: cannot read the zipped egg: {exc}"
-    return _from_metadata(data, egg, site, root, group, egg.parent, egg.name)
+    return _from_metadata(data, egg, site, root, group, parent(egg), name_of(egg))
 
 
 #: a path line of a ``.pth`` or ``.egg-link`` longer than PATH_MAX is no path
 MAX_PATH_LINE = 4096
 
 
-def _confined(root: Root, base: Path, text: str) -> Path | None:
+def _confined(root: Root, base: str, text: str) -> str | None:
     """A path written in a ``.pth`` or ``.egg-link`` (relative to ``base``), inside the root."""
     from dtkguard.env.root import ConfinementError
 
     inner = text if text.startswith("/") else os.path.join(root.inner(base), text)
     try:
-        return root.resolve(os.path.normpath(inner))
+        return root.resolve_text(os.path.normpath(inner))
     except (ConfinementError, OSError):
         return None
 
 
-def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
+def _legacy(root: Root, site: str, entry: str, group: str) -> list[Dist | str]:
     """Distributions an ``.egg``, ``.egg-link`` or ``easy-install.pth`` entry of a site adds."""
-    path = site / entry
+    path = join(site, entry)
     if entry.endswith(".egg"):
-        return [read_egg(root, site, child(root, site, entry), group)]
+        return [read_egg(root, site, child_text(root, site, entry), group)]
     try:
         text = read_head(
-            child(root, site, entry), SMALL_FILE_LIMIT, follow=False, root=root
+            child_text(root, site, entry), SMALL_FILE_LIMIT, follow=False, root=root
         ).decode("utf-8", "replace")
     except OSError as exc:
         return [f"{root.inner(path)}: cannot read: {exc.strerror or exc}"]
@@ -252,7 +305,7 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
         where = _confined(root, site, line)
         if where is None:
             out.append(f"{root.inner(path)}: {line}: cannot be resolved inside the root")
-        elif where.name.endswith(".egg"):
+        elif name_of(where).endswith(".egg"):
             out.append(read_egg(root, site, where, group))
         elif root.is_dir(where):  # a develop install: PROJECT/NAME.egg-info
             try:
@@ -264,13 +317,14 @@ def _legacy(root: Root, site: Path, entry: str, group: str) -> list[Dist | str]:
 
 
 def scan_site(
-    root: Root, site: Path, group: str = "", reader: SiteReader | None = None
+    root: Root, site: str | os.PathLike[str], group: str = "", reader: SiteReader | None = None
 ) -> tuple[list[Dist], list[str]]:
     """All distributions in one site directory, and warnings for what could not be read;
     ``reader``: reads its metadata folders instead of `read_dist` (a cache), told when done.
 
     Legacy installs (``.egg``, ``.egg-link``, ``easy-install.pth``) come after the site's own
     metadata, each once."""
+    site = os.fspath(site)
     dists: list[Dist] = []
     warnings: list[str] = []
     try:
@@ -293,9 +347,9 @@ def scan_site(
             result.legacy = True
     for result in results + legacy:
         if isinstance(result, Dist):
-            if str(result.path) in seen:
+            if result.path_text in seen:
                 continue
-            seen.add(str(result.path))
+            seen.add(result.path_text)
             dists.append(result)
         else:
             warnings.append(result)

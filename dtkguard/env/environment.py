@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from dtkguard.env.dist import Dist, read_egg, scan_site
 from dtkguard.env.identity import TargetIdentity, first_site_python
@@ -44,7 +43,8 @@ class Environment:
 
     target: TargetIdentity
     root: Root
-    sites: list[Path]
+    #: host paths of its site folders, as text
+    sites: list[str]
     dists: list[Dist] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: a process target: (its /proc/N, its start time), to tell whether it outlived the read
@@ -68,10 +68,12 @@ class Environment:
         return out
 
 
-def _scan(root: Root, site: Path, group: str) -> tuple[list[Dist], list[str]]:
+def _scan(root: Root, site: str, group: str) -> tuple[list[Dist], list[str]]:
     """A site directory, or a sys.path entry that is an ``.egg`` itself (directory or zip)."""
-    if site.name.endswith(".egg"):
-        egg = read_egg(root, site.parent, site, group)
+    from dtkguard.util import purepath
+
+    if purepath.name(site).endswith(".egg"):
+        egg = read_egg(root, purepath.parent(site), site, group)
         if isinstance(egg, Dist):
             egg.legacy = True
             return [egg], []
@@ -83,23 +85,26 @@ def _scan(root: Root, site: Path, group: str) -> tuple[list[Dist], list[str]]:
     return scan_site(root, site, group, SiteScan(site))
 
 
-def collect_sites(env: Environment, sites: Iterable[tuple[Path, str]]) -> Environment:
+def collect_sites(
+    env: Environment, sites: Iterable[tuple[str | os.PathLike[str], str]]
+) -> Environment:
     """``env`` with the distributions of ``sites`` ((path, how found)), first on the path wins."""
     seen: set[tuple[str, str]] = set()
     paths: set[str] = set()
-    for site, group in sites:
+    for where, group in sites:
+        site = os.fspath(where)
         dists, warnings = _scan(env.root, site, group)
         env.warnings += warnings
         env.sites.append(site)
         for dist in dists:
-            if str(dist.path) in paths:  # an egg found on sys.path and in easy-install.pth
+            if dist.path_text in paths:  # an egg found on sys.path and in easy-install.pth
                 continue
             # shadowed further down sys.path, as pip sees it; eggs and develop installs are
             # always reported (a second torch on sys.path is damage wherever it sits)
             if (dist.key, group) in seen and not dist.legacy:
                 continue
             seen.add((dist.key, group))
-            paths.add(str(dist.path))
+            paths.add(dist.path_text)
             env.dists.append(dist)
     return env
 
@@ -107,15 +112,17 @@ def collect_sites(env: Environment, sites: Iterable[tuple[Path, str]]) -> Enviro
 def from_paths(paths: Iterable[str | os.PathLike[str]]) -> Environment:
     """Site directories given directly (``--path``); their Python is the ``X.Y`` of the first
     one named ``lib/pythonX.Y``."""
+    from dtkguard.util import purepath
+
     sites = []
     for raw in paths:
-        path = Path(raw)
-        if not path.is_dir():
+        path = purepath.pure_path(os.fspath(raw))
+        if not purepath.is_dir(path):
             raise TargetError(f"not a directory: {path}")
-        sites.append((path.resolve(), ""))
+        sites.append((purepath.resolve(path), ""))
     target = TargetIdentity(
         "path",
-        path=os.pathsep.join(str(p) for p, _ in sites),
+        path=os.pathsep.join(p for p, _ in sites),
         python_version=first_site_python(p for p, _ in sites),
     )
     return collect_sites(Environment(target, Root(), []), sites)
@@ -265,7 +272,9 @@ def python_sys_path(python: str) -> tuple[list[str], str]:
 def from_python(python: str | None = None) -> Environment:
     """The environment of an interpreter; None means the running one."""
     paths, target = describe_python(python)
-    sites = [(Path(p), "") for p in paths if os.path.isdir(p) or p.endswith(".egg")]
+    from dtkguard.util.purepath import pure_path
+
+    sites = [(pure_path(p), "") for p in paths if os.path.isdir(p) or p.endswith(".egg")]
     return collect_sites(Environment(target, Root(), []), sites)
 
 
@@ -274,24 +283,26 @@ def active_python() -> str | None:
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = os.environ.get(var)
         if prefix and os.path.realpath(prefix) != os.path.realpath(sys.prefix):
-            exe = Path(prefix) / "bin" / "python"
-            if exe.exists():
-                return str(exe)
+            from dtkguard.util.purepath import exists, join
+
+            exe = join(prefix, "bin", "python")
+            if exists(exe):
+                return exe
     return None
 
 
-def root_sites(root: Root) -> list[tuple[Path, str]]:
+def root_sites(root: Root) -> list[tuple[str, str]]:
     """Every site directory of an image root, each with its interpreter prefix (inside root)."""
-    found: dict[str, tuple[Path, str]] = {}
+    found: dict[str, tuple[str, str]] = {}
 
     def add(inner: str) -> None:
         try:
-            host = root.resolve(inner)
+            host = root.resolve_text(inner)
         except ConfinementError:
             return
-        if root.is_dir(host) and str(host) not in found:
+        if root.is_dir(host) and host not in found:
             prefix = inner.split("/lib/")[0] or "/"
-            found[str(host)] = (host, prefix)
+            found[host] = (host, prefix)
 
     for pattern in _ROOT_SITE_GLOBS:
         for inner in root.glob(pattern):
@@ -309,7 +320,7 @@ def _find_venvs(root: Root) -> list[str]:
     skip = ("proc", "sys", "dev", "lib", "share")
     for home in _VENV_HOMES:
         for inner in root.walk(home, _VENV_DEPTH, prune=skip, leaf="pyvenv.cfg"):
-            if root.is_regular(root.path.joinpath(inner.lstrip("/"), "pyvenv.cfg")):
+            if root.is_regular(os.path.join(root.top, inner.lstrip("/"), "pyvenv.cfg")):
                 hits.append(os.path.join(inner, "pyvenv.cfg"))
     return sorted(set(hits))
 
@@ -319,11 +330,13 @@ def from_root(path: str | os.PathLike[str]) -> Environment:
     the ``X.Y`` of the first site named ``lib/pythonX.Y`` (of an image with several, the first:
     `site_pythons` lists them all)."""
     root = Root(path)
-    if not root.path.is_dir():
-        raise TargetError(f"not a directory: {root.path}")
+    from dtkguard.util.purepath import is_dir
+
+    if not is_dir(root.top):
+        raise TargetError(f"not a directory: {root.top}")
     sites = root_sites(root)
     target = TargetIdentity(
-        "root", root=str(root.path), python_version=first_site_python(p for p, _ in sites)
+        "root", root=root.top, python_version=first_site_python(p for p, _ in sites)
     )
     return collect_sites(Environment(target, root, []), sites)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dtkguard.util.json_types import JSON
 
 ENV_VAR = "DTKGUARD_OVERRIDE"
@@ -72,7 +73,7 @@ MAX_READ_BYTES = 256 << 20
 
 
 def read(
-    path: Path, root: object | None = None
+    path: str | os.PathLike[str], root: object | None = None
 ) -> Iterator[tuple[int, dict[str, JSON] | str | None]]:
     """(line number, record, or None when the line is not a JSON object of at most
     `MAX_LINE_BYTES`), streamed; a log that cannot be read, or is read only in part (past

@@ -58,7 +58,7 @@ def load(es: EnvStore) -> dict[str, dict[str, JSON]]:
     try:
         from dtkguard.util.safe_read import read_json
 
-        data = read_json(es.protected, what="protected list")
+        data = read_json(es.text("protected.json"), what="protected list")
     except (OSError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None
@@ -69,7 +69,7 @@ def _save(es: EnvStore, files: dict[str, dict[str, JSON]]) -> None:
     from dtkguard.util.text import dumps
 
     text = dumps({"files": files}, indent=1, sort_keys=True) + "\n"
-    atomic_write_text(es.protected, text, 0o600)
+    atomic_write_text(es.text("protected.json"), text, 0o600)
 
 
 def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, JSON]]:

@@ -18,7 +18,10 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_LINKS = 40
 _O_PATH = getattr(os, "O_PATH", 0)
@@ -40,16 +43,36 @@ class Root:
     """A filesystem root; ``Root("/")`` is the host and resolves with the OS."""
 
     def __init__(self, path: str | os.PathLike[str] = "/") -> None:
-        self.path = Path(os.path.abspath(path))
-        self.is_host = str(self.path) == "/"
+        from dtkguard.util.purepath import pure_path
+
+        #: the root's host path as text (``str(self.path)``)
+        self.top = pure_path(os.path.abspath(path))
+        self.is_host = self.top == "/"
+
+    @property
+    def path(self) -> Path:
+        """The root's host path."""
+        from pathlib import Path
+
+        return Path(self.top)
 
     def __repr__(self) -> str:
-        return f"Root({str(self.path)!r})"
+        return f"Root({self.top!r})"
 
     def resolve(self, inner: str | os.PathLike[str]) -> Path:
         """The host path of ``inner`` (a path as the target sees it), resolved inside the root."""
+        from pathlib import Path
+
+        return Path(self.resolve_text(inner))
+
+    def resolve_text(self, inner: str | os.PathLike[str]) -> str:
+        """`resolve` as text (``str(self.resolve(inner))``), without importing pathlib."""
+        from dtkguard.util.purepath import pure_path
+
         if self.is_host:
-            return Path(os.path.realpath(inner))
+            return pure_path(os.path.realpath(inner))
+        from pathlib import PurePosixPath
+
         parts = list(PurePosixPath("/", inner).parts[1:])
         done: list[str] = []
         links = 0
@@ -61,7 +84,7 @@ class Root:
                 if done:
                     done.pop()
                 continue
-            host = os.path.join(self.path, *done, part)
+            host = os.path.join(self.top, *done, part)
             try:
                 target = self.readlink(host)
             except OSError:  # not a link (or missing): keep the name
@@ -75,24 +98,24 @@ class Root:
                 done = []
                 target_parts = target_parts[1:]
             parts = target_parts + parts
-        return self.path.joinpath(*done)
+        return os.path.join(self.top, *done)
 
     def glob(self, pattern: str) -> list[str]:
         """Inner paths matching a relative glob, every directory resolved inside the root."""
-        import fnmatch
+        from dtkguard.util.purepath import name_matches, parts
 
         current = ["/"]
-        for part in PurePosixPath(pattern).parts:
+        for part in parts(pattern):
             nxt: list[str] = []
             for inner in current:
                 if not any(c in part for c in "*?["):
                     nxt.append(os.path.join(inner, part))
                     continue
                 try:
-                    names = sorted(self.listdir(self.resolve(inner)))
+                    names = sorted(self.listdir(self.resolve_text(inner)))
                 except (OSError, ConfinementError):
                     continue
-                nxt += [os.path.join(inner, n) for n in names if fnmatch.fnmatchcase(n, part)]
+                nxt += [os.path.join(inner, n) for n in names if name_matches(n, part)]
             current = nxt
         return current
 
@@ -131,7 +154,7 @@ class Root:
         """A descriptor of host ``path`` (`open_in`); the OS's own open for the host."""
         if self.is_host:
             return os.open(path, flags | (0 if follow else _O_NOFOLLOW))
-        return open_in(str(self.path), path, flags, follow=follow)
+        return open_in(self.top, path, flags, follow=follow)
 
     def stat(self, path: str | os.PathLike[str], follow: bool = True) -> os.stat_result:
         """``os.stat`` (``follow=False``: ``os.lstat``) of host ``path``, confined."""
@@ -210,13 +233,13 @@ class Root:
         host = os.fspath(host)
         if self.is_host:
             return host
-        rel = os.path.relpath(host, self.path)
+        rel = os.path.relpath(host, self.top)
         return "/" if rel == "." else "/" + rel
 
     def contains(self, host: str | os.PathLike[str]) -> bool:
         """True when a host path lies inside the root (lexically)."""
         host = os.path.normpath(os.fspath(host))
-        return self.is_host or host == str(self.path) or host.startswith(str(self.path) + os.sep)
+        return self.is_host or host == self.top or host.startswith(self.top + os.sep)
 
 
 def _relative(top: str, path: str | os.PathLike[str]) -> str:
@@ -347,7 +370,7 @@ def read_in(root: Root, path: str | os.PathLike[str], limit: int) -> bytes:
     return read_head(path, limit, follow=False, root=root)
 
 
-def is_regular(path: Path) -> bool:
+def is_regular(path: str | os.PathLike[str]) -> bool:
     """A regular file, by ``lstat``: a symlink is never followed to find out."""
     import stat
 
@@ -362,4 +385,14 @@ def child(root: Root, directory: Path, name: str) -> Path:
     path = directory / name
     if not root.is_host and stat.S_ISLNK(root._mode(path, follow=False)):
         return root.resolve(root.inner(path))
+    return path
+
+
+def child_text(root: Root, directory: str, name: str) -> str:
+    """`child` as text (``str(child(root, Path(directory), name))``), without pathlib."""
+    from dtkguard.util.purepath import join
+
+    path = join(directory, name)
+    if not root.is_host and stat.S_ISLNK(root._mode(path, follow=False)):
+        return root.resolve_text(root.inner(path))
     return path

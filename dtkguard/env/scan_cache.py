@@ -23,11 +23,11 @@ import time
 from dtkguard.env import dist
 from dtkguard.env.dist import METADATA_LIMIT, Dist, from_headers, parse_headers, read_dist
 from dtkguard.util import stat_cache
+from dtkguard.util.purepath import join
 from dtkguard.util.safe_read import read_head_stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
     from dtkguard.env.root import Root
@@ -41,8 +41,8 @@ _SOURCES = (dist.__file__, __file__)
 class SiteScan:
     """The cache of one site directory of the host: `read` its entries, then `keep`."""
 
-    def __init__(self, site: Path) -> None:
-        self._site = str(site)
+    def __init__(self, site: str | os.PathLike[str]) -> None:
+        self._site = os.fspath(site)
         self._file = stat_cache.cache_file("site-scan", [self._site], _SOURCES)
         table = stat_cache.load(self._file)
         old = table.get("dists")
@@ -52,7 +52,7 @@ class SiteScan:
         self._read_again = False
         self._now = time.time_ns()
 
-    def read(self, root: Root, site: Path, entry: str, group: str = "") -> Dist | str:
+    def read(self, root: Root, site: str, entry: str, group: str = "") -> Dist | str:
         """`dtkguard.env.dist.read_dist` of ``entry``, from the cache when it holds it."""
         if not entry.endswith(".dist-info"):
             return read_dist(root, site, entry, group)
@@ -64,7 +64,7 @@ class SiteScan:
             mst = None
         if mst is None or not stat.S_ISREG(mst.st_mode):
             return read_dist(root, site, entry, group)
-        path = site / entry
+        path = join(site, entry)
         hit = self._old.get(entry)
         if isinstance(hit, list) and len(hit) == 2 and hit[0] == _key(dst, mst):
             headers = _headers(hit[1])
@@ -74,7 +74,8 @@ class SiteScan:
                 return dist
         self._read_again = True
         try:
-            data, st = read_head_stat(path / "METADATA", METADATA_LIMIT, follow=False, root=root)
+            meta = os.path.join(path, "METADATA")
+            data, st = read_head_stat(meta, METADATA_LIMIT, follow=False, root=root)
         except OSError:
             return read_dist(root, site, entry, group)
         dist = from_headers(parse_headers(data), path, site, root, group, site, entry)

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import time
-from pathlib import Path
 
 from dtkguard.env.store_path import ENVS_DIR, ROOT_STORE_TEXT, STORE_VAR, env_key, store_root_text
 from dtkguard.errors import InputError
@@ -35,11 +34,12 @@ from dtkguard.util.atomic import atomic_write_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dtkguard.env.interpreter import Interpreter
     from dtkguard.env.json_shapes import RecordDict
     from dtkguard.util.json_types import JSON
 
-ROOT_STORE = Path(ROOT_STORE_TEXT)
 FORMAT = "dtkguard-store/1"
 POINTER_FORMAT = "dtkguard-store-pointer/1"
 RECORD_FILE = "env.json"
@@ -48,9 +48,19 @@ POINTER_FILE = "store.json"
 MODE = 0o700
 
 
+def __getattr__(name: str) -> object:
+    if name == "ROOT_STORE":  # a Path, made when asked for (pathlib is not imported else)
+        from pathlib import Path
+
+        return Path(ROOT_STORE_TEXT)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def store_root() -> Path:
     """Where the store is (not created): ``$DTKGUARD_STORE``, ``/var/lib/dtkguard`` for root,
     else ``$XDG_STATE_HOME/dtkguard`` (default ``~/.local/state/dtkguard``)."""
+    from pathlib import Path
+
     return Path(store_root_text())
 
 
@@ -199,9 +209,21 @@ def _python_mark(python: str | os.PathLike[str]) -> str:
 
 @record(frozen=True)
 class EnvStore:
-    """One env's folder in the store, and the paths of what it holds (nothing is created)."""
+    """One env's folder in the store, and the paths of what it holds (nothing is created);
+    each path is also had as text, without importing pathlib (`text`)."""
 
-    dir: Path
+    #: the folder, as text (``str(self.dir)``)
+    top: str
+
+    @property
+    def dir(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.top)
+
+    def text(self, name: str) -> str:
+        """``str(self.dir / name)`` of a file name such as ``"baseline.json"``."""
+        return os.path.join(self.top, name)
 
     @property
     def record_file(self) -> Path:
@@ -263,11 +285,13 @@ class EnvStore:
 
     @property
     def exists(self) -> bool:
-        return self.record_file.is_file()
+        from dtkguard.util.purepath import is_file
+
+        return is_file(self.text(RECORD_FILE))
 
     def record(self) -> Record | None:
         """The env's record; None when there is none; `InputError` when it is unreadable."""
-        return read_record(self.record_file)
+        return read_record(self.text(RECORD_FILE))
 
     def create(self) -> EnvStore:
         """Create the folder (mode 0700, the store's root too)."""
@@ -297,7 +321,7 @@ class Record:
         }
 
 
-def read_record(path: Path) -> Record | None:
+def read_record(path: str | os.PathLike[str]) -> Record | None:
     from dtkguard.util.safe_read import read_json
 
     try:
@@ -328,7 +352,10 @@ def write_record(es: EnvStore, record: Record) -> None:
 
 def env_store(prefix: str | os.PathLike[str], root: Path | None = None) -> EnvStore:
     """The folder of the env at ``prefix`` (in ``root``, default `store_root`)."""
-    return EnvStore((root or store_root()) / ENVS_DIR / env_key(prefix))
+    from dtkguard.util.purepath import join
+
+    base = store_root_text() if root is None else os.fspath(root)
+    return EnvStore(join(base, ENVS_DIR, env_key(prefix)))
 
 
 def refuse_inside(interp: Interpreter, root: Path | None = None) -> None:
@@ -357,14 +384,16 @@ def record_env(interp: Interpreter, *, guarded: bool | None = None) -> tuple[Env
 
 def known_envs(root: Path | None = None) -> list[tuple[EnvStore, Record]]:
     """Every env the store has a readable record of, by prefix."""
-    base = (root or store_root()) / ENVS_DIR
+    from dtkguard.util.purepath import join
+
+    base = join(store_root_text() if root is None else os.fspath(root), ENVS_DIR)
     out: list[tuple[EnvStore, Record]] = []
     try:
         names = sorted(os.listdir(base))
     except OSError:
         return out
     for name in names:
-        es = EnvStore(base / name)
+        es = EnvStore(join(base, name))
         with contextlib.suppress(InputError):
             rec = es.record()
             if rec is not None:
@@ -379,6 +408,8 @@ def overrides_log(interp: Interpreter) -> Path:
 
 def pointer_path(prefix: str | os.PathLike[str]) -> Path:
     """``<prefix>/dtkguard/store.json``: where the env says its store folder is."""
+    from pathlib import Path
+
     from dtkguard.env.interpreter import STATE_DIR
 
     return Path(prefix) / STATE_DIR / POINTER_FILE
@@ -386,11 +417,11 @@ def pointer_path(prefix: str | os.PathLike[str]) -> Path:
 
 def pointer_text(es: EnvStore) -> str:
     """The pointer's content: informative only (the store never trusts it)."""
-    data = {"format": POINTER_FORMAT, "store": str(es.dir)}
+    data = {"format": POINTER_FORMAT, "store": es.top}
     return json.dumps(data, indent=1) + "\n"
 
 
-def load_stat_cache(path: Path) -> dict[str, list[JSON]]:
+def load_stat_cache(path: str | os.PathLike[str]) -> dict[str, list[JSON]]:
     """The stat cache at ``path`` (see `EnvStore.stat_cache`); {} when absent or unreadable."""
     from dtkguard.util.safe_read import read_json
 
@@ -405,7 +436,7 @@ def load_stat_cache(path: Path) -> dict[str, list[JSON]]:
     )
 
 
-def save_stat_cache(path: Path, entries: dict[str, list[JSON]]) -> None:
+def save_stat_cache(path: str | os.PathLike[str], entries: dict[str, list[JSON]]) -> None:
     """Best effort: a store that cannot be written only means hashing again next time."""
     with contextlib.suppress(OSError):
         atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600, durable=False)

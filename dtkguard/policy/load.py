@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from dtkguard import __version__
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.policy.locate import MAX_POLICY_BYTES, resolve_policy_path
+from dtkguard.policy.locate import MAX_POLICY_BYTES, resolve_policy_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,8 +28,9 @@ def load_policy(
     its exceptions name rules ``known_rule`` knows (`dtkguard.rules.catalog.is_known`: a cache
     entry was checked when it was compiled, by the same dtkguard version)."""
     from dtkguard.util.console import info
+    from dtkguard.util.purepath import resolve
 
-    path = resolve_policy_path(ref).resolve()
+    path = resolve(resolve_policy_text(ref))
     cached = _read_cache(path) if cache else None
     if cached is not None:
         info(f"policy {cached.name} from {path} (compiled, cached)")
@@ -41,9 +41,11 @@ def load_policy(
     if shipped is not None:
         info(f"policy {shipped.name} from {path} (compiled when it was shipped)")
         return shipped
-    from dtkguard.policy.compile import compile_with_sources  # pydantic + tomlkit: on a miss
+    from pathlib import Path  # a miss compiles: pathlib with pydantic and tomlkit
 
-    policy, sources = compile_with_sources(path, known_rule)
+    from dtkguard.policy.compile import compile_with_sources
+
+    policy, sources = compile_with_sources(Path(path), known_rule)
     if cache:
         _write_cache(path, policy, sources)
     info(f"policy {policy.name} from {path} (compiled now)")
@@ -54,18 +56,18 @@ def load_policy(
 MAX_CACHE_BYTES = 16 << 20
 
 
-def _cache_dir() -> Path:
-    from dtkguard.util.cache_dir import cache_root
+def _cache_dir() -> str:
+    from dtkguard.util.cache_dir import cache_root_text
 
-    return cache_root() / "policies"
+    return os.path.join(cache_root_text(), "policies")
 
 
-def _cache_file(path: Path) -> Path:
+def _cache_file(path: str) -> str:
     """One file per policy path: the sha256 of the path, so two paths never share a file."""
     from dtkguard.util.sha import sha256_hex
 
     key = sha256_hex(os.fsencode(path))
-    return _cache_dir() / f"{key}.json"
+    return os.path.join(_cache_dir(), f"{key}.json")
 
 
 def _digest(path: str) -> str:
@@ -82,16 +84,16 @@ def _policy_digest(policy: object) -> str:
     return sha256_hex(json.dumps(policy, sort_keys=True).encode())
 
 
-def _read_cache(path: Path) -> CompiledPolicy | None:
+def _read_cache(path: str) -> CompiledPolicy | None:
     """The cached policy of ``path`` when the entry is for exactly this path and every file of
     its ``extends`` chain still has the content it was compiled from; None (a miss) otherwise,
     including for an entry that is corrupt, hostile or typed wrong."""
-    from dtkguard.util.cache_dir import trusted
+    from dtkguard.util.cache_dir import trusted_text
     from dtkguard.util.safe_read import read_capped
     from dtkguard.util.text import json_loads
 
     try:
-        if not trusted(_cache_dir()):
+        if not trusted_text(_cache_dir()):
             return None  # another user could have written the entry
         data = json_loads(read_capped(_cache_file(path), MAX_CACHE_BYTES))
         if not isinstance(data, dict) or data.get("tool") != __version__:
@@ -117,7 +119,7 @@ def _read_cache(path: Path) -> CompiledPolicy | None:
         return None
 
 
-def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, str]]) -> None:
+def _write_cache(path: str, policy: CompiledPolicy, sources: list[tuple[str, str]]) -> None:
     """Cache ``policy``, stamped with the digests of the bytes it was compiled from."""
     try:
         from dtkguard.util.atomic import atomic_write_text
@@ -130,9 +132,11 @@ def _write_cache(path: Path, policy: CompiledPolicy, sources: list[tuple[str, st
         }
         data["policy-sha256"] = _policy_digest(json.loads(json.dumps(data["policy"])))
         target = _cache_file(path)
+        from pathlib import Path
+
         from dtkguard.util.cache_dir import private_dir
 
-        private_dir(target.parent)
+        private_dir(Path(target).parent)
         atomic_write_text(target, json.dumps(data), 0o600, through=False, durable=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

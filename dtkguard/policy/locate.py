@@ -3,31 +3,55 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from dtkguard.errors import PolicyError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
 DEFAULT_POLICY = "dtk-25.04.1"
-SYSTEM_POLICY = Path("/etc/dtkguard/policy.toml")
+SYSTEM_POLICY_TEXT = "/etc/dtkguard/policy.toml"
 #: a real policy is a few kilobytes; past this a file is refused before it is parsed
 MAX_POLICY_BYTES = 256 << 10
 
 
+def __getattr__(name: str) -> object:
+    if name == "SYSTEM_POLICY":  # a Path, made when asked for (pathlib is not imported else)
+        from pathlib import Path
+
+        return Path(SYSTEM_POLICY_TEXT)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def bundled_dir() -> Path:
     """The folder of the policies shipped inside the package (or of a source checkout)."""
-    package = Path(__file__).resolve().parents[1]
-    installed = package / "policies"
-    if installed.is_dir():
+    from pathlib import Path
+
+    return Path(bundled_dir_text())
+
+
+def bundled_dir_text() -> str:
+    """`bundled_dir` as text (``str(bundled_dir())``), without importing pathlib."""
+    from dtkguard.util.purepath import is_dir, is_file, resolve
+
+    package = os.path.dirname(os.path.dirname(resolve(__file__)))
+    installed = os.path.join(package, "policies")
+    if is_dir(installed):
         return installed
-    checkout = package.parent  # a source checkout (on PYTHONPATH, or installed editable)
-    if (checkout / "pyproject.toml").is_file() and (checkout / "policies").is_dir():
-        return checkout / "policies"
+    checkout = os.path.dirname(package)  # a source checkout (on PYTHONPATH, or installed editable)
+    if is_file(os.path.join(checkout, "pyproject.toml")) and is_dir(
+        os.path.join(checkout, "policies")
+    ):
+        return os.path.join(checkout, "policies")
     from importlib import resources  # an editable install maps the package elsewhere
 
+    from dtkguard.util.purepath import pure_path
+
     try:
-        return Path(str(resources.files("dtkguard.policies")))
+        return pure_path(str(resources.files("dtkguard.policies")))
     except ModuleNotFoundError:  # a source checkout on PYTHONPATH
-        return Path(__file__).resolve().parents[2] / "policies"
+        return os.path.join(checkout, "policies")
 
 
 def bundled_names() -> list[str]:
@@ -37,21 +61,33 @@ def bundled_names() -> list[str]:
 def resolve_policy_path(ref: str | None = None, *, base: Path | None = None) -> Path:
     """A policy named by path or bundled name; None: ``$DTKGUARD_POLICY``, else
     ``/etc/dtkguard/policy.toml``, else the bundled default."""
+    from pathlib import Path
+
+    return Path(resolve_policy_text(ref, base=None if base is None else str(base)))
+
+
+def resolve_policy_text(ref: str | None = None, *, base: str | None = None) -> str:
+    """`resolve_policy_path` as text (``str(resolve_policy_path(...))``), without pathlib."""
+    import stat
+
+    from dtkguard.util.purepath import is_file, join, path_mode, pure_path
+
     if ref is None:
         ref = os.environ.get("DTKGUARD_POLICY") or None
         if ref is None:
             return (
-                SYSTEM_POLICY
-                if SYSTEM_POLICY.is_file()
-                else bundled_dir() / f"{DEFAULT_POLICY}.toml"
+                SYSTEM_POLICY_TEXT
+                if is_file(SYSTEM_POLICY_TEXT)
+                else os.path.join(bundled_dir_text(), f"{DEFAULT_POLICY}.toml")
             )
     looks_like_path = ref.endswith(".toml") or os.sep in ref or ref.startswith(".")
-    candidate = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
-    if candidate.exists() and not candidate.is_dir():  # a FIFO or device: refused when read
+    candidate = pure_path(ref) if base is None or ref.startswith("/") else join(base, ref)
+    mode = path_mode(candidate)
+    if mode is not None and not stat.S_ISDIR(mode):  # a FIFO or device: refused when read
         return candidate
     if not looks_like_path:
-        named = bundled_dir() / f"{ref}.toml"
-        if named.is_file():
+        named = join(bundled_dir_text(), f"{ref}.toml")
+        if is_file(named):
             return named
         import difflib
 

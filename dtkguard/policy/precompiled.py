@@ -11,14 +11,16 @@ compiles; ``python -m tests.policy.test_precompiled`` writes them again.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 
 from dtkguard.policy.compiled import CompiledPolicy
-from dtkguard.policy.locate import MAX_POLICY_BYTES, bundled_dir
+from dtkguard.policy.locate import MAX_POLICY_BYTES, bundled_dir_text
 from dtkguard.util.sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dtkguard.policy.compile import KnownRule
 
 SUFFIX = ".compiled.json"
@@ -30,30 +32,33 @@ def shipped_file(path: Path) -> Path:
     return path.with_name(path.stem + SUFFIX)
 
 
-def read_shipped(path: Path) -> CompiledPolicy | None:
+def read_shipped(path: str | os.PathLike[str]) -> CompiledPolicy | None:
     """The shipped compiled form of ``path`` (resolved) when it is a bundled policy whose
     files have the bytes it was compiled from; None otherwise (then it is compiled)."""
+    from dtkguard.util import purepath
     from dtkguard.util.safe_read import read_capped
     from dtkguard.util.text import json_loads
 
+    path = purepath.pure_path(os.fspath(path))
     try:
-        home = bundled_dir().resolve()
-        if path.parent != home:
+        home = purepath.resolve(bundled_dir_text())
+        if purepath.parent(path) != home:
             return None
-        data = json_loads(read_capped(shipped_file(path), MAX_POLICY_BYTES << 2))
+        shipped = os.path.join(home, purepath.stem(path) + SUFFIX)  # `shipped_file`
+        data = json_loads(read_capped(shipped, MAX_POLICY_BYTES << 2))
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             return None
         files = data.get("files")
-        if not isinstance(files, list) or not files or files[0][0] != path.name:
+        if not isinstance(files, list) or not files or files[0][0] != purepath.name(path):
             return None
         names = []
         for name, digest in files:
             if not isinstance(name, str) or "/" in name or name.startswith("."):
                 return None
-            raw = read_capped(home / name, MAX_POLICY_BYTES, what="policy")
+            raw = read_capped(purepath.join(home, name), MAX_POLICY_BYTES, what="policy")
             if sha256_hex(raw) != digest:
                 return None
-            names.append(str(home / name))
+            names.append(purepath.join(home, name))
         policy = dict(data["policy"])
         policy["files"] = names
         return CompiledPolicy.from_json(policy)
@@ -63,6 +68,8 @@ def read_shipped(path: Path) -> CompiledPolicy | None:
 
 def render(path: Path, known_rule: KnownRule) -> str:
     """The shipped form of the bundled policy ``path``, as this code compiles it."""
+    from pathlib import Path
+
     from dtkguard.policy.compile import compile_with_sources
 
     policy, sources = compile_with_sources(path.resolve(), known_rule)

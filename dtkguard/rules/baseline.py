@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
+from dtkguard.util import purepath
 
 VENDOR_MISSING = RuleInfo(
     "vendor-missing",
@@ -76,33 +76,34 @@ def target_prefixes(env: Environment) -> list[str]:
     return list(dict.fromkeys(p for p in prefixes if p))
 
 
-def baseline_files(env: Environment) -> list[tuple[str, Path]]:
+def baseline_files(env: Environment) -> list[tuple[str, str]]:
     """(inner path, host path) of every guard baseline of the target's prefixes: the guard
     store's copy (the reference) for an env of this host the store knows, else a baseline
     inside the prefix (a guard from before the store, or an image guarded elsewhere)."""
-    from dtkguard.env.baseline import baseline_path, legacy_baseline_path
+    from dtkguard.env.baseline import baseline_text, legacy_baseline_text
     from dtkguard.env.root import ConfinementError
 
     root = env.root
-    found: dict[str, tuple[str, Path]] = {}
+    found: dict[str, tuple[str, str]] = {}
     for prefix in target_prefixes(env):
-        stored = baseline_path(prefix)
-        if root.is_host and stored.parent.joinpath("manifest.json").is_file():
+        stored = baseline_text(prefix)
+        manifest = purepath.join(purepath.parent(stored), "manifest.json")
+        if root.is_host and purepath.is_file(manifest):
             # guarded since the store: its copy or none (guard-missing), never the env's own
             if os.path.lexists(stored):  # a FIFO there is a finding too
-                found.setdefault(str(stored), (str(stored), stored))
+                found.setdefault(stored, (stored, stored))
             continue
-        inner = str(legacy_baseline_path(prefix))
+        inner = legacy_baseline_text(prefix)
         try:
-            host = root.resolve(inner) if not root.is_host else Path(inner)
+            host = root.resolve_text(inner) if not root.is_host else purepath.pure_path(inner)
         except ConfinementError:
             continue
-        if root.lexists(host) and str(host) not in found:  # a FIFO is a finding too
-            found[str(host)] = (inner, host)
+        if root.lexists(host) and host not in found:  # a FIFO is a finding too
+            found[host] = (inner, host)
     return list(found.values())
 
 
-def load_baseline(env: Environment, host: Path) -> dict[str, Any] | None:
+def load_baseline(env: Environment, host: str | os.PathLike[str]) -> dict[str, Any] | None:
     """`dtkguard.env.baseline.load` of ``host`` (confined to ``env``'s root), read once per
     environment and run: the vendor and baseline families both read the store's baseline. An
     `InputError` is raised again on every call."""
@@ -111,7 +112,7 @@ def load_baseline(env: Environment, host: Path) -> dict[str, Any] | None:
 
     # kept on the Environment it was read for (not one of its fields), as its binaries are
     memo: dict[str, Any] = env.__dict__.setdefault("_baselines", {})
-    key = str(host)
+    key = os.fspath(host)
     if key not in memo:
         try:
             memo[key] = load(host, env.root)
@@ -160,8 +161,8 @@ def _now_needed(ctx: CheckContext, change: Any, rel: str) -> list[str] | None:
     site = os.path.dirname(change.dist_info)
     inner = os.path.normpath(os.path.join(site, rel))
     try:
-        host = str(ctx.env.root.resolve(inner)) if not ctx.env.root.is_host else inner
-        linkage = read_binary(host, "" if ctx.env.root.is_host else str(ctx.env.root.path))
+        host = ctx.env.root.resolve_text(inner) if not ctx.env.root.is_host else inner
+        linkage = read_binary(host, "" if ctx.env.root.is_host else ctx.env.root.top)
     except (OSError, ElfError):
         return None
     return list(linkage.needed) if linkage is not None else None
@@ -191,11 +192,12 @@ def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list[Change
     from dtkguard.env.baseline import CompareStats, compare
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
-    cache = Path(inner).with_name("stat-cache.json")
-    stored = ctx.env.root.is_host and Path(inner).name == "baseline.json"
+    folder = purepath.parent(purepath.pure_path(inner))
+    cache = purepath.join(folder, "stat-cache.json")  # Path(inner).with_name("stat-cache.json")
+    stored = ctx.env.root.is_host and purepath.name(purepath.pure_path(inner)) == "baseline.json"
     stats = CompareStats(seen=load_stat_cache(cache) if stored else {})
     changes = compare(data, ctx.env.root, stats)
-    if stored and stats.verified and cache.parent.joinpath("env.json").is_file():
+    if stored and stats.verified and purepath.is_file(purepath.join(folder, "env.json")):
         save_stat_cache(cache, {**stats.seen, **stats.verified})
     return changes
 

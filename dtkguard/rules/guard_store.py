@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path
 
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
+from dtkguard.util.purepath import is_dir, is_file
 
 GUARD_MISSING = RuleInfo(
     "guard-missing",
@@ -78,16 +78,17 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
     if not ctx.env.root.is_host:
         return
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for prefix in target_prefixes(ctx.env):
         es = store.env_store(prefix)
-        if es.dir in seen:
+        if es.top in seen:
             continue
-        seen.add(es.dir)
+        seen.add(es.top)
         try:
             rec = es.record()
         except InputError as exc:
-            yield STATE_TAMPERED.finding("guard", exc.message, "inspect it", str(es.record_file))
+            where = es.text(store.RECORD_FILE)
+            yield STATE_TAMPERED.finding("guard", exc.message, "inspect it", where)
             continue
         if rec is not None:
             yield from check_env(ctx, es, rec)
@@ -140,17 +141,18 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
     from dtkguard.util.safe_read import read_capped
     from dtkguard.util.text import json_loads
 
+    manifest, baseline = es.text("manifest.json"), es.text("baseline.json")
     try:  # capped, regular files only (a FIFO there must not hang check), no RecursionError
-        files = json_loads(read_capped(es.manifest, MAX_MANIFEST, what="manifest"))["files"]
+        files = json_loads(read_capped(manifest, MAX_MANIFEST, what="manifest"))["files"]
         if not isinstance(files, dict) or not all(isinstance(e, dict) for e in files.values()):
             raise TypeError("files is not a table of tables")
     except (OSError, ValueError, KeyError, TypeError):
         yield GUARD_MISSING.finding(
-            "guard", f"the store has no readable manifest of the guard ({es.manifest})", fix
+            "guard", f"the store has no readable manifest of the guard ({manifest})", fix
         )
         return
-    if str(es.baseline) in files and not es.baseline.is_file():
-        yield GUARD_MISSING.finding("guard", f"the store's baseline {es.baseline} is gone", fix)
+    if baseline in files and not is_file(baseline):
+        yield GUARD_MISSING.finding("guard", f"the store's baseline {baseline} is gone", fix)
     bad = _changed_layers(es, files)
     inside = [(p, w) for p, w in bad if p.startswith(rec.identity.prefix.rstrip("/") + "/")]
     if inside:
@@ -175,15 +177,16 @@ def _changed_layers(es: EnvStore, files: dict[str, dict[str, Any]]) -> list[tupl
     cache is written when it moved."""
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
-    seen = load_stat_cache(es.layer_stat_cache)
+    cache = es.text("layer-stat-cache.json")
+    seen = load_stat_cache(cache)
     verified: dict[str, list[Any]] = {}
     bad = []
     for path, entry in sorted(files.items()):
         what = _layer(path, entry, seen.get(path), verified)
         if what:
             bad.append((path, what))
-    if any(seen.get(p) != key for p, key in verified.items()) and es.dir.is_dir():
-        save_stat_cache(es.layer_stat_cache, verified)
+    if any(seen.get(p) != key for p, key in verified.items()) and is_dir(es.top):
+        save_stat_cache(cache, verified)
     return bad
 
 
@@ -244,9 +247,10 @@ def _chains(es: EnvStore, rec: Record) -> Iterator[Finding]:
     from dtkguard.journal import chain as journal_chain
 
     roots = [r for r in rec.identity.roots if os.path.isdir(r)]
+    overrides, journal = es.text("overrides.jsonl"), es.text("journal")
     for where, problems in (
-        (es.overrides, chain.problems(es.overrides)),
-        (es.journal, journal_chain.problems(es.journal, roots)),
+        (overrides, chain.problems(overrides)),
+        (journal, journal_chain.problems(journal, roots)),
     ):
         for problem in problems:
             yield STATE_TAMPERED.finding(
@@ -254,5 +258,5 @@ def _chains(es: EnvStore, rec: Record) -> Iterator[Finding]:
                 f"{problem} ({where})",
                 "inspect the store folder: the guard's records must only be appended to by "
                 "dtkguard; `dtkguard history` lists the journal",
-                str(where),
+                where,
             )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from dtkguard.env.interpreter import STATE_DIR
 from dtkguard.env.override_log import read
@@ -13,6 +12,11 @@ from dtkguard.env.root import ConfinementError
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
+from dtkguard.util.purepath import pure_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    pass
 
 OVERRIDE_USED = RuleInfo(
     "override-used",
@@ -40,7 +44,7 @@ RULES = (OVERRIDE_USED, OVERRIDE_LOG_UNREADABLE)
 _SITE = re.compile(r"^(.*)/lib(?:64)?/python3[^/]*/(?:site|dist)-packages$")
 
 
-def _records(ctx: CheckContext) -> list[Path]:
+def _records(ctx: CheckContext) -> list[str]:
     """Host paths of the override logs of the environment's interpreter prefixes: the guard
     store's (for an env of this host) and one inside the prefix (before the store, images)."""
     env = ctx.env
@@ -55,7 +59,7 @@ def _records(ctx: CheckContext) -> list[Path]:
     for prefix in sorted(prefixes):
         inner = f"{prefix.rstrip('/')}/{STATE_DIR}/overrides.jsonl"
         try:
-            host = Path(inner) if env.root.is_host else env.root.resolve(inner)
+            host = pure_path(inner) if env.root.is_host else env.root.resolve_text(inner)
         except ConfinementError:
             continue
         if env.root.lexists(host) and host not in out:  # a FIFO there is a finding too
@@ -63,7 +67,7 @@ def _records(ctx: CheckContext) -> list[Path]:
         if env.root.is_host:
             from dtkguard.env.store import env_store
 
-            stored = env_store(prefix).overrides
+            stored = env_store(prefix).text("overrides.jsonl")
             if os.path.lexists(stored) and stored not in out:
                 out.append(stored)
     return out

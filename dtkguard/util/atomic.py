@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from pathlib import Path
+
+from dtkguard.util.purepath import name, parent, pure_path
 
 
 def temp_file(folder: str | os.PathLike[str], prefix: str, suffix: str = "") -> tuple[int, str]:
@@ -45,16 +46,16 @@ def atomic_write_bytes(
     one, which its reader takes as a miss (an fsync costs milliseconds on some disks, 10 ms on
     this project's CI machines, and a `dtkpip install` rewrites two caches).
     """
-    target = Path(os.path.realpath(path) if through else os.path.abspath(path))
+    target = pure_path(os.path.realpath(path) if through else os.path.abspath(path))
     try:
-        current = target.stat() if through else target.lstat()
+        current = os.stat(target) if through else os.lstat(target)
     except FileNotFoundError:
         current = None
     if current is not None and not stat.S_ISREG(current.st_mode) and through:
         with open(target, "wb") as fh:  # a device or pipe: there is nothing to replace
             fh.write(data)
         return
-    fd, tmp = temp_file(target.parent, f".{target.name}.", ".tmp")
+    fd, tmp = temp_file(parent(target), f".{name(target)}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -42,6 +42,36 @@ def private_dir(path: Path) -> None:
         os.chmod(folder, 0o700)  # mkdir's parents follow the umask
 
 
+def private_dir_text(path: str) -> None:
+    """`private_dir` of a folder named as text (``str(Path)``), without importing pathlib."""
+    from dtkguard.util.purepath import is_dir, parent
+
+    missing = []
+    head = path
+    while not is_dir(head) and head != parent(head):
+        missing.append(head)
+        head = parent(head)
+    _mkdir(path, 0o700, parents=True)
+    for folder in missing:
+        os.chmod(folder, 0o700)  # mkdir's parents follow the umask
+
+
+def _mkdir(path: str, mode: int, *, parents: bool) -> None:
+    """``Path(path).mkdir(mode, parents=parents, exist_ok=True)``."""
+    from dtkguard.util.purepath import is_dir, parent
+
+    try:
+        os.mkdir(path, mode)
+    except FileNotFoundError:
+        if not parents or parent(path) == path:
+            raise
+        _mkdir(parent(path), 0o777, parents=True)
+        _mkdir(path, mode, parents=False)
+    except OSError:
+        if not is_dir(path):
+            raise
+
+
 def trusted(path: Path) -> bool:
     """May entries in the cache folder ``path`` be believed (it and its parent are ours and
     writable by no one else)? A missing folder is (nothing to read)."""

@@ -39,13 +39,18 @@ def code_stamp(sources: Iterable[str]) -> list[Any]:
 def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Iterable[str]) -> Any:
     """``compute()`` (a JSON value) for ``inputs`` (JSON-able), from the cache when an entry
     for these inputs and this code is there; else computed and stored."""
-    from dtkguard.util.cache_dir import cache_root, private_dir, trusted
+    from dtkguard.util.cache_dir import cache_root_text, private_dir_text, trusted_text
+    from dtkguard.util.purepath import join
 
     text = json.dumps([inputs, code_stamp(sources)], sort_keys=True, separators=(",", ":"))
     digest = sha256_hex(text.encode("utf-8", "surrogatepass"))
-    path = cache_root() / namespace / f"{digest}.json"
+    folder = join(cache_root_text(), namespace)
+    path = join(folder, f"{digest}.json")
     try:
-        entry = json.loads(path.read_text(encoding="utf-8")) if trusted(path.parent) else None
+        entry = None
+        if trusted_text(folder):
+            with open(path, encoding="utf-8") as fh:
+                entry = json.loads(fh.read())
         if isinstance(entry, dict) and entry.get("digest") == digest and "value" in entry:
             return entry["value"]
     except (OSError, ValueError):
@@ -54,7 +59,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
     with contextlib.suppress(OSError, ValueError, TypeError):
         from dtkguard.util.atomic import atomic_write_text
 
-        private_dir(path.parent)
+        private_dir_text(folder)
         entry = {"digest": digest, "value": value}
         atomic_write_text(path, json.dumps(entry), 0o600, through=False, durable=False)
     return value

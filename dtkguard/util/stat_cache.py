@@ -80,13 +80,13 @@ def keep(path: str, table: dict[str, Any]) -> None:
     cache that cannot be written is read again)."""
     import contextlib
     import json
-    from pathlib import Path
 
     from dtkguard.util.atomic import atomic_write_text
-    from dtkguard.util.cache_dir import private_dir
+    from dtkguard.util.cache_dir import private_dir_text
+    from dtkguard.util.purepath import pure_path
 
     with contextlib.suppress(OSError, ValueError, TypeError):
-        private_dir(Path(os.path.dirname(path)))
+        private_dir_text(pure_path(os.path.dirname(path)))
         atomic_write_text(
             path, json.dumps(table, separators=(",", ":")), 0o600, through=False, durable=False
         )

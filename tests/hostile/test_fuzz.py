@@ -177,7 +177,7 @@ def _run_cache(cases: int, tmp: Path, monkeypatch) -> None:
     policy.write_bytes((bundled_dir() / "dtk-25.04.1.toml").read_bytes())
     truth = compile_policy(policy)
     assert load_policy(str(policy)) == truth
-    entry = _cache_file(policy.resolve())
+    entry = Path(_cache_file(str(policy.resolve())))
     seed = entry.read_bytes()
     rng = random.Random(f"{SEED}:cache")
     for case in range(cases):

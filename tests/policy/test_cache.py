@@ -71,7 +71,9 @@ def test_an_entry_copied_from_another_path_is_a_miss(tmp_path):
     load_policy(str(strict))
     load_policy(str(loose))
     # a hostile cache: the permissive entry under the strict policy's name
-    _cache_file(strict.resolve()).write_bytes(_cache_file(loose.resolve()).read_bytes())
+    Path(_cache_file(str(strict.resolve()))).write_bytes(
+        Path(_cache_file(str(loose.resolve()))).read_bytes()
+    )
     assert load_policy(str(strict)).fp8.weights == "deny"
 
 
@@ -91,7 +93,7 @@ def test_corrupt_or_mistyped_entries_are_misses(tmp_path, kind):
     path = tmp_path / "p.toml"
     path.write_text(STRICT)
     load_policy(str(path))
-    entry = _cache_file(path.resolve())
+    entry = Path(_cache_file(str(path.resolve())))
     data = json.loads(entry.read_text())
     raw = HOSTILE_ENTRIES[kind]
     if kind == "policy-none":
@@ -107,7 +109,7 @@ def test_corrupt_or_mistyped_entries_are_misses(tmp_path, kind):
 def test_a_fifo_as_cache_entry_is_a_miss_not_a_hang(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text(STRICT)
-    entry = _cache_file(path.resolve())
+    entry = Path(_cache_file(str(path.resolve())))
     entry.parent.mkdir(parents=True)
     os.mkfifo(entry)
     assert load_policy(str(path)).name == "strict"

@@ -45,7 +45,7 @@ def home(tmp_path, monkeypatch):
     """A copy of the bundled folder that `read_shipped` takes for the bundled one."""
     copy = tmp_path / "policies"
     shutil.copytree(bundled_dir(), copy)
-    monkeypatch.setattr(precompiled, "bundled_dir", lambda: copy)
+    monkeypatch.setattr(precompiled, "bundled_dir_text", lambda: str(copy))
     return copy.resolve()
 
 
