@@ -237,6 +237,44 @@ def test_loads_is_json_loads(text: str | bytes, hooks: dict[str, object]) -> Non
     assert outcome(loads) == outcome(json.loads)
 
 
+_OUTCOMES = """
+import sys
+from dtkguard.util.text import loads
+assert "json" not in sys.modules
+def outcome(text):
+    for name in [m for m in sys.modules if m == "json" or m.startswith("json.")]:
+        del sys.modules[name]  # as if never imported: an error path before imports json
+    try:
+        return ("ok", repr(loads(text)))
+    except Exception as exc:
+        return (type(exc).__name__, str(exc), getattr(exc, "pos", None))
+print(repr([outcome(t) for t in TEXTS]))
+"""
+
+
+def test_loads_fails_as_json_does_where_json_was_never_imported() -> None:
+    """The C scanner raises json's JSONDecodeError only when `json.decoder` is imported: a
+    command that imports no json (a cached check) still gets json's error, never another."""
+    import ast
+    import subprocess
+    import sys
+
+    texts = [t for t in _JSON if len(t) < 1000]
+    code = _OUTCOMES.replace("TEXTS", repr(texts))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    want = []
+    for text in texts:
+        try:
+            want.append(("ok", repr(json.loads(text))))
+        except Exception as exc:
+            want.append((type(exc).__name__, str(exc), getattr(exc, "pos", None)))
+    assert ast.literal_eval(proc.stdout) == want
+
+
 def _random_value(rng: random.Random, depth: int) -> object:
     """A value of every kind json writes: atoms (odd strings and floats too), lists, tuples,
     dicts with keys of each kind json takes, and what only ``default`` can write."""

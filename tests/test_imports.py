@@ -46,13 +46,15 @@ def _loaded(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProces
     return proc, set(json.loads(marker))
 
 
-#: what pathlib imports (`re` too, which the check's patterns need anyway): a cached check
-#: imports none of them, its paths are text (`dtkguard.util.purepath`)
+#: what pathlib imports (`re` too, which the check's patterns need anyway), and json: a cached
+#: check imports none of them, its paths are text (`dtkguard.util.purepath`) and its JSON is
+#: read and written by `dtkguard.util.text`
 _PATHLIB = ("pathlib", "urllib", "urllib.parse", "ipaddress", "fnmatch", "ntpath")
+_NOT_ON_CHECK = (*_PATHLIB, "json", "json.decoder", "json.encoder", "json.scanner")
 _COUNTED_PROBE = (
-    "import atexit, json, runpy, sys\n"
+    "import atexit, runpy, sys\n"
     "before = sorted(sys.modules)\n"
-    "after = lambda: json.dumps([before, sorted(sys.modules)])\n"
+    "after = lambda: repr([before, sorted(sys.modules)])\n"
     "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + after()))\n"
     "sys.argv = ['dtkguard', *sys.argv[1:]]\n"
     "runpy.run_module('dtkguard', run_name='__main__', alter_sys=True)\n"
@@ -64,7 +66,9 @@ def _loaded_bare(
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """`_loaded` without ``site`` (the development venv's editable finder imports pathlib
     before any line of dtkguard), its site-packages on the path; the probe is checked to
-    have loaded none of `_PATHLIB` itself."""
+    have loaded none of `_NOT_ON_CHECK` itself."""
+    import ast
+
     sites = [p for p in sys.path if p.endswith("site-packages")]
     proc = subprocess.run(
         [sys.executable, "-S", "-c", _COUNTED_PROBE, *args],
@@ -74,8 +78,8 @@ def _loaded_bare(
         timeout=300,
     )
     assert proc.stderr.count("MODULES ") == 1, proc.stderr
-    before, after = json.loads(proc.stderr.rpartition("\nMODULES ")[2])
-    assert sorted(set(_PATHLIB) & set(before)) == [], "the probe itself imported them"
+    before, after = ast.literal_eval(proc.stderr.rpartition("\nMODULES ")[2])
+    assert sorted(set(_NOT_ON_CHECK) & set(before)) == [], "the probe itself imported them"
     return proc, set(after)
 
 
@@ -120,7 +124,7 @@ def test_cached_check_loads_no_heavy_module(env: dict[str, str], tmp_path: Path)
     ):
         bare, bare_modules = _loaded_bare(*command, env=env)
         assert bare.returncode == first.returncode, bare.stderr
-        assert sorted(set(_PATHLIB) & bare_modules) == [], command
+        assert sorted(set(_NOT_ON_CHECK) & bare_modules) == [], command
     light = ("importlib.resources", "shutil", "typing", "csv", "threading", "tempfile")
     # dataclasses imports inspect (ast, dis, tokenize): the check path's models are records
     # argparse (with gettext and locale): check's command line is read by `quick_args`
@@ -146,12 +150,12 @@ def test_a_repeated_guarded_check_hashes_no_layer(env: dict[str, str], tmp_path:
         assert name not in modules, f"{name}: a repeated guarded check hashed a layer"
     # its few small digests (the baseline's, the store's chains) need no OpenSSL (util.sha)
     assert "_hashlib" not in modules
-    for fmt in ("json", "table"):  # its paths are text: no pathlib, urllib, ipaddress, fnmatch
+    for fmt in ("json", "table"):  # no pathlib, urllib, ipaddress, fnmatch, json
         bare, modules = _loaded_bare(
             "check", "--python", str(venv.python), "--format", fmt, env=env
         )
         assert bare.returncode == 0, bare.stdout + bare.stderr
-        assert sorted(set(_PATHLIB) & modules) == [], fmt
+        assert sorted(set(_NOT_ON_CHECK) & modules) == [], fmt
 
 
 @pytest.mark.wheel_cache

@@ -14,7 +14,6 @@ library only (`dtkguard/pipoverride.py`, ``chain_append``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 
@@ -23,6 +22,7 @@ from dtkguard.util.purepath import join, parent, pure_path
 from dtkguard.util.purepath import name as name_of
 from dtkguard.util.safe_read import read_capped
 from dtkguard.util.sha import sha256_hex
+from dtkguard.util.text import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def append(path: Path, entry: dict[str, JSON], *, head: bool = True) -> dict[str
     with _locked(path):
         lines = _lines(path)
         entry = {**entry, "prev": line_digest(lines[-1]) if lines else ""}
-        line = json.dumps(entry, sort_keys=True)
+        line = dumps(entry, sort_keys=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as fh:  # one write per record
             fh.write(line + "\n")
@@ -102,7 +102,7 @@ def records(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, JSON] | N
     out: list[tuple[int, dict[str, JSON] | None]] = []
     for no, line in enumerate(_lines(path), 1):
         try:
-            data = json.loads(line)
+            data = loads(line)
         except ValueError:
             data = None
         out.append((no, data if isinstance(data, dict) else None))
@@ -119,7 +119,7 @@ def problems(path: str | os.PathLike[str]) -> list[str]:
     prev = ""
     for no, line in enumerate(lines, 1):
         try:
-            link = json.loads(line).get("prev")
+            link = loads(line).get("prev")
         except (ValueError, AttributeError):
             link = None
         if link != prev:

@@ -5,7 +5,6 @@ resolved inside the target's root."""
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 
@@ -15,6 +14,7 @@ from dtkguard.lightclass import field, record
 from dtkguard.util.purepath import join, parent
 from dtkguard.util.purepath import name as name_of
 from dtkguard.util.safe_read import read_head
+from dtkguard.util.text import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class Dist:
     def direct_url(self) -> dict[str, JSON] | None:
         text = self.small_file("direct_url.json")
         try:
-            data = json.loads(text) if text else None
+            data = loads(text) if text else None
         except ValueError:
             return None
         return data if isinstance(data, dict) else None

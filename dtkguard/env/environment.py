@@ -6,7 +6,6 @@ Targets: the active interpreter, another interpreter (``--python``, asked only f
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -16,6 +15,7 @@ from dtkguard.env.identity import TargetIdentity, first_site_python
 from dtkguard.env.root import ConfinementError, Root
 from dtkguard.errors import TargetError
 from dtkguard.lightclass import field, record
+from dtkguard.util.text import loads
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are lazy
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _run_in(python: str, code: str, what: str) -> bytes:
 def ask_interpreter(python: str, code: str, what: str = "its sys.path") -> Any:
     """Run ``python -c code`` (code prints one JSON value) and return the value."""
     try:
-        return json.loads(_run_in(python, code, what).decode().strip().splitlines()[-1])
+        return loads(_run_in(python, code, what).decode().strip().splitlines()[-1])
     except (UnicodeDecodeError, ValueError, IndexError) as exc:
         raise TargetError(f"{python} did not report {what}: {exc}") from None
 

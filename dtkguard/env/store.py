@@ -23,7 +23,6 @@ folder here. Nothing inside the env is trusted: `check` and `restore` read the s
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 
@@ -31,6 +30,7 @@ from dtkguard.env.store_path import ENVS_DIR, ROOT_STORE_TEXT, STORE_VAR, env_ke
 from dtkguard.errors import InputError
 from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
+from dtkguard.util.text import dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ def write_record(es: EnvStore, record: Record) -> None:
     record.created = record.created or now
     record.updated = now
     es.create()
-    atomic_write_text(es.record_file, json.dumps(record.to_json(), indent=1) + "\n", 0o600)
+    atomic_write_text(es.record_file, dumps(record.to_json(), indent=1) + "\n", 0o600)
 
 
 def env_store(prefix: str | os.PathLike[str], root: Path | None = None) -> EnvStore:
@@ -418,7 +418,7 @@ def pointer_path(prefix: str | os.PathLike[str]) -> Path:
 def pointer_text(es: EnvStore) -> str:
     """The pointer's content: informative only (the store never trusts it)."""
     data = {"format": POINTER_FORMAT, "store": es.top}
-    return json.dumps(data, indent=1) + "\n"
+    return dumps(data, indent=1) + "\n"
 
 
 def load_stat_cache(path: str | os.PathLike[str]) -> dict[str, list[JSON]]:
@@ -439,4 +439,4 @@ def load_stat_cache(path: str | os.PathLike[str]) -> dict[str, list[JSON]]:
 def save_stat_cache(path: str | os.PathLike[str], entries: dict[str, list[JSON]]) -> None:
     """Best effort: a store that cannot be written only means hashing again next time."""
     with contextlib.suppress(OSError):
-        atomic_write_text(path, json.dumps(entries, sort_keys=True) + "\n", 0o600, durable=False)
+        atomic_write_text(path, dumps(entries, sort_keys=True) + "\n", 0o600, durable=False)

@@ -9,12 +9,12 @@ rsync and tar keep them across a content change).
 
 from __future__ import annotations
 
-import json
 import os
 
 from dtkguard import __version__
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.policy.locate import MAX_POLICY_BYTES, resolve_policy_text
+from dtkguard.util.text import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def _policy_digest(policy: object) -> str:
     """sha256 of the compiled policy's canonical JSON, as it reads back from the entry."""
     from dtkguard.util.sha import sha256_hex
 
-    return sha256_hex(json.dumps(policy, sort_keys=True).encode())
+    return sha256_hex(dumps(policy, sort_keys=True).encode())
 
 
 def _read_cache(path: str) -> CompiledPolicy | None:
@@ -130,13 +130,13 @@ def _write_cache(path: str, policy: CompiledPolicy, sources: list[tuple[str, str
             "files": [list(s) for s in sources],
             "policy": policy.to_json(),
         }
-        data["policy-sha256"] = _policy_digest(json.loads(json.dumps(data["policy"])))
+        data["policy-sha256"] = _policy_digest(loads(dumps(data["policy"])))
         target = _cache_file(path)
         from pathlib import Path
 
         from dtkguard.util.cache_dir import private_dir
 
         private_dir(Path(target).parent)
-        atomic_write_text(target, json.dumps(data), 0o600, through=False, durable=False)
+        atomic_write_text(target, dumps(data), 0o600, through=False, durable=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

@@ -10,12 +10,12 @@ compiles; ``python -m tests.policy.test_precompiled`` writes them again.
 
 from __future__ import annotations
 
-import json
 import os
 
 from dtkguard.policy.compiled import CompiledPolicy
 from dtkguard.policy.locate import MAX_POLICY_BYTES, bundled_dir_text
 from dtkguard.util.sha import sha256_hex
+from dtkguard.util.text import dumps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,4 +78,4 @@ def render(path: Path, known_rule: KnownRule) -> str:
     body = policy.to_json()
     body["files"] = [name for name, _ in files]
     data = {"format": FORMAT, "files": files, "policy": body}
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    return dumps(data, indent=1, sort_keys=True) + "\n"

@@ -10,10 +10,10 @@ effort: a cache that cannot be written only means computing again.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 
 from dtkguard.util.sha import sha256_hex
+from dtkguard.util.text import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
     from dtkguard.util.cache_dir import cache_root_text, private_dir_text, trusted_text
     from dtkguard.util.purepath import join
 
-    text = json.dumps([inputs, code_stamp(sources)], sort_keys=True, separators=(",", ":"))
+    text = dumps([inputs, code_stamp(sources)], sort_keys=True, separators=(",", ":"))
     digest = sha256_hex(text.encode("utf-8", "surrogatepass"))
     folder = join(cache_root_text(), namespace)
     path = join(folder, f"{digest}.json")
@@ -50,7 +50,7 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
         entry = None
         if trusted_text(folder):
             with open(path, encoding="utf-8") as fh:
-                entry = json.loads(fh.read())
+                entry = loads(fh.read())
         if isinstance(entry, dict) and entry.get("digest") == digest and "value" in entry:
             return entry["value"]
     except (OSError, ValueError):
@@ -61,5 +61,5 @@ def memo(namespace: str, inputs: Any, compute: Callable[[], Any], sources: Itera
 
         private_dir_text(folder)
         entry = {"digest": digest, "value": value}
-        atomic_write_text(path, json.dumps(entry), 0o600, through=False, durable=False)
+        atomic_write_text(path, dumps(entry), 0o600, through=False, durable=False)
     return value

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from dtkguard.util.text import dumps, loads
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -47,13 +49,11 @@ def cache_file(name: str, scope: Iterable[str], sources: Iterable[str]) -> str:
     of ``sources`` (`dtkguard.util.memo.code_stamp`: another release or an edited checkout
     reads into another file, never an answer of other code):
     ``<cache root>/<name>/<sha256 of both, 32 hex digits>.json``."""
-    import json
-
     from dtkguard.util.cache_dir import cache_root_text
     from dtkguard.util.memo import code_stamp
     from dtkguard.util.sha import sha256_hex
 
-    key = json.dumps([sorted(scope), code_stamp(sources)]).encode("utf-8", "surrogateescape")
+    key = dumps([sorted(scope), code_stamp(sources)]).encode("utf-8", "surrogateescape")
     return os.path.join(cache_root_text(), name, sha256_hex(key)[:32] + ".json")
 
 
@@ -61,15 +61,13 @@ def load(path: str) -> dict[str, Any]:
     """The table of the cache file ``path``; {} when it cannot be believed or read (absent,
     unreadable, not JSON, no table, or in a folder another user could write: checked before
     opening it, as there a FIFO could hang us)."""
-    import json
-
     from dtkguard.util.cache_dir import trusted_text
 
     if not trusted_text(os.path.dirname(path)):
         return {}
     try:
         with open(path, "rb") as fh:
-            data = json.loads(fh.read())
+            data = loads(fh.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -79,7 +77,6 @@ def keep(path: str, table: dict[str, Any]) -> None:
     """Write the table of the cache file ``path`` (0600 in a 0700 folder); best effort (a
     cache that cannot be written is read again)."""
     import contextlib
-    import json
 
     from dtkguard.util.atomic import atomic_write_text
     from dtkguard.util.cache_dir import private_dir_text
@@ -88,7 +85,7 @@ def keep(path: str, table: dict[str, Any]) -> None:
     with contextlib.suppress(OSError, ValueError, TypeError):
         private_dir_text(pure_path(os.path.dirname(path)))
         atomic_write_text(
-            path, json.dumps(table, separators=(",", ":")), 0o600, through=False, durable=False
+            path, dumps(table, separators=(",", ":")), 0o600, through=False, durable=False
         )
 
 

@@ -123,6 +123,12 @@ def loads(text: str | bytes, **hooks: Any) -> Any:
         from json import JSONDecodeError
 
         raise JSONDecodeError("Expecting value", text, err.value) from None
+    except SystemError:
+        # the scanner raises its JSONDecodeError from json.decoder only when json is imported
+        # (it reads sys.modules, imports nothing): without it, json's own says what is wrong
+        import json
+
+        return json.loads(text, **hooks)
     if end != len(text):
         end += len(text) - end - len(text[end:].lstrip(_WHITESPACE))
         if end != len(text):
