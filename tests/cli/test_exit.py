@@ -141,17 +141,16 @@ _COLLECTIONS = (
     "seen = []\n"
     "gc.callbacks.append(lambda phase, info: phase == 'start' and seen.append(info))\n"
     "atexit.register(lambda: print('collections', len(seen), 'enabled', gc.isenabled()))\n"
-    "from dtkguard.util.exit import console_start\n"
-    "console_start()\n"
-    "seen.clear()  # what importing util.exit collected came before\n"
-    "from dtkguard.cli import console_main\n"
+    "from dtkguard.cli import console_main  # as scripts/dtkguard does\n"
+    "seen.clear()  # what importing the command line collected came before console_main\n"
 )
 
 
 def test_the_command_line_collects_no_cycles_of_its_start_nor_of_a_check(tmp_path: Path) -> None:
     """What the start loads lives until the exit (frozen out of every collection), and check
-    does not turn the collector back on just before an exit without teardown: a check run as
-    the ``dtkguard`` script collects nothing at all; another command gets the collector back."""
+    does not turn the collector back on just before an exit without teardown: from
+    `console_main` (the ``dtkguard`` script) a check collects nothing at all; another command
+    gets the collector back."""
     site = tmp_path / "site"
     add_dist(site, "rich", "13.0", files={"rich/__init__.py": "x = 1\n"})
     argv = ["dtkguard", "check", "--path", str(site), "--format", "json", "-o", os.devnull]
