@@ -13,7 +13,7 @@ import os
 import re
 
 from dtkguard.audit.facts import dtk_release
-from dtkguard.env.root import ConfinementError, Root, child_text
+from dtkguard.env.root import ConfinementError, Root, child
 from dtkguard.env.stack_facts import StackFacts
 from dtkguard.util.safe_read import read_capped, read_head, reason
 
@@ -66,7 +66,7 @@ def torch_build(env: Environment) -> tuple[str, dict[str, str | None]] | None:
     torch = env.get("torch")
     if torch is None:
         return None
-    version_py = child_text(env.root, child_text(env.root, torch.site_text, "torch"), "version.py")
+    version_py = child(env.root, child(env.root, torch.site_text, "torch"), "version.py")
     try:
         text = read_head(version_py, 1 << 16, follow=False, root=env.root).decode(
             "utf-8", "replace"

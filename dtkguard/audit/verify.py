@@ -408,7 +408,10 @@ def _entry_points(dist: Dist) -> dict[str, str]:
     """``{script name: "module:attr"}`` of a dist's console and gui scripts."""
     try:
         text = read_head(
-            child(dist.root, dist.path, "entry_points.txt"), 1 << 20, follow=False, root=dist.root
+            child(dist.root, dist.path_text, "entry_points.txt"),
+            1 << 20,
+            follow=False,
+            root=dist.root,
         )
     except OSError:
         return {}
@@ -474,7 +477,7 @@ def _plain_launcher(body: str, dist: Dist) -> bool:
         return False
     try:
         record = read_head(
-            child(dist.root, dist.path, "RECORD"), 1 << 24, follow=False, root=dist.root
+            child(dist.root, dist.path_text, "RECORD"), 1 << 24, follow=False, root=dist.root
         )
     except OSError:
         return False

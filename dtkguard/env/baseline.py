@@ -80,9 +80,9 @@ def baseline_path(prefix: str | os.PathLike[str]) -> Path:
 
 def baseline_text(prefix: str | os.PathLike[str]) -> str:
     """`baseline_path` as text (``str(baseline_path(prefix))``), without importing pathlib."""
-    from dtkguard.env.store import env_store
+    from dtkguard.env.store import BASELINE_FILE, env_store
 
-    return env_store(prefix).text(FILE_NAME)
+    return env_store(prefix).text(BASELINE_FILE)
 
 
 def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:

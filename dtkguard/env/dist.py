@@ -9,7 +9,7 @@ import os
 from functools import cached_property
 
 from dtkguard.decision import canonical
-from dtkguard.env.root import Root, child_text
+from dtkguard.env.root import Root, child
 from dtkguard.lightclass import field, record
 from dtkguard.util.purepath import join, parent
 from dtkguard.util.purepath import name as name_of
@@ -107,7 +107,7 @@ class Dist:
             return None
         try:
             return read_head(
-                child_text(self.root, self.path_text, name),
+                child(self.root, self.path_text, name),
                 SMALL_FILE_LIMIT,
                 follow=False,
                 root=self.root,
@@ -147,7 +147,7 @@ class Dist:
         """`record` as text (``str(self.record)``)."""
         if not self.root.is_dir(self.path_text):
             return None
-        path = child_text(self.root, self.path_text, "RECORD")
+        path = child(self.root, self.path_text, "RECORD")
         return path if self.root.is_file(path) else None
 
     @property
@@ -203,10 +203,10 @@ def read_dist(root: Root, site: str | os.PathLike[str], entry: str, group: str =
         else:
             return _from_metadata(data, path, site, root, group, site, entry)
     try:  # a symlink loop or a link that cannot be resolved inside the root is a warning
-        path = child_text(root, site, entry)
+        path = child(root, site, entry)
         if root.is_dir(path):
             name = "METADATA" if entry.endswith(".dist-info") else "PKG-INFO"
-            meta = child_text(root, path, name)
+            meta = child(root, path, name)
         else:
             meta = path  # an .egg-info file is the PKG-INFO itself
         data = read_head(meta, METADATA_LIMIT, follow=False, root=root)
@@ -286,10 +286,10 @@ def _legacy(root: Root, site: str, entry: str, group: str) -> list[Dist | str]:
     """Distributions an ``.egg``, ``.egg-link`` or ``easy-install.pth`` entry of a site adds."""
     path = join(site, entry)
     if entry.endswith(".egg"):
-        return [read_egg(root, site, child_text(root, site, entry), group)]
+        return [read_egg(root, site, child(root, site, entry), group)]
     try:
         text = read_head(
-            child_text(root, site, entry), SMALL_FILE_LIMIT, follow=False, root=root
+            child(root, site, entry), SMALL_FILE_LIMIT, follow=False, root=root
         ).decode("utf-8", "replace")
     except OSError as exc:
         return [f"{root.inner(path)}: cannot read: {exc.strerror or exc}"]

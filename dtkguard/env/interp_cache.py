@@ -85,14 +85,13 @@ def cached(python: str, ask: Callable[[], list[str]], question: str = "") -> lis
     facts = ask()
     if now[1] is not None and now == stamp(python):  # unchanged while it was asked
         import contextlib
-        import json
-        from pathlib import Path
 
         from dtkguard.util.atomic import atomic_write_text
-        from dtkguard.util.cache_dir import private_dir
+        from dtkguard.util.cache_dir import private_dir_text
+        from dtkguard.util.text import dumps
 
         with contextlib.suppress(OSError, ValueError, UnicodeError):
-            private_dir(Path(path).parent)
-            text = json.dumps({"format": FORMAT, "stamp": now, "facts": facts})
-            atomic_write_text(Path(path), text, 0o600, through=False, durable=False)
+            private_dir_text(os.path.dirname(path))
+            text = dumps({"format": FORMAT, "stamp": now, "facts": facts})
+            atomic_write_text(path, text, 0o600, through=False, durable=False)
     return facts

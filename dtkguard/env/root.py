@@ -380,16 +380,8 @@ def is_regular(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def child(root: Root, directory: Path, name: str) -> Path:
+def child(root: Root, directory: str, name: str) -> str:
     """``directory/name`` with a final symlink resolved inside ``root``."""
-    path = directory / name
-    if not root.is_host and stat.S_ISLNK(root._mode(path, follow=False)):
-        return root.resolve(root.inner(path))
-    return path
-
-
-def child_text(root: Root, directory: str, name: str) -> str:
-    """`child` as text (``str(child(root, Path(directory), name))``), without pathlib."""
     from dtkguard.util.purepath import join
 
     path = join(directory, name)

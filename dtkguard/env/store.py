@@ -43,6 +43,13 @@ if TYPE_CHECKING:
 FORMAT = "dtkguard-store/1"
 POINTER_FORMAT = "dtkguard-store-pointer/1"
 RECORD_FILE = "env.json"
+#: what `check` reads of an env's folder by name (`EnvStore.text`)
+BASELINE_FILE = "baseline.json"
+MANIFEST_FILE = "manifest.json"
+JOURNAL_DIR = "journal"
+OVERRIDES_FILE = "overrides.jsonl"
+PROTECTED_FILE = "protected.json"
+LAYER_STAT_CACHE_FILE = "layer-stat-cache.json"
 #: the read-only pointer inside the env's state folder (``<prefix>/dtkguard/``)
 POINTER_FILE = "store.json"
 MODE = 0o700
@@ -231,7 +238,7 @@ class EnvStore:
 
     @property
     def baseline(self) -> Path:
-        return self.dir / "baseline.json"
+        return self.dir / BASELINE_FILE
 
     @property
     def policy(self) -> Path:
@@ -243,11 +250,11 @@ class EnvStore:
 
     @property
     def manifest(self) -> Path:
-        return self.dir / "manifest.json"
+        return self.dir / MANIFEST_FILE
 
     @property
     def journal(self) -> Path:
-        return self.dir / "journal"
+        return self.dir / JOURNAL_DIR
 
     @property
     def vault(self) -> Path:
@@ -255,7 +262,7 @@ class EnvStore:
 
     @property
     def overrides(self) -> Path:
-        return self.dir / "overrides.jsonl"
+        return self.dir / OVERRIDES_FILE
 
     @property
     def tripwire(self) -> Path:
@@ -264,7 +271,7 @@ class EnvStore:
     @property
     def protected(self) -> Path:
         """``{path: {"sha256", "size", "mode"}}`` of the env's protected files."""
-        return self.dir / "protected.json"
+        return self.dir / PROTECTED_FILE
 
     @property
     def stat_cache(self) -> Path:
@@ -276,7 +283,7 @@ class EnvStore:
     def layer_stat_cache(self) -> Path:
         """``{path: [ino, ctime_ns, size, sha256]}`` of the guard's layers in the env that a
         hash found equal to the manifest (`dtkguard.rules.guard_store`)."""
-        return self.dir / "layer-stat-cache.json"
+        return self.dir / LAYER_STAT_CACHE_FILE
 
     @property
     def blobs(self) -> Path:

@@ -132,11 +132,9 @@ def _write_cache(path: str, policy: CompiledPolicy, sources: list[tuple[str, str
         }
         data["policy-sha256"] = _policy_digest(loads(dumps(data["policy"])))
         target = _cache_file(path)
-        from pathlib import Path
+        from dtkguard.util.cache_dir import private_dir_text
 
-        from dtkguard.util.cache_dir import private_dir
-
-        private_dir(Path(target).parent)
+        private_dir_text(os.path.dirname(target))
         atomic_write_text(target, dumps(data), 0o600, through=False, durable=False)
     except (OSError, ValueError):
         pass  # a read-only home is no reason to fail

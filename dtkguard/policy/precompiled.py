@@ -29,7 +29,16 @@ FORMAT = "dtkguard-precompiled-policy-1"
 
 def shipped_file(path: Path) -> Path:
     """Where the compiled form of the bundled policy ``path`` is shipped."""
-    return path.with_name(path.stem + SUFFIX)
+    from pathlib import Path
+
+    return Path(shipped_text(str(path)))
+
+
+def shipped_text(path: str) -> str:
+    """`shipped_file` of a policy named as text: beside it, its stem and `SUFFIX`."""
+    from dtkguard.util import purepath
+
+    return purepath.join(purepath.parent(path), purepath.stem(path) + SUFFIX)
 
 
 def read_shipped(path: str | os.PathLike[str]) -> CompiledPolicy | None:
@@ -44,8 +53,7 @@ def read_shipped(path: str | os.PathLike[str]) -> CompiledPolicy | None:
         home = purepath.resolve(bundled_dir_text())
         if purepath.parent(path) != home:
             return None
-        shipped = os.path.join(home, purepath.stem(path) + SUFFIX)  # `shipped_file`
-        data = json_loads(read_capped(shipped, MAX_POLICY_BYTES << 2))
+        data = json_loads(read_capped(shipped_text(path), MAX_POLICY_BYTES << 2))
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             return None
         files = data.get("files")

@@ -14,10 +14,6 @@ from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
 from dtkguard.util.purepath import pure_path
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 OVERRIDE_USED = RuleInfo(
     "override-used",
     Severity.HIGH,
@@ -65,9 +61,9 @@ def _records(ctx: CheckContext) -> list[str]:
         if env.root.lexists(host) and host not in out:  # a FIFO there is a finding too
             out.append(host)
         if env.root.is_host:
-            from dtkguard.env.store import env_store
+            from dtkguard.env.store import OVERRIDES_FILE, env_store
 
-            stored = env_store(prefix).text("overrides.jsonl")
+            stored = env_store(prefix).text(OVERRIDES_FILE)
             if os.path.lexists(stored) and stored not in out:
                 out.append(stored)
     return out

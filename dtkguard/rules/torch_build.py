@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dtkguard.env.root import child_text
+from dtkguard.env.root import child
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
@@ -40,8 +40,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     for dist in ctx.env:
         if dist.key != "torch":
             continue
-        torch = child_text(ctx.env.root, dist.site_text, "torch")
-        version_py = child_text(ctx.env.root, torch, "version.py")
+        torch = child(ctx.env.root, dist.site_text, "torch")
+        version_py = child(ctx.env.root, torch, "version.py")
         try:
             text = read_head(version_py, 1 << 16, follow=False, root=ctx.env.root).decode(
                 "utf-8", "replace"

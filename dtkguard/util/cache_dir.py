@@ -28,22 +28,15 @@ def cache_root_text() -> str:
 
 
 def private_dir(path: Path) -> None:
+    """`private_dir_text` of a `Path`."""
+    private_dir_text(str(path))
+
+
+def private_dir_text(path: str) -> None:
     """Make the cache folder ``path`` (and the cache root) mode 0700 whatever the umask: an
     entry another user could write would be believed (a compiled policy, an interpreter's
     paths). A folder that is there already keeps its mode: one others could write is not
     believed (`trusted`), and setting it 0700 now would not make what is in it ours."""
-    missing = []
-    head = path
-    while not head.is_dir() and head != head.parent:
-        missing.append(head)
-        head = head.parent
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for folder in missing:
-        os.chmod(folder, 0o700)  # mkdir's parents follow the umask
-
-
-def private_dir_text(path: str) -> None:
-    """`private_dir` of a folder named as text (``str(Path)``), without importing pathlib."""
     from dtkguard.util.purepath import is_dir, parent
 
     missing = []
@@ -51,25 +44,9 @@ def private_dir_text(path: str) -> None:
     while not is_dir(head) and head != parent(head):
         missing.append(head)
         head = parent(head)
-    _mkdir(path, 0o700, parents=True)
+    os.makedirs(path, 0o700, exist_ok=True)
     for folder in missing:
-        os.chmod(folder, 0o700)  # mkdir's parents follow the umask
-
-
-def _mkdir(path: str, mode: int, *, parents: bool) -> None:
-    """``Path(path).mkdir(mode, parents=parents, exist_ok=True)``."""
-    from dtkguard.util.purepath import is_dir, parent
-
-    try:
-        os.mkdir(path, mode)
-    except FileNotFoundError:
-        if not parents or parent(path) == path:
-            raise
-        _mkdir(parent(path), 0o777, parents=True)
-        _mkdir(path, mode, parents=False)
-    except OSError:
-        if not is_dir(path):
-            raise
+        os.chmod(folder, 0o700)  # makedirs' parents follow the umask
 
 
 def trusted(path: Path) -> bool:
