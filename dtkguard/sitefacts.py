@@ -284,6 +284,11 @@ def removal_files(paths: Iterable[str]) -> list[str]:
 
 # -- the guard's state ---------------------------------------------------------------------
 
+#: the baseline's file in the store's env folder (or beside the policy), and the pointer to
+#: that folder in ``<prefix>/dtkguard/`` (``dtkguard.env.store`` names them by these)
+BASELINE_FILE = "baseline.json"
+POINTER_FILE = "store.json"
+
 
 def pointer_store(data: object) -> str | None:
     """The store folder a ``store.json`` pointer (parsed JSON) names, or None."""
@@ -298,9 +303,9 @@ def baseline_file(
     copy (the reference) when the env points to a trusted store, else the one beside the
     policy (``here``); a pointer to no trusted store is an error, not "no baseline"."""
     if store is None and pointer_exists:
-        pointer = os.path.join(here, "store.json")
+        pointer = os.path.join(here, POINTER_FILE)
         return None, f"the guard's store pointer {pointer} names no trusted store folder"
-    return os.path.join(store or here, "baseline.json"), None
+    return os.path.join(store or here, BASELINE_FILE), None
 
 
 def baseline_data(

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from dtkguard.util.json_types import JSON
 
 FORMAT = "dtkguard-baseline/1"
-FILE_NAME = "baseline.json"
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -80,7 +79,8 @@ def baseline_path(prefix: str | os.PathLike[str]) -> Path:
 
 def baseline_text(prefix: str | os.PathLike[str]) -> str:
     """`baseline_path` as text (``str(baseline_path(prefix))``), without importing pathlib."""
-    from dtkguard.env.store import BASELINE_FILE, env_store
+    from dtkguard.env.store import env_store
+    from dtkguard.env.store_path import BASELINE_FILE
 
     return env_store(prefix).text(BASELINE_FILE)
 
@@ -96,9 +96,10 @@ def legacy_baseline_path(prefix: str | os.PathLike[str]) -> Path:
 def legacy_baseline_text(prefix: str | os.PathLike[str]) -> str:
     """`legacy_baseline_path` as text, without importing pathlib."""
     from dtkguard.env.interpreter import STATE_DIR
+    from dtkguard.env.store_path import BASELINE_FILE
     from dtkguard.util.purepath import join
 
-    return join(os.fspath(prefix), STATE_DIR, FILE_NAME)
+    return join(os.fspath(prefix), STATE_DIR, BASELINE_FILE)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str | None:
@@ -263,9 +264,10 @@ def _vouched(path: str | os.PathLike[str]) -> bytes | None:
 
 def _manifest_beside(path: str | os.PathLike[str]) -> str:
     """``str(Path(path).parent / "manifest.json")``."""
+    from dtkguard.env.store_path import MANIFEST_FILE
     from dtkguard.util.purepath import join, parent
 
-    return join(parent(pure_path(os.fspath(path))), "manifest.json")
+    return join(parent(pure_path(os.fspath(path))), MANIFEST_FILE)
 
 
 def _vouch_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:

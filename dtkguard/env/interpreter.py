@@ -45,12 +45,16 @@ class Interpreter:
     @property
     def policy_file(self) -> Path:
         """The compiled policy the pip hook reads: a cache of the store's copy."""
-        return self.state_dir / "policy.json"
+        from dtkguard.env.store_path import POLICY_FILE
+
+        return self.state_dir / POLICY_FILE
 
     @property
     def legacy_overrides_file(self) -> Path:
         """Where the override log was before the store (read by `check`, moved by install)."""
-        return self.state_dir / "overrides.jsonl"
+        from dtkguard.env.store_path import OVERRIDES_FILE
+
+        return self.state_dir / OVERRIDES_FILE
 
 
 def default_python() -> str:

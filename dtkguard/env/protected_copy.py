@@ -56,10 +56,10 @@ def _entry(path: str) -> dict[str, JSON] | None:
 def load(es: EnvStore) -> dict[str, dict[str, JSON]]:
     """``protected.json`` of the env ({} when there is none or it does not read)."""
     try:
-        from dtkguard.env import store
+        from dtkguard.env import store_path
         from dtkguard.util.safe_read import read_json
 
-        data = read_json(es.text(store.PROTECTED_FILE), what="protected list")
+        data = read_json(es.text(store_path.PROTECTED_FILE), what="protected list")
     except (OSError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None
@@ -67,11 +67,11 @@ def load(es: EnvStore) -> dict[str, dict[str, JSON]]:
 
 
 def _save(es: EnvStore, files: dict[str, dict[str, JSON]]) -> None:
-    from dtkguard.env import store
+    from dtkguard.env import store_path
     from dtkguard.util.text import dumps
 
     text = dumps({"files": files}, indent=1, sort_keys=True) + "\n"
-    atomic_write_text(es.text(store.PROTECTED_FILE), text, 0o600)
+    atomic_write_text(es.text(store_path.PROTECTED_FILE), text, 0o600)
 
 
 def record(es: EnvStore, paths: Iterable[str | os.PathLike[str]]) -> dict[str, dict[str, JSON]]:

@@ -26,7 +26,23 @@ import contextlib
 import os
 import time
 
-from dtkguard.env.store_path import ENVS_DIR, ROOT_STORE_TEXT, STORE_VAR, env_key, store_root_text
+from dtkguard.env.store_path import (
+    BASELINE_FILE,
+    ENVS_DIR,
+    JOURNAL_DIR,
+    LAYER_STAT_CACHE_FILE,
+    MANIFEST_FILE,
+    OVERRIDES_FILE,
+    POINTER_FILE,
+    POLICY_FILE,
+    PROTECTED_FILE,
+    RECORD_FILE,
+    ROOT_STORE_TEXT,
+    STAT_CACHE_FILE,
+    STORE_VAR,
+    env_key,
+    store_root_text,
+)
 from dtkguard.errors import InputError
 from dtkguard.lightclass import asdict, field, fields, record
 from dtkguard.util.atomic import atomic_write_text
@@ -42,16 +58,6 @@ if TYPE_CHECKING:
 
 FORMAT = "dtkguard-store/1"
 POINTER_FORMAT = "dtkguard-store-pointer/1"
-RECORD_FILE = "env.json"
-#: what `check` reads of an env's folder by name (`EnvStore.text`)
-BASELINE_FILE = "baseline.json"
-MANIFEST_FILE = "manifest.json"
-JOURNAL_DIR = "journal"
-OVERRIDES_FILE = "overrides.jsonl"
-PROTECTED_FILE = "protected.json"
-LAYER_STAT_CACHE_FILE = "layer-stat-cache.json"
-#: the read-only pointer inside the env's state folder (``<prefix>/dtkguard/``)
-POINTER_FILE = "store.json"
 MODE = 0o700
 
 
@@ -242,7 +248,7 @@ class EnvStore:
 
     @property
     def policy(self) -> Path:
-        return self.dir / "policy.json"
+        return self.dir / POLICY_FILE
 
     @property
     def constraints(self) -> Path:
@@ -277,7 +283,7 @@ class EnvStore:
     def stat_cache(self) -> Path:
         """``{path: [ino, ctime_ns, sha256]}`` of files a hash found equal to the baseline
         since it was recorded (`dtkguard.env.baseline.CompareStats.seen`)."""
-        return self.dir / "stat-cache.json"
+        return self.dir / STAT_CACHE_FILE
 
     @property
     def layer_stat_cache(self) -> Path:

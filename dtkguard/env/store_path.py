@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from dtkguard import sitefacts
 from dtkguard.util.purepath import home, pure_path
 from dtkguard.util.sha import sha256_hex
 
@@ -13,6 +14,19 @@ from dtkguard.util.sha import sha256_hex
 STORE_VAR = "DTKGUARD_STORE"
 ROOT_STORE_TEXT = "/var/lib/dtkguard"
 ENVS_DIR = "envs"
+#: the names of an env's files in its store folder (`EnvStore.text`) and, before the store or
+#: in an image, in ``<prefix>/dtkguard/``; those the code inside pip reads too are its names
+RECORD_FILE = "env.json"
+BASELINE_FILE = sitefacts.BASELINE_FILE
+MANIFEST_FILE = "manifest.json"
+POLICY_FILE = "policy.json"
+JOURNAL_DIR = "journal"
+OVERRIDES_FILE = "overrides.jsonl"  # the hook's override log (`dtkguard.pipoverride.LOG`)
+PROTECTED_FILE = "protected.json"
+STAT_CACHE_FILE = "stat-cache.json"
+LAYER_STAT_CACHE_FILE = "layer-stat-cache.json"
+#: the read-only pointer inside the env's state folder (``<prefix>/dtkguard/``)
+POINTER_FILE = sitefacts.POINTER_FILE
 #: what an env's folder name keeps of its prefix's last part (anything else is ``_``)
 _KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 

@@ -61,11 +61,11 @@ def recorded_policy(prefix: str) -> CompiledPolicy | None:
     import stat
 
     from dtkguard.env.interpreter import STATE_DIR
-    from dtkguard.env.store_path import env_dir_text
+    from dtkguard.env.store_path import POLICY_FILE, env_dir_text
     from dtkguard.util.purepath import path_mode
 
-    stored = os.path.join(env_dir_text(prefix), "policy.json")
+    stored = os.path.join(env_dir_text(prefix), POLICY_FILE)
     mode = path_mode(stored)
     if mode is None or not stat.S_ISREG(mode):
-        stored = os.path.join(prefix, STATE_DIR, "policy.json")  # `Interpreter.policy_file`
+        stored = os.path.join(prefix, STATE_DIR, POLICY_FILE)  # `Interpreter.policy_file`
     return read_policy_json(stored)

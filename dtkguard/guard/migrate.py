@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from dtkguard.env import store
+from dtkguard.env import store, store_path
 from dtkguard.env.baseline import legacy_baseline_path
 from dtkguard.errors import InputError
 from dtkguard.util.atomic import atomic_write_text
@@ -53,7 +53,7 @@ def migrate(interp: Interpreter, *, rebaseline: bool = False) -> list[str]:
             if name == "journal":
                 _chain_journal(dest)
     if _overrides(interp.legacy_overrides_file, es):
-        moved.append("overrides.jsonl")
+        moved.append(store_path.OVERRIDES_FILE)
     return moved
 
 
@@ -67,7 +67,7 @@ def _manifest_and_baseline(
         data, files = {}, {}
     old_base = legacy_baseline_path(interp.prefix)
     entry = files.pop(str(old_base), None)
-    moved = ["manifest.json"]
+    moved = [store_path.MANIFEST_FILE]
     if old_base.is_file():
         intact = entry is not None and _sha(old_base) == entry.get("sha256")
         if not intact and not rebaseline:
@@ -80,7 +80,7 @@ def _manifest_and_baseline(
             shutil.copyfile(old_base, es.baseline)
             os.chmod(es.baseline, 0o600)
             files[str(es.baseline)] = {**entry, "layer": "baseline"}
-            moved.append("baseline.json")
+            moved.append(store_path.BASELINE_FILE)
     text = json.dumps({"files": files, "options": data.get("options", {})}, indent=1)
     atomic_write_text(es.manifest, text + "\n", 0o600)
     old_manifest.unlink()

@@ -21,7 +21,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from dtkguard.env import store
+from dtkguard.env import store, store_path
 from dtkguard.errors import DtkguardError, TargetError
 from dtkguard.util.safe_read import read_json
 
@@ -141,7 +141,7 @@ def _drop_foreign_state(interp: Interpreter, es: store.EnvStore) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError):
         listed = set()
     out = []
-    for name in ("baseline.json", "manifest.json"):
+    for name in (store_path.BASELINE_FILE, store_path.MANIFEST_FILE):
         path = interp.state_dir / name
         if os.path.lexists(path) and str(path) not in listed:
             os.unlink(path)

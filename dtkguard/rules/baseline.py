@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from dtkguard.env.store_path import BASELINE_FILE, MANIFEST_FILE, RECORD_FILE, STAT_CACHE_FILE
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
@@ -87,7 +88,7 @@ def baseline_files(env: Environment) -> list[tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for prefix in target_prefixes(env):
         stored = baseline_text(prefix)
-        manifest = purepath.join(purepath.parent(stored), "manifest.json")
+        manifest = purepath.join(purepath.parent(stored), MANIFEST_FILE)
         if root.is_host and purepath.is_file(manifest):
             # guarded since the store: its copy or none (guard-missing), never the env's own
             if os.path.lexists(stored):  # a FIFO there is a finding too
@@ -193,11 +194,11 @@ def _compare(ctx: CheckContext, data: dict[str, Any], inner: str) -> list[Change
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
     folder = purepath.parent(purepath.pure_path(inner))
-    cache = purepath.join(folder, "stat-cache.json")  # Path(inner).with_name("stat-cache.json")
-    stored = ctx.env.root.is_host and purepath.name(purepath.pure_path(inner)) == "baseline.json"
+    cache = purepath.join(folder, STAT_CACHE_FILE)  # the store's, beside its baseline
+    stored = ctx.env.root.is_host and purepath.name(purepath.pure_path(inner)) == BASELINE_FILE
     stats = CompareStats(seen=load_stat_cache(cache) if stored else {})
     changes = compare(data, ctx.env.root, stats)
-    if stored and stats.verified and purepath.is_file(purepath.join(folder, "env.json")):
+    if stored and stats.verified and purepath.is_file(purepath.join(folder, RECORD_FILE)):
         save_stat_cache(cache, {**stats.seen, **stats.verified})
     return changes
 

@@ -13,7 +13,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from dtkguard.env import store
+from dtkguard.env import store, store_path
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
@@ -87,7 +87,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         try:
             rec = es.record()
         except InputError as exc:
-            where = es.text(store.RECORD_FILE)
+            where = es.text(store_path.RECORD_FILE)
             yield STATE_TAMPERED.finding("guard", exc.message, "inspect it", where)
             continue
         if rec is not None:
@@ -141,7 +141,7 @@ def _guard_layers(es: EnvStore, rec: Record, fix: str) -> Iterator[Finding]:
     from dtkguard.util.safe_read import read_capped
     from dtkguard.util.text import json_loads
 
-    manifest, baseline = es.text(store.MANIFEST_FILE), es.text(store.BASELINE_FILE)
+    manifest, baseline = es.text(store_path.MANIFEST_FILE), es.text(store_path.BASELINE_FILE)
     try:  # capped, regular files only (a FIFO there must not hang check), no RecursionError
         files = json_loads(read_capped(manifest, MAX_MANIFEST, what="manifest"))["files"]
         if not isinstance(files, dict) or not all(isinstance(e, dict) for e in files.values()):
@@ -177,7 +177,7 @@ def _changed_layers(es: EnvStore, files: dict[str, dict[str, Any]]) -> list[tupl
     cache is written when it moved."""
     from dtkguard.env.store import load_stat_cache, save_stat_cache
 
-    cache = es.text(store.LAYER_STAT_CACHE_FILE)
+    cache = es.text(store_path.LAYER_STAT_CACHE_FILE)
     seen = load_stat_cache(cache)
     verified: dict[str, list[Any]] = {}
     bad = []
@@ -247,7 +247,7 @@ def _chains(es: EnvStore, rec: Record) -> Iterator[Finding]:
     from dtkguard.journal import chain as journal_chain
 
     roots = [r for r in rec.identity.roots if os.path.isdir(r)]
-    overrides, journal = es.text(store.OVERRIDES_FILE), es.text(store.JOURNAL_DIR)
+    overrides, journal = es.text(store_path.OVERRIDES_FILE), es.text(store_path.JOURNAL_DIR)
     for where, problems in (
         (overrides, chain.problems(overrides)),
         (journal, journal_chain.problems(journal, roots)),

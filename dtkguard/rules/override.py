@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dtkguard.env.interpreter import STATE_DIR
 from dtkguard.env.override_log import read
 from dtkguard.env.root import ConfinementError
+from dtkguard.env.store_path import OVERRIDES_FILE
 from dtkguard.findings import Finding, Severity
 from dtkguard.rules.context import CheckContext
 from dtkguard.rules.rule_info import RuleInfo
@@ -53,7 +54,7 @@ def _records(ctx: CheckContext) -> list[str]:
             prefixes.add(match.group(1) or "/")
     out = []
     for prefix in sorted(prefixes):
-        inner = f"{prefix.rstrip('/')}/{STATE_DIR}/overrides.jsonl"
+        inner = f"{prefix.rstrip('/')}/{STATE_DIR}/{OVERRIDES_FILE}"
         try:
             host = pure_path(inner) if env.root.is_host else env.root.resolve_text(inner)
         except ConfinementError:
@@ -61,7 +62,7 @@ def _records(ctx: CheckContext) -> list[str]:
         if env.root.lexists(host) and host not in out:  # a FIFO there is a finding too
             out.append(host)
         if env.root.is_host:
-            from dtkguard.env.store import OVERRIDES_FILE, env_store
+            from dtkguard.env.store import env_store
 
             stored = env_store(prefix).text(OVERRIDES_FILE)
             if os.path.lexists(stored) and stored not in out:

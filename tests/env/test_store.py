@@ -101,3 +101,12 @@ def test_an_unreadable_record_is_bad_input(tmp_path: Path) -> None:
         es.record()
     assert store.known_envs() == []
     assert sys.executable  # the running interpreter is never recorded by reading
+
+
+def test_the_override_log_inside_pip_has_the_stores_name() -> None:
+    """The hook's override log module is a stdlib copy that imports nothing of dtkguard: its
+    file name is spelled there, and must be the one `check` and the store read."""
+    from dtkguard import pipoverride
+    from dtkguard.env import store_path
+
+    assert pipoverride.LOG == store_path.OVERRIDES_FILE
