@@ -11,10 +11,10 @@
 4. ``dtkuv pip install torch`` (already satisfied: answered from the installed metadata, no uv
    run; goal: <= 2x CPU) against ``uv pip install torch`` of the same venv; then ``dtkuv pip
    install rich tomlkit`` (5 real wheels of the offline cache; goal: <= 2x) against ``uv pip
-   install`` of the same (and against the floor of judging before uv runs: uv's dry run, then
-   uv's real run), and ``dtkpip install rich tomlkit`` against ``pip install`` of the
-   same (``pipset``; goal: <= 1.1x: the hook pauses pip's one real run for dtkpip's verdict, no
-   dry run before it).
+   install`` of the same (and against two floors of judging before uv runs: uv's dry run, then
+   uv's real run; the same, then a Python process that stats the vendor files), and ``dtkpip
+   install rich tomlkit`` against ``pip install`` of the same (``pipset``; goal: <= 1.1x: the
+   hook pauses pip's one real run for dtkpip's verdict, no dry run before it).
 5. Judging files: ``pip install`` of a wheel with ``--files`` files into the guarded venv (the
    hook lists the wheel and checks every file against the vendor builds' installed RECORDs,
    here a vendor torch of ``--vendor-files`` files) against the same install into the unguarded
@@ -324,7 +324,7 @@ def main() -> int:
             uv_cmds = ([uv_binary(), *ureq], uenv), ([*dtk, "uv", *ureq], {**denv, **uenv})
             medians = pair(*uv_cmds, args.pip_runs)
             show("install torch (satisfied)", ("uv", "dtkuv"), medians, args.pip_runs)
-            uv_set_pair(guarded.python, dtk, denv, uenv, args.pip_runs)
+            uv_set_pair(guarded.python, guarded.site_packages, dtk, denv, uenv, args.pip_runs)
         if "pipset" in want:
             pip_set_pair(guarded.python, dtk, denv, env, args.pip_runs)
         if "files" in want:
@@ -359,23 +359,51 @@ UV_SET = ("rich", "tomlkit")
 UV_SET_ALL = (*UV_SET, "markdown-it-py", "mdurl", "pygments")
 
 
-def uv_set_pair(python, dtk, denv, uenv, runs) -> None:
+#: the least a guard written in Python does after uv ran, when uv may have run an sdist's build
+#: (its dry run builds too): start an interpreter and ``lstat`` every file the vendor builds'
+#: RECORDs list (a build may have written any of them, through any hard link); no listing, no
+#: comparison, no verdict; each folder's files by name relative to it, as dtkuv does. argv[1]:
+#: the site folder.
+_WATCH_FLOOR = (
+    "import os, sys\n"
+    "site, by = sys.argv[1], {}\n"
+    "for entry in os.listdir(site):\n"
+    "    if entry.startswith('torch-') and entry.endswith('.dist-info'):\n"
+    "        with open(os.path.join(site, entry, 'RECORD'), encoding='utf-8') as fh:\n"
+    "            for row in filter(str.strip, fh):\n"
+    "                folder, _, name = row.split(',', 1)[0].rpartition('/')\n"
+    "                by.setdefault(folder, []).append(name)\n"
+    "flags = os.O_RDONLY | os.O_DIRECTORY | os.O_PATH\n"
+    "for folder, names in by.items():\n"
+    "    fd = os.open(os.path.join(site, folder), flags)\n"
+    "    for name in names:\n"
+    "        os.lstat(name, dir_fd=fd)\n"
+    "    os.close(fd)\n"
+)
+
+
+def uv_set_pair(python, site, dtk, denv, uenv, runs) -> None:
     """``uv pip install`` of `UV_SET` (5 real wheels) against ``dtkuv pip install`` of it into
-    the guarded venv, alternating which goes first, each followed by an untimed uninstall. A
-    third side in the same rounds is the floor of any guard that judges before uv changes
-    anything: uv's ``--dry-run`` of the same command, then uv's real run, timed as one."""
+    the guarded venv, alternating which goes first, each followed by an untimed uninstall. Two
+    more sides in the same rounds are floors of any guard that judges before uv changes
+    anything: uv's ``--dry-run`` of the same command, then uv's real run, timed as one; and
+    the same with a Python process after it that stats the vendor torch's files
+    (`_WATCH_FLOOR`: what no guard that lets uv build can leave out)."""
     uv = uv_binary()
     req = ["pip", "install", "--python", str(python), "--no-index"]
     req += ["-f", str(wheel_dir() / "image"), *UV_SET]
     sides = (([uv, *req], uenv), ([*dtk, "uv", *req], {**denv, **uenv}))
     dry = [uv, *req, "--dry-run"]
+    watch = [sys.executable, "-I", "-S", "-c", _WATCH_FLOOR, str(site)]
     remove = [uv, "pip", "uninstall", "--python", str(python), *UV_SET_ALL]
-    times: dict[int, list[tuple[float, float]]] = {0: [], 1: [], 2: []}
+    times: dict[int, list[tuple[float, float]]] = {0: [], 1: [], 2: [], 3: []}
     for i in range(runs + 1):
-        for side in (0, 1, 2) if i % 2 == 0 else (2, 1, 0):
-            if side == 2:
-                planned, done_run = _run(dry, uenv), _run(*sides[0])
-                took = (planned[0] + done_run[0], planned[1] + done_run[1])
+        for side in (0, 1, 2, 3) if i % 2 == 0 else (3, 2, 1, 0):
+            if side >= 2:
+                parts = [_run(dry, uenv), _run(*sides[0])]
+                if side == 3:
+                    parts.append(_run(watch, uenv))
+                took = (sum(w for w, _ in parts), sum(c for _, c in parts))
             else:
                 took = _run(*sides[side])
             done = subprocess.run(remove, env=uenv, capture_output=True, text=True)
@@ -391,6 +419,8 @@ def uv_set_pair(python, dtk, denv, uenv, runs) -> None:
     show(label, ("uv", "dtkuv"), (medians[0], medians[1]), runs)
     show(label, ("uv", "uv dry run + uv"), (medians[0], medians[2]), runs)
     show(label, ("uv dry run + uv", "dtkuv"), (medians[2], medians[1]), runs)
+    show(label, ("uv", "uv dry run + uv + watch"), (medians[0], medians[3]), runs)
+    show(label, ("uv dry run + uv + watch", "dtkuv"), (medians[3], medians[1]), runs)
 
 
 def pip_set_pair(python, dtk, denv, env, runs) -> None:
