@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import time
-import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -186,6 +185,8 @@ def wheel_effect(wheel: Path, scheme: dict[str, str], sites: list[str]) -> Wheel
     the binary judgement: `dtkguard.resolve.binaries.wheel_listing`). Invariant: each path is
     ``real_in`` of where the installer writes the member, whether computed for the member or
     kept for its folder (only for plain names, never for a site's top)."""
+    import zipfile  # imported by the binaries' judgement anyway: not before uv's dry run
+
     from dtkguard.resolve.binaries import wheel_listing
 
     listing = wheel_listing(wheel)
@@ -268,6 +269,8 @@ def judge_plan(
     """The unwaived problems of the files ``plan`` writes and deletes, and ``name version`` of
     the planned dists whose wheels ``locate`` could not find (not judged by file here: uv's
     real run is, `dtkguard.guard.run_effects`)."""
+    import zipfile
+
     facts = facts or EnvFiles(interp, env, policy)
     today = today or time.strftime("%Y-%m-%d", time.gmtime())
     scheme = facts.scheme()
