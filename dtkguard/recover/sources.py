@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     from dtkguard.journal.layout import Layout
+    from dtkguard.recover.keep import KeptDists
     from dtkguard.recover.vault import Vault
 
     #: (where, wheel): a wheel to stage and check
@@ -57,6 +58,8 @@ class Sources:
     find_links: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
     lay: Layout | None = None
+    #: the journal's kept dist-infos, read once for every package (`_from_journal`)
+    kept: KeptDists | None = None
 
     def find(self, want: Want, wanted: Wanted) -> tuple[Found | None, list[str]]:
         """The first wheel that passes its check; else None and what was tried."""
@@ -130,17 +133,19 @@ class Sources:
 
     def _from_journal(self, want: Want, tried: list[str]) -> Repacked | None:
         """(where, (wheel, requested)) repacked from the newest transaction that kept it."""
-        from dtkguard.recover.keep import repack_kept, was_requested
+        from dtkguard.recover.keep import KeptDists, repack_kept, was_requested
 
         if self.lay is None:
             return None
-        out = repack_kept(self.lay, want, self.stage / "journal")
+        if self.kept is None:
+            self.kept = KeptDists()
+        out = repack_kept(self.lay, want, self.stage / "journal", self.kept)
         if out is None:
             tried.append("the journal: no kept files of this version")
             return None
         txn, wheel = out
         where = f"the journal (transaction {txn.id})"
-        return where, (wheel, was_requested(txn, want.key, want.version))
+        return where, (wheel, was_requested(txn, want.key, want.version, self.kept))
 
     def _download(
         self, want: Want, args: list[str], where: str, tried: list[str], index: str | None = None

@@ -135,23 +135,24 @@ def _plan_text(txn: Transaction) -> str:
 def _builds(lay: Layout, txn: Transaction, now: dict[str, str], tmp: Path) -> list[Build] | None:
     """The kept copies of what ``txn`` removed or replaced, repacked and checked (None: one
     was not kept whole)."""
-    from dtkguard.recover.keep import repack_from, was_requested
+    from dtkguard.recover.keep import KeptDists, repack_from, was_requested
     from dtkguard.recover.restore import Build
     from dtkguard.recover.wanted import Want
 
+    kept = KeptDists()
     builds: list[Build] = []
     for key, before, _after in txn.changes():
         if before is None:
             continue
         want = Want(key, txn.names.get(key, key), before, False)
-        wheel = repack_from(lay, txn, want, tmp)
+        wheel = repack_from(lay, txn, want, tmp, kept)
         if wheel is None:
             say(
                 f"dtkguard undo: transaction {txn.id} kept no intact copy of "
                 f"{want.name} {before}; nothing was changed\n"
             )
             return None
-        requested = was_requested(txn, key, before)
+        requested = was_requested(txn, key, before, kept)
         builds.append(Build(want.name, before, wheel, requested, False))
     return builds
 
