@@ -15,20 +15,12 @@ from dtkguard.journal.txn import Transaction, transactions
 from dtkguard.recover.wanted import Want
 
 
-def _version_key(version: str) -> object:
-    """What `same_version` compares: the PEP 440 key, else the text itself."""
-    from dtkguard.decision import version_key
-
-    key = version_key(version)
-    return ("text", version) if key is None else key
-
-
 class KeptDists:
-    """The dist-infos transactions kept, by (canonical name, version): each transaction's
-    kept ``METADATA`` files are read once, the journal's transactions listed once."""
+    """The dist-infos transactions kept, by canonical name: each transaction's kept
+    ``METADATA`` files are read once, the journal's transactions listed once."""
 
     def __init__(self) -> None:
-        self._dists: dict[str, dict[tuple[str, object], Path]] = {}
+        self._dists: dict[str, dict[str, list[tuple[str, Path]]]] = {}
         self._newest: list[Transaction] | None = None
 
     def newest_first(self, lay: Layout) -> list[Transaction]:
@@ -47,16 +39,16 @@ class KeptDists:
         dists = self._dists.get(str(txn.dir))
         if dists is None:
             dists = self._dists[str(txn.dir)] = _kept_dists(txn)
-        return dists.get((key, _version_key(version)))
+        return next((p for v, p in dists.get(key, []) if same_version(v, version)), None)
 
 
-def _kept_dists(txn: Transaction) -> dict[tuple[str, object], Path]:
-    """{(canonical name, version key): dist-info} of every ``METADATA`` ``txn`` kept; the first
-    in (root, path) order names a pair."""
+def _kept_dists(txn: Transaction) -> dict[str, list[tuple[str, Path]]]:
+    """{canonical name: [(version, dist-info)]} of every ``METADATA`` ``txn`` kept, in
+    (root, path) order."""
     from dtkguard.decision import canonical
     from dtkguard.env.dist import parse_headers
 
-    out: dict[tuple[str, object], Path] = {}
+    out: dict[str, list[tuple[str, Path]]] = {}
     for (i, rel), kept in sorted(txn.kept().items()):
         head, _, tail = rel.partition("/")
         if tail != "METADATA" or not head.endswith(".dist-info"):
@@ -66,18 +58,18 @@ def _kept_dists(txn: Transaction) -> dict[tuple[str, object], Path]:
         except OSError:
             continue
         name, ver = headers.get("name", [""])[0], headers.get("version", [""])[0]
-        out.setdefault((canonical(name), _version_key(ver)), Path(txn.roots[i]) / head)
+        out.setdefault(canonical(name), []).append((ver, Path(txn.roots[i]) / head))
     return out
 
 
 def repack_from(
-    lay: Layout, txn: Transaction, want: Want, dest: Path, kept: KeptDists | None = None
+    lay: Layout, txn: Transaction, want: Want, dest: Path, kept: KeptDists
 ) -> Path | None:
     """A wheel of ``want`` repacked from what ``txn`` kept, every file checked against its
     RECORD; None when ``txn`` did not keep it whole."""
     from dtkguard.recover.repack import Installed, RepackError, repack
 
-    dist_info = (kept or KeptDists()).dist_info(txn, want.key, want.version)
+    dist_info = kept.dist_info(txn, want.key, want.version)
     if dist_info is None:
         return None
 
@@ -109,11 +101,9 @@ def repack_kept(
     return None
 
 
-def was_requested(
-    txn: Transaction, key: str, version: str, kept: KeptDists | None = None
-) -> bool | None:
+def was_requested(txn: Transaction, key: str, version: str, kept: KeptDists) -> bool | None:
     """Did the dist ``txn`` kept carry pip's REQUESTED marker (None: not kept)?"""
-    dist_info = (kept or KeptDists()).dist_info(txn, key, version)
+    dist_info = kept.dist_info(txn, key, version)
     if dist_info is None:
         return None
     i = next(n for n, root in enumerate(txn.roots) if Path(root) == dist_info.parent)

@@ -75,16 +75,21 @@ def test_versions_compare_by_pep_440_local_labels_included(lay: Layout) -> None:
 def test_each_transaction_is_read_once_for_every_package(
     lay: Layout, tmp_path: Path, mocker
 ) -> None:
-    spy = mocker.spy(txn_module, "read_entries")
+    from dtkguard.env import dist
+
     loads = mocker.spy(txn_module.Transaction, "load")
+    lists = mocker.spy(txn_module, "read_entries")
+    parses = mocker.spy(dist, "parse_headers")
     kept = KeptDists()
-    # every package at a version no transaction kept: each asks all three transactions
+    # at a version no transaction had before it: each asks all three, none reads its files
     for name in NAMES:
         want = Want(name, name, "9.0", vendor=False)
         assert repack_kept(lay, want, tmp_path / "stage", kept) is None
-    # and the untouched ones at the version each transaction had before it
+    assert (loads.call_count, lists.call_count, parses.call_count) == (3, 0, 0)
+    # the untouched ones, at the version every transaction had before it: each reads all three
     for name in NAMES[3:]:
         want = Want(name, name, "1.0", vendor=False)
         assert repack_kept(lay, want, tmp_path / "stage", kept) is None
     assert loads.call_count == 3
-    assert spy.call_count == 3  # one kept.list per transaction
+    assert lists.call_count == 3  # one kept.list per transaction
+    assert parses.call_count == 4  # each kept METADATA once: pkg0 and pkg1, pkg1, pkg2
